@@ -1,0 +1,55 @@
+// Element/block types of weight tensors. Values equal the GGUF/ggml type ids so a GGUF type
+// field converts with a range check only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ferrum {
+
+enum class DType : uint32_t {
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q8_1 = 9,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,
+  I8 = 24,
+  I16 = 25,
+  I32 = 26,
+  I64 = 27,
+  F64 = 28,
+  BF16 = 30,
+};
+
+struct DTypeInfo {
+  DType type;
+  const char* name;
+  uint32_t block_size;  // elements per block (1 for plain types)
+  uint32_t type_size;   // bytes per block
+  bool quantized;
+  bool supported;  // ferrum can store and multiply it
+};
+
+// Info for a known type, or nullopt for an id ferrum does not know.
+std::optional<DTypeInfo> dtype_info(uint32_t ggml_type_id);
+const DTypeInfo& dtype_info(DType t);
+inline const char* dtype_name(DType t) { return dtype_info(t).name; }
+// Parses "Q4_K", "q8_0", "F16", "bf16", ... ; nullopt if unknown.
+std::optional<DType> dtype_from_name(std::string_view name);
+
+// Bytes used by a row of n elements; n must be a multiple of the block size.
+size_t row_size(DType t, int64_t n);
+
+}  // namespace ferrum

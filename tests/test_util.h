@@ -1,0 +1,34 @@
+// Helpers shared by the test binaries: fixture paths, .npy loading, running the CLI.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ferrum::test {
+
+// Absolute path of a file under tests/data.
+std::string data_path(const std::string& rel);
+// A fresh temporary directory (removed at exit is not guaranteed; under /tmp).
+std::string temp_dir();
+
+struct Npy {
+  std::vector<int64_t> shape;
+  std::vector<float> data;  // float32 C-order
+};
+// Reads a little-endian <f4 NumPy v1 file; if the path ends in .xz it is decompressed first.
+Npy load_npy(const std::string& path);
+
+// Decompresses tests/data/<rel>.xz (or returns the plain file if present) into a cache dir and
+// returns the path of the uncompressed file.
+std::string unxz(const std::string& rel);
+
+struct RunResult {
+  int exit_code;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+// Runs the ferrum binary with the given argument string (shell-quoted by the caller).
+RunResult run_ferrum(const std::string& args);
+
+}  // namespace ferrum::test
