@@ -552,6 +552,27 @@ std::vector<uint64_t> File::get_uint_array(std::string_view key) const {
   return out;
 }
 
+std::string_view File::raw_value(std::string_view key) const {
+  const Entry& e = entry(key);
+  const uint8_t* p = map_.data() + e.offset;
+  size_t begin = e.offset, end;
+  if (e.type == ValueType::STRING) {
+    end = e.offset + 8 + load<uint64_t>(p);
+  } else if (e.type == ValueType::ARRAY) {
+    begin = e.offset - 12;  // u32 element type + u64 count precede the elements
+    const size_t es = value_type_size(e.elem_type);
+    if (es) {
+      end = e.offset + e.count * es;
+    } else {
+      for (uint64_t i = 0; i < e.count; ++i) p += 8 + load<uint64_t>(p);
+      end = static_cast<size_t>(p - map_.data());
+    }
+  } else {
+    end = e.offset + value_type_size(e.type);
+  }
+  return std::string_view(reinterpret_cast<const char*>(map_.data() + begin), end - begin);
+}
+
 // ---- JSON ----
 
 nlohmann::json File::element_json(ValueType t, const uint8_t* p) const {

@@ -81,6 +81,9 @@ class File {
   // {"type": "array", "element_type": "<T>", "count": N, "head": [first max_array values]}.
   // Strings that are not valid UTF-8 get the bad bytes replaced by U+FFFD so dump() never throws.
   nlohmann::json metadata_json(size_t max_array = 16) const;
+  // The encoded GGUF payload of a value: the bytes that follow its value-type field in the file
+  // (for arrays: element type, count and elements). Used to copy metadata verbatim.
+  std::string_view raw_value(std::string_view key) const;
   // One metadata value as JSON (arrays in full).
   nlohmann::json value_json(std::string_view key) const;
 
