@@ -1,0 +1,37 @@
+// Element-wise and per-row operations of the transformer forward pass (norms, RoPE, activations).
+// These are memory-light compared to the matmuls; they are written as simple loops the compiler
+// vectorises, with accumulations in double where ggml does the same (norms, softmax sums).
+#pragma once
+
+#include <cstdint>
+
+namespace ferrum::kernels {
+
+// y = x / sqrt(mean(x^2) + eps) * w   (w may be null: no scale). x and y may alias.
+void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
+// y = (x - mean) / sqrt(var + eps) * w + b   (LayerNorm; w/b may be null). x and y may alias.
+void layer_norm(const float* x, const float* w, const float* b, float* y, int64_t n, float eps);
+
+// Rotary position embedding, in place on one head vector of length head_dim (only the first
+// n_rot dims rotate). `cos_sin` holds (cos, sin) pairs for n_rot/2 frequencies at this position.
+// interleaved: rotate (x[2i], x[2i+1]) (GGUF "llama"/llama2.c layout); otherwise rotate-half:
+// (x[i], x[i + n_rot/2]) (NeoX / Hugging Face layout).
+void rope_apply(float* x, const float* cos_sin, int n_rot, bool interleaved);
+
+// Fills cos_sin[2*i], cos_sin[2*i+1] for i < n_rot/2 at position `pos`, computed as ggml does:
+// theta_i = pos * base^(-2i/n_rot) built by repeated float multiplication, divided by
+// freq_factors[i] (Llama-3 scaling; may be null) and multiplied by freq_scale (linear scaling).
+void rope_cache(float* cos_sin, int64_t pos, int n_rot, float base, float freq_scale, const float* freq_factors);
+
+// out[i] = silu(gate[i]) * up[i]
+void swiglu(const float* gate, const float* up, float* out, int64_t n);
+// Exact (erf) GELU in place.
+void gelu_erf(float* x, int64_t n);
+
+// In place softmax over n values; returns nothing. Sum accumulated in double.
+void softmax(float* x, int64_t n);
+
+// y += x
+void add_inplace(float* y, const float* x, int64_t n);
+
+}  // namespace ferrum::kernels

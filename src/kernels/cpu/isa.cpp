@@ -1,0 +1,93 @@
+// Run-time choice of the kernel ISA from CPUID (+ OS register-state support), FERRUM_ISA or force_isa.
+#include <cpuid.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "ferrum/error.h"
+#include "kernels/cpu/kernels.h"
+#include "kernels/cpu/matmul.h"
+
+namespace ferrum::kernels {
+namespace {
+
+struct CpuFeatures {
+  bool avx2 = false;    // AVX2 + FMA + F16C
+  bool avx512 = false;  // F + BW + VL + DQ + VNNI + BF16
+};
+
+uint64_t xgetbv0() {
+  uint32_t lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (static_cast<uint64_t>(hi) << 32) | lo;
+}
+
+CpuFeatures detect() {
+  CpuFeatures f;
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  const bool osxsave = c & (1u << 27), fma = c & (1u << 12), f16c = c & (1u << 29), avx = c & (1u << 28);
+  if (!osxsave || !avx) return f;
+  const uint64_t xcr0 = xgetbv0();
+  const bool os_avx = (xcr0 & 0x6) == 0x6, os_avx512 = (xcr0 & 0xe6) == 0xe6;
+  if (__get_cpuid_max(0, nullptr) < 7) return f;
+  __cpuid_count(7, 0, a, b, c, d);
+  const bool avx2 = b & (1u << 5), bmi2 = b & (1u << 8);
+  const bool f512 = b & (1u << 16), dq = b & (1u << 17), bw = b & (1u << 30), vl = b & (1u << 31);
+  const bool vnni = c & (1u << 11);
+  unsigned a1, b1, c1, d1;
+  __cpuid_count(7, 1, a1, b1, c1, d1);
+  const bool bf16 = a1 & (1u << 5);
+  f.avx2 = os_avx && avx2 && fma && f16c && bmi2;
+  f.avx512 = f.avx2 && os_avx512 && f512 && dq && bw && vl && vnni && bf16;
+  return f;
+}
+
+const CpuFeatures& features() {
+  static const CpuFeatures f = detect();
+  return f;
+}
+
+const IsaKernels* by_name(const char* name) {
+  if (std::strcmp(name, "scalar") == 0) return &scalar_kernels();
+  if (std::strcmp(name, "avx2") == 0) return features().avx2 ? &avx2_kernels() : nullptr;
+  if (std::strcmp(name, "avx512") == 0) return features().avx512 ? &avx512_kernels() : nullptr;
+  fail("unknown ISA '{}' (expected scalar, avx2 or avx512)", name);
+}
+
+const IsaKernels* initial() {
+  if (const char* env = std::getenv("FERRUM_ISA"); env && *env) {
+    const IsaKernels* k = by_name(env);
+    if (!k) fail("FERRUM_ISA={}: this CPU does not support it", env);
+    return k;
+  }
+  if (features().avx512) return &avx512_kernels();
+  if (features().avx2) return &avx2_kernels();
+  return &scalar_kernels();
+}
+
+std::atomic<const IsaKernels*> g_active{nullptr};
+
+}  // namespace
+
+const IsaKernels& active_kernels() {
+  const IsaKernels* k = g_active.load(std::memory_order_acquire);
+  if (!k) {
+    k = initial();
+    g_active.store(k, std::memory_order_release);
+  }
+  return *k;
+}
+
+const char* active_isa() { return active_kernels().name; }
+
+bool isa_supported(const char* name) { return by_name(name) != nullptr; }
+
+void force_isa(const char* name) {
+  const IsaKernels* k = by_name(name);
+  if (!k) fail("force_isa({}): this CPU does not support it", name);
+  g_active.store(k, std::memory_order_release);
+}
+
+}  // namespace ferrum::kernels

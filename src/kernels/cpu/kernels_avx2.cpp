@@ -1,0 +1,315 @@
+// AVX2 + FMA + F16C kernels. Integer dots use maddubs (u8 x s8 -> i16 pairs, no saturation for
+// these level ranges) followed by madd (-> i32), with the sub-block scale folded into the madd.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "core/fp16.h"
+#include "kernels/cpu/kernels.h"
+
+namespace ferrum::kernels {
+namespace {
+
+inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// sum over groups of 4 of u[i]*s[i] -> 8 x i32.
+inline __m256i dot_u8s8(__m256i u, __m256i s) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+template <template <int> class K, typename... Args>
+void tile_dispatch(int nt, Args... args) {
+  switch (nt) {
+    case 1: return K<1>::run(args...);
+    case 2: return K<2>::run(args...);
+    case 3: return K<3>::run(args...);
+    default: return K<4>::run(args...);
+  }
+}
+
+// Lanes [0, n) all-ones: a mask for partial loads of the last F32 group.
+inline __m256i tail_mask(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// ---------------------------------------------------------------- F32 / F16 / BF16
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+    s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
+    s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
+  }
+  for (; i < n; i += 8) {
+    const __m256i m = tail_mask(n - i);
+    s0 = _mm256_fmadd_ps(_mm256_maskload_ps(a + i, m), _mm256_maskload_ps(b + i, m), s0);
+  }
+  return hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+}
+
+// Weight kinds converted to F32 8 at a time: 0 = F32, 1 = F16, 2 = BF16.
+template <int kKind>
+inline __m256 load8(const uint8_t* w, int64_t i) {
+  if constexpr (kKind == 0) return _mm256_loadu_ps(reinterpret_cast<const float*>(w) + i);
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const uint16_t*>(w) + i));
+  if constexpr (kKind == 1) return _mm256_cvtph_ps(h);
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+template <int kKind>
+inline float load1(const uint8_t* w, int64_t i) {
+  if constexpr (kKind == 0) return reinterpret_cast<const float*>(w)[i];
+  const uint16_t h = reinterpret_cast<const uint16_t*>(w)[i];
+  return kKind == 1 ? f16_to_f32(h) : bf16_to_f32(h);
+}
+
+// kAct: activation kind (0 = F32, 2 = BF16).
+template <int kKind, int kAct>
+struct FloatRow {
+  template <int NT>
+  struct K {
+    static void run(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+      __m256 acc[NT][2];
+      for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+      int64_t i = 0;
+      for (; i + 16 <= n; i += 16) {
+        const __m256 w0 = load8<kKind>(w, i), w1 = load8<kKind>(w, i + 8);
+        for (int t = 0; t < NT; ++t) {
+          const uint8_t* a = act + t * stride;
+          acc[t][0] = _mm256_fmadd_ps(w0, load8<kAct>(a, i), acc[t][0]);
+          acc[t][1] = _mm256_fmadd_ps(w1, load8<kAct>(a, i + 8), acc[t][1]);
+        }
+      }
+      for (int t = 0; t < NT; ++t) {
+        float s = hsum(_mm256_add_ps(acc[t][0], acc[t][1]));
+        for (int64_t j = i; j < n; ++j) s += load1<kKind>(w, j) * load1<kAct>(act + t * stride, j);
+        y[t * ldy] = s;
+      }
+    }
+  };
+};
+
+// ---------------------------------------------------------------- 32-element blocks x Q8_1F
+
+// 0xFF in byte j where bit j of x is set.
+inline __m256i bytes_from_bits(uint32_t x) {
+  const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
+                                       3, 3, 3, 3, 3, 3);
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(x)), sel);
+  return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
+
+inline __m256i nibbles(const uint8_t* qs) {
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
+}
+
+struct UnpackQ4_0 {
+  using Block = BlockQ4_0;
+  static constexpr bool kSigned = false;
+  static __m256i q(const Block& b, float& d, float& c) {
+    d = h2f(b.d);
+    c = -8.0f * d;
+    return nibbles(b.qs);
+  }
+};
+template <typename B, bool kMin>
+struct UnpackQ5 {
+  using Block = B;
+  static constexpr bool kSigned = false;
+  static __m256i q(const Block& b, float& d, float& c) {
+    uint32_t qh;
+    std::memcpy(&qh, b.qh, 4);
+    const __m256i v = _mm256_or_si256(nibbles(b.qs), _mm256_and_si256(bytes_from_bits(qh), _mm256_set1_epi8(16)));
+    d = h2f(b.d);
+    if constexpr (kMin)
+      c = h2f(b.m);
+    else
+      c = -16.0f * d;
+    return v;
+  }
+};
+struct UnpackQ8_0 {
+  using Block = BlockQ8_0;
+  static constexpr bool kSigned = true;
+  static __m256i q(const Block& b, float& d, float& c) {
+    d = h2f(b.d);
+    c = 0.0f;
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
+  }
+};
+
+template <typename U>
+struct Row32 {
+  template <int NT>
+  struct K {
+    static void run(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+      const auto* wb = reinterpret_cast<const typename U::Block*>(w);
+      __m256 acc[NT];
+      float off[NT];
+      const BlockQ8_1F* a[NT];
+      for (int t = 0; t < NT; ++t) {
+        acc[t] = _mm256_setzero_ps();
+        off[t] = 0.0f;
+        a[t] = reinterpret_cast<const BlockQ8_1F*>(act + t * stride);
+      }
+      for (int64_t b = 0; b < n / 32; ++b) {
+        float d, c;
+        __m256i q = U::q(wb[b], d, c);
+        const __m256i sgn = q;
+        if constexpr (U::kSigned) q = _mm256_sign_epi8(q, q);
+        for (int t = 0; t < NT; ++t) {
+          const BlockQ8_1F& ab = a[t][b];
+          __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs));
+          if constexpr (U::kSigned) av = _mm256_sign_epi8(av, sgn);
+          acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_u8s8(q, av)), _mm256_set1_ps(d * ab.d), acc[t]);
+          if constexpr (!U::kSigned) off[t] += c * ab.s;
+        }
+      }
+      for (int t = 0; t < NT; ++t) y[t * ldy] = hsum(acc[t]) + off[t];
+    }
+  };
+};
+
+// ---------------------------------------------------------------- K-quants x Q8_K
+
+template <bool kFive>
+struct RowQ4K {
+  template <int NT>
+  struct K {
+    static void run(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+      __m256 acc[NT], accm[NT];
+      const BlockQ8_K* a[NT];
+      for (int t = 0; t < NT; ++t) {
+        acc[t] = accm[t] = _mm256_setzero_ps();
+        a[t] = reinterpret_cast<const BlockQ8_K*>(act + t * stride);
+      }
+      const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+      for (int64_t b = 0; b < n / 256; ++b) {
+        const uint8_t *scales, *qs;
+        uint16_t dh, dminh;
+        __m256i qh = _mm256_setzero_si256();
+        if constexpr (kFive) {
+          const auto& wb = reinterpret_cast<const BlockQ5_K*>(w)[b];
+          scales = wb.scales, qs = wb.qs, dh = wb.d, dminh = wb.dmin;
+          qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qh));
+        } else {
+          const auto& wb = reinterpret_cast<const BlockQ4_K*>(w)[b];
+          scales = wb.scales, qs = wb.qs, dh = wb.d, dminh = wb.dmin;
+        }
+        uint8_t sc[8], mn[8];
+        for (int j = 0; j < 8; ++j) k4_scale_min(j, scales, sc[j], mn[j]);
+        __m256i q[8];
+        for (int c = 0; c < 4; ++c) {
+          const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c));
+          q[2 * c] = _mm256_and_si256(raw, m4);
+          q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+          if constexpr (kFive) {
+            const __m256i h0 = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * c)), one);
+            const __m256i h1 = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * c + 1)), one);
+            q[2 * c] = _mm256_or_si256(q[2 * c], _mm256_slli_epi16(h0, 4));
+            q[2 * c + 1] = _mm256_or_si256(q[2 * c + 1], _mm256_slli_epi16(h1, 4));
+          }
+        }
+        const __m256i mins = _mm256_setr_epi16(mn[0], mn[0], mn[1], mn[1], mn[2], mn[2], mn[3], mn[3], mn[4], mn[4],
+                                               mn[5], mn[5], mn[6], mn[6], mn[7], mn[7]);
+        const float d = h2f(dh), dmin = h2f(dminh);
+        for (int t = 0; t < NT; ++t) {
+          const BlockQ8_K& ab = a[t][b];
+          __m256i s = _mm256_setzero_si256();
+          for (int j = 0; j < 8; ++j) {
+            const __m256i p =
+                _mm256_maddubs_epi16(q[j], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs + 32 * j)));
+            s = _mm256_add_epi32(s, _mm256_madd_epi16(p, _mm256_set1_epi16(sc[j])));
+          }
+          acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(d * ab.d), acc[t]);
+          const __m256i ms = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)), mins);
+          accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_set1_ps(dmin * ab.d), accm[t]);
+        }
+      }
+      for (int t = 0; t < NT; ++t) y[t * ldy] = hsum(acc[t]) - hsum(accm[t]);
+    }
+  };
+};
+
+template <int NT>
+struct RowQ6K {
+  static void run(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+    __m256 acc[NT];
+    const BlockQ8_K* a[NT];
+    for (int t = 0; t < NT; ++t) {
+      acc[t] = _mm256_setzero_ps();
+      a[t] = reinterpret_cast<const BlockQ8_K*>(act + t * stride);
+    }
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+    for (int64_t b = 0; b < n / 256; ++b) {
+      const auto& wb = reinterpret_cast<const BlockQ6_K*>(w)[b];
+      __m256i q[8], scv[8];
+      for (int h = 0; h < 2; ++h) {
+        const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.ql + 64 * h));
+        const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.ql + 64 * h + 32));
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qh + 32 * h));
+        q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+        q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+        q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30));
+        q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                                       _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+      }
+      for (int j = 0; j < 8; ++j)
+        scv[j] = _mm256_set_m128i(_mm_set1_epi16(wb.scales[2 * j + 1]), _mm_set1_epi16(wb.scales[2 * j]));
+      const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales)));
+      const float d = h2f(wb.d);
+      for (int t = 0; t < NT; ++t) {
+        const BlockQ8_K& ab = a[t][b];
+        __m256i s = _mm256_setzero_si256();
+        for (int j = 0; j < 8; ++j) {
+          const __m256i p =
+              _mm256_maddubs_epi16(q[j], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs + 32 * j)));
+          s = _mm256_add_epi32(s, _mm256_madd_epi16(p, scv[j]));
+        }
+        const __m256i off = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)), sc16);
+        s = _mm256_sub_epi32(s, _mm256_slli_epi32(off, 5));
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(d * ab.d), acc[t]);
+      }
+    }
+    for (int t = 0; t < NT; ++t) y[t * ldy] = hsum(acc[t]);
+  }
+};
+
+template <template <int> class K>
+void row_fn(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
+  tile_dispatch<K>(nt, w, n, act, stride, y, ldy);
+}
+
+}  // namespace
+
+const IsaKernels& avx2_kernels() {
+  // Built on first use: the activation quantizers come from the scalar table (another TU).
+  static const IsaKernels k = {"avx2",
+                               dot_f32,
+                               row_fn<Row32<UnpackQ4_0>::K>,
+                               row_fn<Row32<UnpackQ5<BlockQ5_0, false>>::K>,
+                               row_fn<Row32<UnpackQ5<BlockQ5_1, true>>::K>,
+                               row_fn<Row32<UnpackQ8_0>::K>,
+                               row_fn<RowQ4K<false>::K>,
+                               row_fn<RowQ4K<true>::K>,
+                               row_fn<RowQ6K>,
+                               row_fn<FloatRow<2, 2>::K>,
+                               row_fn<FloatRow<1, 0>::K>,
+                               row_fn<FloatRow<0, 0>::K>,
+                               scalar_kernels().quantize_q8_1f,
+                               scalar_kernels().quantize_q8_k};
+  return k;
+}
+
+}  // namespace ferrum::kernels

@@ -1,0 +1,226 @@
+// Portable reference kernels: every type, no SIMD. Also the activation quantizers shared by all ISAs.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/fp16.h"
+#include "kernels/cpu/kernels.h"
+
+namespace ferrum::kernels {
+namespace {
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  // Eight partial sums: F32 accumulation, but less rounding drift than one running sum.
+  float s[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) s[k] += a[i + k] * b[i + k];
+  for (; i < n; ++i) s[0] += a[i] * b[i];
+  return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+}
+
+const BlockQ8_1F* act32(const uint8_t* act, size_t stride, int t) {
+  return reinterpret_cast<const BlockQ8_1F*>(act + t * stride);
+}
+const BlockQ8_K* actk(const uint8_t* act, size_t stride, int t) {
+  return reinterpret_cast<const BlockQ8_K*>(act + t * stride);
+}
+
+// Shared loop for the 32-element types: unpack(block, q, d, c) gives levels q (0..31, or signed
+// for Q8_0), the scale d and the offset coefficient c: w = d*q + c.
+template <typename Block, typename Unpack>
+void row_dot_32(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy,
+                Unpack unpack) {
+  const auto* wb = reinterpret_cast<const Block*>(w);
+  float acc[kMaxTile] = {}, off[kMaxTile] = {};
+  int q[32];
+  for (int64_t b = 0; b < n / 32; ++b) {
+    float d, c;
+    unpack(wb[b], q, d, c);
+    for (int t = 0; t < nt; ++t) {
+      const BlockQ8_1F& a = act32(act, stride, t)[b];
+      int sum = 0;
+      for (int j = 0; j < 32; ++j) sum += q[j] * a.qs[j];
+      acc[t] += static_cast<float>(sum) * (d * a.d);
+      off[t] += c * a.s;
+    }
+  }
+  for (int t = 0; t < nt; ++t) y[t * ldy] = acc[t] + off[t];
+}
+
+void unpack_nibbles(const uint8_t* qs, int* q) {
+  for (int j = 0; j < 16; ++j) {
+    q[j] = qs[j] & 0xF;
+    q[j + 16] = qs[j] >> 4;
+  }
+}
+void add_high_bits(const uint8_t* qh_bytes, int* q) {
+  uint32_t qh;
+  std::memcpy(&qh, qh_bytes, 4);
+  for (int j = 0; j < 32; ++j) q[j] |= ((qh >> j) & 1) << 4;
+}
+
+void q4_0(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
+  row_dot_32<BlockQ4_0>(w, n, act, stride, nt, y, ldy, [](const BlockQ4_0& b, int* q, float& d, float& c) {
+    unpack_nibbles(b.qs, q);
+    d = f16_to_f32(b.d);
+    c = -8.0f * d;
+  });
+}
+void q5_0(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
+  row_dot_32<BlockQ5_0>(w, n, act, stride, nt, y, ldy, [](const BlockQ5_0& b, int* q, float& d, float& c) {
+    unpack_nibbles(b.qs, q);
+    add_high_bits(b.qh, q);
+    d = f16_to_f32(b.d);
+    c = -16.0f * d;
+  });
+}
+void q5_1(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
+  row_dot_32<BlockQ5_1>(w, n, act, stride, nt, y, ldy, [](const BlockQ5_1& b, int* q, float& d, float& c) {
+    unpack_nibbles(b.qs, q);
+    add_high_bits(b.qh, q);
+    d = f16_to_f32(b.d);
+    c = f16_to_f32(b.m);
+  });
+}
+void q8_0(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
+  row_dot_32<BlockQ8_0>(w, n, act, stride, nt, y, ldy, [](const BlockQ8_0& b, int* q, float& d, float& c) {
+    for (int j = 0; j < 32; ++j) q[j] = b.qs[j];
+    d = f16_to_f32(b.d);
+    c = 0.0f;
+  });
+}
+
+// Q4_K / Q5_K: w = d*sc[j]*q - dmin*m[j] per sub-block j of 32.
+template <bool kFive>
+void qk4(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
+  float acc[kMaxTile] = {};
+  int q[256];
+  for (int64_t b = 0; b < n / 256; ++b) {
+    const uint8_t* scales;
+    const uint8_t* qs;
+    uint16_t dh, dminh;
+    if constexpr (kFive) {
+      const auto& wb = reinterpret_cast<const BlockQ5_K*>(w)[b];
+      scales = wb.scales, qs = wb.qs, dh = wb.d, dminh = wb.dmin;
+      for (int c = 0; c < 4; ++c)
+        for (int l = 0; l < 32; ++l) {
+          q[64 * c + l] = (qs[32 * c + l] & 0xF) | (((wb.qh[l] >> (2 * c)) & 1) << 4);
+          q[64 * c + 32 + l] = (qs[32 * c + l] >> 4) | (((wb.qh[l] >> (2 * c + 1)) & 1) << 4);
+        }
+    } else {
+      const auto& wb = reinterpret_cast<const BlockQ4_K*>(w)[b];
+      scales = wb.scales, qs = wb.qs, dh = wb.d, dminh = wb.dmin;
+      for (int c = 0; c < 4; ++c)
+        for (int l = 0; l < 32; ++l) {
+          q[64 * c + l] = qs[32 * c + l] & 0xF;
+          q[64 * c + 32 + l] = qs[32 * c + l] >> 4;
+        }
+    }
+    uint8_t sc[8], m[8];
+    for (int j = 0; j < 8; ++j) k4_scale_min(j, scales, sc[j], m[j]);
+    const float d = f16_to_f32(dh), dmin = f16_to_f32(dminh);
+    for (int t = 0; t < nt; ++t) {
+      const BlockQ8_K& a = actk(act, stride, t)[b];
+      int isum = 0, msum = 0;
+      for (int j = 0; j < 8; ++j) {
+        int s = 0;
+        for (int l = 0; l < 32; ++l) s += q[32 * j + l] * a.qs[32 * j + l];
+        isum += s * sc[j];
+        msum += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
+      }
+      acc[t] += (d * a.d) * static_cast<float>(isum) - (dmin * a.d) * static_cast<float>(msum);
+    }
+  }
+  for (int t = 0; t < nt; ++t) y[t * ldy] = acc[t];
+}
+
+void q6_k(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
+  float acc[kMaxTile] = {};
+  int q[256];
+  for (int64_t b = 0; b < n / 256; ++b) {
+    const auto& wb = reinterpret_cast<const BlockQ6_K*>(w)[b];
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* ql = wb.ql + 64 * h;
+      const uint8_t* qh = wb.qh + 32 * h;
+      int* qq = q + 128 * h;
+      for (int l = 0; l < 32; ++l) {
+        qq[l] = (ql[l] & 0xF) | ((qh[l] & 3) << 4);
+        qq[l + 32] = (ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4);
+        qq[l + 64] = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
+        qq[l + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
+      }
+    }
+    const float d = f16_to_f32(wb.d);
+    for (int t = 0; t < nt; ++t) {
+      const BlockQ8_K& a = actk(act, stride, t)[b];
+      int isum = 0;
+      for (int k = 0; k < 16; ++k) {
+        int s = 0;
+        for (int l = 0; l < 16; ++l) s += q[16 * k + l] * a.qs[16 * k + l];
+        isum += wb.scales[k] * (s - 32 * a.bsums[k]);
+      }
+      acc[t] += (d * a.d) * static_cast<float>(isum);
+    }
+  }
+  for (int t = 0; t < nt; ++t) y[t * ldy] = acc[t];
+}
+
+void bf16(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
+  const auto* wr = reinterpret_cast<const uint16_t*>(w);
+  for (int t = 0; t < nt; ++t) {
+    const auto* a = reinterpret_cast<const uint16_t*>(act + t * stride);
+    float s[8] = {};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      for (int k = 0; k < 8; ++k) s[k] += bf16_to_f32(wr[i + k]) * bf16_to_f32(a[i + k]);
+    for (; i < n; ++i) s[0] += bf16_to_f32(wr[i]) * bf16_to_f32(a[i]);
+    y[t * ldy] = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+  }
+}
+
+void f16(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
+  const auto* wr = reinterpret_cast<const uint16_t*>(w);
+  for (int t = 0; t < nt; ++t) {
+    const auto* a = reinterpret_cast<const float*>(act + t * stride);
+    float s[8] = {};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      for (int k = 0; k < 8; ++k) s[k] += f16_to_f32(wr[i + k]) * a[i + k];
+    for (; i < n; ++i) s[0] += f16_to_f32(wr[i]) * a[i];
+    y[t * ldy] = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+  }
+}
+
+void f32(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
+  for (int t = 0; t < nt; ++t)
+    y[t * ldy] = dot_f32(reinterpret_cast<const float*>(w), reinterpret_cast<const float*>(act + t * stride), n);
+}
+
+void quantize_q8_1f(const float* x, BlockQ8_1F* y, int64_t n) {
+  for (int64_t b = 0; b < n / 32; ++b, x += 32) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    int sum = 0;
+    for (int j = 0; j < 32; ++j) {
+      const int v = static_cast<int>(std::nearbyint(x[j] * id));
+      y[b].qs[j] = static_cast<int8_t>(v);
+      sum += v;
+    }
+    y[b].d = d;
+    y[b].s = d * static_cast<float>(sum);
+  }
+}
+
+void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t n) { quantize_row(DType::Q8_K, x, y, n); }
+
+const IsaKernels kScalar = {"scalar", dot_f32, q4_0,  q5_0, q5_1, q8_0,          qk4<false>,   qk4<true>,
+                            q6_k,     bf16,    f16,   f32,  quantize_q8_1f, quantize_q8_k};
+
+}  // namespace
+
+const IsaKernels& scalar_kernels() { return kScalar; }
+
+}  // namespace ferrum::kernels

@@ -1,0 +1,163 @@
+// Matmul driver: argument checks, activation preparation, and the split of (row chunk x token
+// group) work items over the thread pool. The per-ISA kernels do the arithmetic.
+#include "kernels/cpu/matmul.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "core/quant.h"
+#include "ferrum/error.h"
+#include "kernels/cpu/kernels.h"
+
+namespace ferrum::kernels {
+namespace {
+
+constexpr int64_t kRowChunk = 16;     // rows per work item: a chunk stays in L1/L2 across token tiles
+constexpr int64_t kTokenGroup = 64;   // tokens per work item (Fast)
+constexpr int64_t kExactGroup = 256;  // tokens per work item (Exact: one dequantization per row and group)
+
+enum class Act { Q8_1F, Q8_K, BF16, F32 };
+
+struct FastKernel {
+  RowDotFn fn;
+  Act act;
+};
+
+FastKernel fast_kernel(const IsaKernels& k, DType t) {
+  switch (t) {
+    case DType::Q4_0: return {k.q4_0, Act::Q8_1F};
+    case DType::Q5_0: return {k.q5_0, Act::Q8_1F};
+    case DType::Q5_1: return {k.q5_1, Act::Q8_1F};
+    case DType::Q8_0: return {k.q8_0, Act::Q8_1F};
+    case DType::Q4_K: return {k.q4_k, Act::Q8_K};
+    case DType::Q5_K: return {k.q5_k, Act::Q8_K};
+    case DType::Q6_K: return {k.q6_k, Act::Q8_K};
+    case DType::BF16: return {k.bf16, Act::BF16};
+    case DType::F16: return {k.f16, Act::F32};
+    case DType::F32: return {k.f32, Act::F32};
+    default: return {nullptr, Act::F32};
+  }
+}
+
+void check_args(const TensorView& W, int64_t rb, int64_t re, const float* x, int64_t ldx, int64_t n_tok,
+                const float* y, int64_t ldy) {
+  if (!fast_kernel(scalar_kernels(), W.type).fn)
+    fail("matmul: tensor '{}' has type {}, which has no matmul kernel", W.name, dtype_name(W.type));
+  const int64_t cols = W.cols();
+  if (cols <= 0 || W.rows() < 0) fail("matmul: tensor '{}' has bad shape {}", W.name, W.shape_string());
+  const size_t need = W.row_bytes() * static_cast<size_t>(W.rows());  // throws on a partial block
+  if (W.rows() > 0 && !W.data) fail("matmul: tensor '{}' has no data", W.name);
+  if (W.nbytes < need)
+    fail("matmul: tensor '{}' {} {} needs {} bytes, has {}", W.name, dtype_name(W.type), W.shape_string(), need,
+         W.nbytes);
+  if (rb < 0 || re < rb || re > W.rows())
+    fail("matmul: rows [{}, {}) out of range for tensor '{}' with {} rows", rb, re, W.name, W.rows());
+  if (n_tok < 0) fail("matmul: negative token count {} for tensor '{}'", n_tok, W.name);
+  if (n_tok > 0 && (!x || !y)) fail("matmul: null activation/output pointer for tensor '{}'", W.name);
+  if (n_tok > 1 && ldx < cols)
+    fail("matmul: activation stride {} < {} inputs of tensor '{}'", ldx, cols, W.name);
+  if (n_tok > 1 && ldy < re - rb) fail("matmul: output stride {} < {} rows of tensor '{}'", ldy, re - rb, W.name);
+}
+
+template <typename T>
+T* grow(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+// Runs body(row_begin, row_end, tok_begin, tok_end, ith) over all work items, dynamically balanced.
+template <typename Body>
+void for_items(ThreadPool& pool, int64_t rows, int64_t n_tok, int64_t group, Body&& body) {
+  const int64_t n_rc = (rows + kRowChunk - 1) / kRowChunk;
+  const int64_t n_tg = (n_tok + group - 1) / group;
+  const int64_t n_items = n_rc * n_tg;
+  std::atomic<int64_t> next{0};
+  auto work = [&](int ith, int) {
+    for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n_items;
+         i = next.fetch_add(1, std::memory_order_relaxed)) {
+      const int64_t rc = i % n_rc, tg = i / n_rc;
+      body(rc * kRowChunk, std::min(rows, (rc + 1) * kRowChunk), tg * group, std::min(n_tok, (tg + 1) * group),
+           ith);
+    }
+  };
+  if (n_items == 1)
+    work(0, 1);
+  else
+    pool.run(work);
+}
+
+void run_exact(const TensorView& W, int64_t rb, int64_t re, const float* x, int64_t ldx, int64_t n_tok, float* y,
+               int64_t ldy, ThreadPool& pool, MatmulScratch& scratch) {
+  const IsaKernels& k = active_kernels();
+  const int64_t cols = W.cols();
+  float* bufs = grow(scratch.rows, static_cast<size_t>(cols) * pool.size());
+  for_items(pool, re - rb, n_tok, kExactGroup, [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1, int ith) {
+    float* buf = bufs + static_cast<size_t>(ith) * cols;
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* w = reinterpret_cast<const float*>(W.row(rb + r));
+      if (W.type != DType::F32) {
+        dequantize_row(W.type, W.row(rb + r), buf, cols);
+        w = buf;
+      }
+      for (int64_t t = t0; t < t1; ++t) y[t * ldy + r] = k.dot_f32(w, x + t * ldx, cols);
+    }
+  });
+}
+
+void run_fast(const TensorView& W, int64_t rb, int64_t re, const float* x, int64_t ldx, int64_t n_tok, float* y,
+              int64_t ldy, ThreadPool& pool, MatmulScratch& scratch) {
+  const IsaKernels& k = active_kernels();
+  const FastKernel fk = fast_kernel(k, W.type);
+  const int64_t cols = W.cols();
+  const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
+  size_t stride = static_cast<size_t>(ldx) * sizeof(float);
+  if (fk.act != Act::F32) {
+    size_t row = fk.act == Act::Q8_1F  ? static_cast<size_t>(cols / 32) * sizeof(BlockQ8_1F)
+                 : fk.act == Act::Q8_K ? static_cast<size_t>(cols / 256) * sizeof(BlockQ8_K)
+                                       : static_cast<size_t>(cols) * 2;
+    stride = (row + 63) / 64 * 64;
+    uint8_t* buf = grow(scratch.act, stride * n_tok);
+    auto prep = [&](int64_t t0, int64_t t1, int) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const float* xt = x + t * ldx;
+        uint8_t* out = buf + t * stride;
+        if (fk.act == Act::Q8_1F)
+          k.quantize_q8_1f(xt, reinterpret_cast<BlockQ8_1F*>(out), cols);
+        else if (fk.act == Act::Q8_K)
+          k.quantize_q8_k(xt, reinterpret_cast<BlockQ8_K*>(out), cols);
+        else
+          quantize_row(DType::BF16, xt, out, cols);
+      }
+    };
+    if (n_tok > 1)
+      pool.parallel_for(n_tok, prep);
+    else
+      prep(0, n_tok, 0);
+    act = buf;
+  }
+  for_items(pool, re - rb, n_tok, kTokenGroup, [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; t += kMaxTile) {
+      const int nt = static_cast<int>(std::min<int64_t>(kMaxTile, t1 - t));
+      for (int64_t r = r0; r < r1; ++r) fk.fn(W.row(rb + r), cols, act + t * stride, stride, nt, y + t * ldy + r, ldy);
+    }
+  });
+}
+
+}  // namespace
+
+void matmul_rows(const TensorView& W, int64_t row_begin, int64_t row_end, const float* x, int64_t ldx, int64_t n_tok,
+                 float* y, int64_t ldy, ThreadPool& pool, Precision prec, MatmulScratch& scratch) {
+  check_args(W, row_begin, row_end, x, ldx, n_tok, y, ldy);
+  if (n_tok == 0 || row_end == row_begin) return;
+  if (prec == Precision::Exact)
+    run_exact(W, row_begin, row_end, x, ldx, n_tok, y, ldy, pool, scratch);
+  else
+    run_fast(W, row_begin, row_end, x, ldx, n_tok, y, ldy, pool, scratch);
+}
+
+void matmul(const TensorView& W, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy, ThreadPool& pool,
+            Precision prec, MatmulScratch& scratch) {
+  matmul_rows(W, 0, W.rows(), x, ldx, n_tok, y, ldy, pool, prec, scratch);
+}
+
+}  // namespace ferrum::kernels

@@ -1,0 +1,43 @@
+// Matrix x activations for weights kept in their file format (F32/F16/BF16 and ggml quant blocks).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+
+namespace ferrum::kernels {
+
+enum class Precision {
+  // Activations stay F32; each weight row is dequantized (bit-exact) and dotted in F32 with F32
+  // accumulation. The reference path.
+  Exact,
+  // As llama.cpp: activations quantized to 8 bits (Q8_0-style with sums for the 32-blocks, Q8_K for
+  // K-quants) and integer dot products; BF16 weights x BF16-rounded activations; F16/F32 weights x
+  // F32 activations.
+  Fast,
+};
+
+// Grow-only buffers reused across calls (quantized activations, dequantized rows): after the first
+// call with the largest shape no call allocates.
+struct MatmulScratch {
+  std::vector<uint8_t> act;
+  std::vector<float> rows;
+};
+
+// y[t*ldy + o] = sum_i W[o,i] * x[t*ldx + i] for t < n_tok, o < W.rows(); W.cols() inputs.
+void matmul(const TensorView& W, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
+            ThreadPool& pool, Precision prec, MatmulScratch& scratch);
+// Only output rows [row_begin, row_end) of W; y columns are relative to row_begin.
+void matmul_rows(const TensorView& W, int64_t row_begin, int64_t row_end, const float* x, int64_t ldx,
+                 int64_t n_tok, float* y, int64_t ldy, ThreadPool& pool, Precision prec, MatmulScratch& scratch);
+
+// The instruction set in use: "scalar", "avx2" or "avx512". The default is the best the CPU has,
+// or the FERRUM_ISA environment variable. force_isa throws ferrum::Error if the CPU lacks it.
+const char* active_isa();
+void force_isa(const char* name);
+// Whether this CPU (and OS) can run the named ISA path.
+bool isa_supported(const char* name);
+
+}  // namespace ferrum::kernels
