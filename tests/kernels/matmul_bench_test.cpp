@@ -1,0 +1,67 @@
+// Micro-benchmark of the matmul kernels (disabled by default; run with
+// --gtest_also_run_disabled_tests --gtest_filter='*Bench*'). Prints GFLOP/s and weight GB/s for
+// 2048x2048 and 8192x2048 (rows x inputs) per type at n_tok 1 and 64, for each ISA the CPU has;
+// "scalar" is the naive baseline measured in the same run.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "kernel_test_util.h"
+#include "kernels/cpu/matmul.h"
+
+namespace ferrum::kernels {
+namespace {
+
+double seconds_per_call(const test::TestMatrix& m, const std::vector<float>& x, int64_t n_tok, std::vector<float>& y,
+                        ThreadPool& pool, Precision prec, MatmulScratch& s) {
+  using clock = std::chrono::steady_clock;
+  matmul(m.view, x.data(), m.view.cols(), n_tok, y.data(), m.view.rows(), pool, prec, s);  // warm-up
+  int iters = 0;
+  const auto t0 = clock::now();
+  double el = 0;
+  do {
+    matmul(m.view, x.data(), m.view.cols(), n_tok, y.data(), m.view.rows(), pool, prec, s);
+    ++iters;
+    el = std::chrono::duration<double>(clock::now() - t0).count();
+  } while (el < 0.25);
+  return el / iters;
+}
+
+TEST(MatmulBench, DISABLED_Bench) {
+  const std::string saved = active_isa();
+  ThreadPool pool;
+  MatmulScratch scratch;
+  const char* only = std::getenv("FERRUM_BENCH_TYPES");  // e.g. "Q4_0,Q4_K" to shorten a run
+  std::printf("threads %d\n| type | rows x cols | n_tok | isa | prec | ms | GFLOP/s | GB/s |\n|---|---|---|---|---|---|---|---|\n",
+              pool.size());
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q5_1,
+                  DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    if (only && !std::strstr(only, dtype_name(t))) continue;
+    for (int64_t rows : {2048, 8192}) {
+      test::TestMatrix m(t, rows, 2048, 3);
+      for (int64_t n_tok : {1, 64}) {
+        const auto x = test::gaussian(static_cast<size_t>(n_tok * 2048), 5);
+        std::vector<float> y(static_cast<size_t>(n_tok * rows));
+        for (const char* isa : {"scalar", "avx2", "avx512"}) {
+          if (!isa_supported(isa)) continue;
+          force_isa(isa);
+          for (Precision prec : {Precision::Fast, Precision::Exact}) {
+            if (prec == Precision::Exact && std::string(isa) != "avx512") continue;
+            const double s = seconds_per_call(m, x, n_tok, y, pool, prec, scratch);
+            std::printf("| %s | %ldx2048 | %ld | %s | %s | %.3f | %.1f | %.1f |\n", dtype_name(t), (long)rows,
+                        (long)n_tok, isa, prec == Precision::Fast ? "fast" : "exact", s * 1e3,
+                        2.0 * rows * 2048 * n_tok / s * 1e-9, m.view.nbytes / s * 1e-9);
+            std::fflush(stdout);
+          }
+        }
+      }
+    }
+  }
+  force_isa(saved.c_str());
+}
+
+}  // namespace
+}  // namespace ferrum::kernels

@@ -1,0 +1,195 @@
+// Matmul: Exact against a float64 reference on the dequantized weights, Fast close to Exact,
+// every ISA path against scalar, odd shapes, row slices, argument errors.
+#include "kernels/cpu/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "ferrum/error.h"
+#include "kernel_test_util.h"
+
+namespace ferrum::kernels {
+namespace {
+
+using test::TestMatrix;
+
+const DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q5_0,
+                        DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+// Restores the ISA that was active when the test started.
+struct IsaGuard {
+  std::string saved = active_isa();
+  ~IsaGuard() { force_isa(saved.c_str()); }
+};
+
+int64_t cols_for(DType t, bool odd) {
+  if (dtype_info(t).block_size == 256) return odd ? 768 : 512;
+  if (dtype_info(t).block_size == 32) return odd ? 96 : 512;
+  return odd ? 100 : 512;  // plain types: exercises the vector tails
+}
+
+struct Problem {
+  TestMatrix w;
+  std::vector<float> x;
+  int64_t n_tok, ldx;
+  Problem(DType t, int64_t rows, int64_t cols, int64_t n_tok, uint32_t seed)
+      : w(t, rows, cols, seed), n_tok(n_tok), ldx(cols + 3) {
+    x = test::gaussian(static_cast<size_t>(n_tok * ldx), seed + 1);
+  }
+  int64_t rows() const { return w.view.rows(); }
+  int64_t cols() const { return w.view.cols(); }
+  std::vector<float> run(ThreadPool& pool, Precision p, MatmulScratch& s, int64_t ldy_extra = 0) const {
+    const int64_t ldy = rows() + ldy_extra;
+    std::vector<float> y(static_cast<size_t>(n_tok * ldy), -7.0f);
+    matmul(w.view, x.data(), ldx, n_tok, y.data(), ldy, pool, p, s);
+    return y;
+  }
+  // float64 reference and sum |w*x| (the scale of the rounding error) per output.
+  void reference(std::vector<double>& ref, std::vector<double>& mag) const {
+    const auto wd = w.dequantized();
+    ref.assign(static_cast<size_t>(n_tok * rows()), 0.0);
+    mag = ref;
+    for (int64_t t = 0; t < n_tok; ++t)
+      for (int64_t o = 0; o < rows(); ++o)
+        for (int64_t i = 0; i < cols(); ++i) {
+          const double p = double(wd[o * cols() + i]) * x[t * ldx + i];
+          ref[t * rows() + o] += p;
+          mag[t * rows() + o] += std::fabs(p);
+        }
+  }
+};
+
+TEST(Matmul, ExactMatchesFloat64Reference) {
+  ThreadPool pool(3);
+  MatmulScratch scratch;
+  for (DType t : kTypes)
+    for (bool odd : {false, true})
+      for (int64_t n_tok : {1, 3, 17}) {
+        Problem p(t, 37, cols_for(t, odd), n_tok, 11);
+        std::vector<double> ref, mag;
+        p.reference(ref, mag);
+        const auto y = p.run(pool, Precision::Exact, scratch);
+        for (size_t i = 0; i < ref.size(); ++i)
+          ASSERT_LE(std::fabs(y[i] - ref[i]), 2e-6 * mag[i] + 1e-30)
+              << dtype_name(t) << " cols " << p.cols() << " n_tok " << n_tok << " out " << i << ": " << y[i] << " vs "
+              << ref[i];
+      }
+}
+
+// Fast quantizes the activations to 8 bits (or BF16): relative RMS error against Exact per type.
+TEST(Matmul, FastCloseToExact) {
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  for (DType t : kTypes) {
+    const double bound = t == DType::F32 || t == DType::F16 ? 1e-6 : t == DType::BF16 ? 3e-3 : 9e-3;
+    for (int64_t n_tok : {1, 5, 70}) {
+      Problem p(t, 45, cols_for(t, false), n_tok, 21);
+      const auto exact = p.run(pool, Precision::Exact, scratch);
+      const auto fast = p.run(pool, Precision::Fast, scratch);
+      double e = 0, s = 0;
+      for (size_t i = 0; i < exact.size(); ++i) {
+        e += (double(fast[i]) - exact[i]) * (double(fast[i]) - exact[i]);
+        s += double(exact[i]) * exact[i];
+      }
+      const double rel = std::sqrt(e / s);
+      EXPECT_LT(rel, bound) << dtype_name(t) << " n_tok " << n_tok;
+      if (n_tok == 5) std::printf("  %-5s fast vs exact rel rms %.2e\n", dtype_name(t), rel);
+    }
+  }
+}
+
+// Every SIMD path the CPU has gives the scalar results (integer dots are exact; only the order of
+// the float sums differs).
+TEST(Matmul, IsaPathsAgreeWithScalar) {
+  IsaGuard guard;
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  int checked = 0;
+  for (const char* isa : {"avx2", "avx512"}) {
+    if (!isa_supported(isa)) continue;
+    for (DType t : kTypes)
+      for (bool odd : {false, true})
+        for (int64_t n_tok : {1, 3, 17})
+          for (Precision prec : {Precision::Exact, Precision::Fast}) {
+            Problem p(t, 29, cols_for(t, odd), n_tok, 31);
+            force_isa("scalar");
+            ASSERT_STREQ(active_isa(), "scalar");
+            const auto ref = p.run(pool, prec, scratch);
+            force_isa(isa);
+            ASSERT_STREQ(active_isa(), isa);
+            const auto y = p.run(pool, prec, scratch);
+            std::vector<double> r64, mag;
+            p.reference(r64, mag);
+            for (size_t i = 0; i < y.size(); ++i)
+              ASSERT_LE(std::fabs(y[i] - ref[i]), 3e-6 * mag[i] + 1e-30)
+                  << isa << " " << dtype_name(t) << (prec == Precision::Fast ? " fast" : " exact") << " cols "
+                  << p.cols() << " n_tok " << n_tok << " out " << i << ": " << y[i] << " vs scalar " << ref[i];
+            ++checked;
+          }
+  }
+  std::printf("  %d ISA/type/shape combinations checked against scalar\n", checked);
+}
+
+TEST(Matmul, RowSliceAndOutputStride) {
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  for (DType t : {DType::Q4_K, DType::Q8_0, DType::F16}) {
+    for (Precision prec : {Precision::Exact, Precision::Fast}) {
+      Problem p(t, 50, cols_for(t, false), 6, 41);
+      const auto full = p.run(pool, prec, scratch);
+      const int64_t rb = 7, re = 41, ldy = 40;
+      std::vector<float> y(static_cast<size_t>(6 * ldy), -7.0f);
+      matmul_rows(p.w.view, rb, re, p.x.data(), p.ldx, 6, y.data(), ldy, pool, prec, scratch);
+      for (int64_t tk = 0; tk < 6; ++tk) {
+        for (int64_t o = 0; o < re - rb; ++o) ASSERT_EQ(y[tk * ldy + o], full[tk * 50 + rb + o]) << dtype_name(t);
+        for (int64_t o = re - rb; o < ldy; ++o) ASSERT_EQ(y[tk * ldy + o], -7.0f) << "wrote past the slice";
+      }
+    }
+  }
+}
+
+TEST(Matmul, ThreadCountsGiveSameResult) {
+  MatmulScratch scratch;
+  Problem p(DType::Q4_0, 67, 256, 9, 51);
+  ThreadPool p1(1), p3(3);
+  for (Precision prec : {Precision::Exact, Precision::Fast})
+    EXPECT_EQ(p.run(p1, prec, scratch), p.run(p3, prec, scratch));
+}
+
+TEST(Matmul, ScratchIsReusedWithoutGrowing) {
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  Problem p(DType::Q6_K, 16, 512, 8, 61);
+  p.run(pool, Precision::Fast, scratch);
+  p.run(pool, Precision::Exact, scratch);
+  const auto* act = scratch.act.data();
+  const auto* rows = scratch.rows.data();
+  p.run(pool, Precision::Fast, scratch);
+  p.run(pool, Precision::Exact, scratch);
+  EXPECT_EQ(act, scratch.act.data());
+  EXPECT_EQ(rows, scratch.rows.data());
+}
+
+TEST(Matmul, BadArgumentsThrow) {
+  ThreadPool pool(1);
+  MatmulScratch s;
+  TestMatrix m(DType::Q4_0, 4, 64, 1);
+  std::vector<float> x(64 * 2), y(8);
+  TensorView v = m.view;
+  EXPECT_THROW(matmul_rows(v, 2, 5, x.data(), 64, 1, y.data(), 4, pool, Precision::Fast, s), Error);
+  EXPECT_THROW(matmul(v, x.data(), 10, 2, y.data(), 4, pool, Precision::Fast, s), Error);
+  v.nbytes -= 1;
+  EXPECT_THROW(matmul(v, x.data(), 64, 1, y.data(), 4, pool, Precision::Exact, s), Error);
+  v = m.view;
+  v.type = DType::Q2_K;
+  EXPECT_THROW(matmul(v, x.data(), 64, 1, y.data(), 4, pool, Precision::Exact, s), Error);
+  v = m.view;
+  v.ne[0] = 60;  // not a multiple of the block size
+  EXPECT_THROW(matmul(v, x.data(), 64, 1, y.data(), 4, pool, Precision::Fast, s), Error);
+  EXPECT_THROW(force_isa("neon"), Error);
+}
+
+}  // namespace
+}  // namespace ferrum::kernels

@@ -1,0 +1,127 @@
+// Block formats: bit-exact dequantization against llama.cpp's gguf-py, ggml's reference quantizer
+// reproduced byte for byte (Q8_0, Q4_0), and quantize -> dequantize error bounds per type.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "core/quant.h"
+#include "ferrum/error.h"
+#include "kernel_test_util.h"
+
+namespace ferrum {
+namespace {
+
+using test::data_path;
+
+class DequantFixture : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(DequantFixture, BitExactWithLlamaCpp) {
+  const std::string name = GetParam();
+  const DType t = *dtype_from_name(name);
+  const auto raw = test::read_bytes(data_path("kernels/" + name + ".bin"));
+  const auto ref = test::load_npy(data_path("kernels/" + name + ".npy"));
+  ASSERT_EQ(ref.shape.size(), 2u);
+  const int64_t rows = ref.shape[0], cols = ref.shape[1];
+  ASSERT_EQ(raw.size(), row_size(t, cols) * rows);
+  std::vector<float> out(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    dequantize_row(t, raw.data() + r * row_size(t, cols), out.data(), cols);
+    for (int64_t i = 0; i < cols; ++i) {
+      uint32_t a, b;
+      std::memcpy(&a, &out[i], 4);
+      std::memcpy(&b, &ref.data[r * cols + i], 4);
+      ASSERT_EQ(a, b) << name << " row " << r << " col " << i << ": " << out[i] << " vs " << ref.data[r * cols + i];
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, DequantFixture,
+                         ::testing::Values("Q8_0", "Q4_0", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16"));
+
+// llama-quantize (no imatrix) uses ggml's reference quantizer for Q8_0 and Q4_0: the bytes in the
+// fixture GGUF must be reproduced exactly from the F32 rows.
+TEST(Quantize, ReproducesGgmlQ8_0AndQ4_0) {
+  const auto src = test::load_npy(data_path("kernels/attn_q_f32.npy"));
+  const int64_t rows = src.shape[0], cols = src.shape[1];
+  for (const char* name : {"Q8_0", "Q4_0"}) {
+    const DType t = *dtype_from_name(name);
+    const auto ref = test::read_bytes(data_path(std::string("kernels/") + name + ".bin"));
+    std::vector<uint8_t> out(row_size(t, cols) * rows);
+    for (int64_t r = 0; r < rows; ++r)
+      quantize_row(t, src.data.data() + r * cols, out.data() + r * row_size(t, cols), cols);
+    ASSERT_EQ(out.size(), ref.size());
+    for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], ref[i]) << name << " byte " << i;
+  }
+}
+
+double rel_rms(const std::vector<float>& a, const std::vector<float>& b) {
+  double e = 0, s = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    e += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    s += double(b[i]) * b[i];
+  }
+  return std::sqrt(e / s);
+}
+
+std::vector<float> round_trip(DType t, const std::vector<float>& x, int64_t cols) {
+  const int64_t rows = static_cast<int64_t>(x.size()) / cols;
+  std::vector<uint8_t> q(row_size(t, cols));
+  std::vector<float> out(x.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    quantize_row(t, x.data() + r * cols, q.data(), cols);
+    dequantize_row(t, q.data(), out.data() + r * cols, cols);
+  }
+  return out;
+}
+
+// Relative RMS error of quantize -> dequantize on Gaussian data; the bounds are ~1.3x what the
+// quantizers reach (a broken level search or scale packing blows far past them).
+TEST(Quantize, RoundTripErrorBounds) {
+  const auto x = test::gaussian(64 * 512, 7);
+  const struct {
+    DType t;
+    double bound;
+  } cases[] = {{DType::Q8_0, 0.007}, {DType::Q4_0, 0.11},  {DType::Q5_0, 0.055}, {DType::Q5_1, 0.05},
+               {DType::Q4_K, 0.09},  {DType::Q5_K, 0.046}, {DType::Q6_K, 0.022}, {DType::Q8_K, 0.009},
+               {DType::F16, 0.0003}, {DType::BF16, 0.0022}};
+  for (const auto& c : cases) {
+    const double err = rel_rms(round_trip(c.t, x, 512), x);
+    EXPECT_LT(err, c.bound) << dtype_name(c.t);
+    EXPECT_GT(err, c.bound / 10) << dtype_name(c.t) << ": suspiciously exact";
+    std::printf("  %-5s rel rms %.5f\n", dtype_name(c.t), err);
+  }
+}
+
+// Our K-quant search on the real fixture rows must be about as good as llama.cpp's quantizer
+// (llama-quantize output dequantized by gguf-py) on the same rows.
+TEST(Quantize, KQuantsAsGoodAsLlamaCpp) {
+  const struct {
+    const char* type;
+    const char* src;
+  } cases[] = {{"Q4_K", "ffn_gate"}, {"Q5_K", "ffn_down"}, {"Q6_K", "ffn_down"}};
+  for (const auto& c : cases) {
+    const auto src = test::load_npy(data_path(std::string("kernels/") + c.src + "_f32.npy"));
+    const auto ref = test::load_npy(data_path(std::string("kernels/") + c.type + ".npy"));
+    const double theirs = rel_rms(ref.data, src.data);
+    const double ours = rel_rms(round_trip(*dtype_from_name(c.type), src.data, src.shape[1]), src.data);
+    std::printf("  %s: ours %.5f llama.cpp %.5f\n", c.type, ours, theirs);
+    EXPECT_LT(ours, theirs * 1.1) << c.type;
+  }
+}
+
+TEST(Quantize, ZeroRowsAndBadInput) {
+  std::vector<float> zero(256, 0.0f), out(256, 1.0f);
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K}) {
+    std::vector<uint8_t> q(row_size(t, 256), 0xAB);
+    quantize_row(t, zero.data(), q.data(), 256);
+    dequantize_row(t, q.data(), out.data(), 256);
+    for (float v : out) ASSERT_EQ(v, 0.0f) << dtype_name(t);
+  }
+  EXPECT_THROW(dequantize_row(DType::Q4_K, zero.data(), out.data(), 100), Error);
+  EXPECT_THROW(dequantize_row(DType::Q2_K, zero.data(), out.data(), 256), Error);
+  EXPECT_THROW(quantize_row(DType::I32, zero.data(), out.data(), 256), Error);
+}
+
+}  // namespace
+}  // namespace ferrum
