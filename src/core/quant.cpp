@@ -13,7 +13,9 @@
 namespace ferrum {
 namespace {
 
-inline float h2f(uint16_t h) { return f16_to_f32(h); }
+inline float h2f(uint16_t h) {
+  return f16_to_f32(h);
+}
 
 // ---------------------------------------------------------------- dequantization (ggml order of ops)
 
@@ -152,7 +154,9 @@ void deq_q6_k(const BlockQ6_K* x, float* y, int64_t nb) {
 // ---------------------------------------------------------------- reference quantizers (ggml semantics)
 
 // Round half to even, as ggml's nearest_int (magic-number trick) does.
-inline int nearest_int(float v) { return static_cast<int>(std::nearbyint(v)); }
+inline int nearest_int(float v) {
+  return static_cast<int>(std::nearbyint(v));
+}
 
 void q_q8_0(const float* x, BlockQ8_0* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, x += 32) {
@@ -286,7 +290,7 @@ void fit_scale_min(const float* x, int n, int nmax, float& best_s, float& best_m
       if (det <= 0) break;
       double ns = (n * sxq - sq * sx) / det;
       double nm = (sq * sxq - sqq * sx) / det;  // x ~= ns*q - nm
-      if (nm < 0) {  // offset must not be positive: fit the scale alone
+      if (nm < 0) {                             // offset must not be positive: fit the scale alone
         nm = 0;
         ns = sqq > 0 ? sxq / sqq : 0;
       }
@@ -350,7 +354,8 @@ void q_q4_k(const float* x, BlockQ4_K* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, x += 256) {
     quantize_k4_block(x, 15, y[i].d, y[i].dmin, y[i].scales, L);
     for (int c = 0; c < 4; ++c)
-      for (int l = 0; l < 32; ++l) y[i].qs[32 * c + l] = static_cast<uint8_t>(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
+      for (int l = 0; l < 32; ++l)
+        y[i].qs[32 * c + l] = static_cast<uint8_t>(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
   }
 }
 
@@ -428,7 +433,8 @@ void q_q6_k(const float* x, BlockQ6_K* y, int64_t nb) {
         y[i].scales[k] = static_cast<int8_t>(sc);
         const float ds = d * static_cast<float>(sc);
         for (int l = 0; l < 16; ++l)
-          L[16 * k + l] = static_cast<uint8_t>(ds != 0 ? std::clamp(nearest_int(x[16 * k + l] / ds), -32, 31) + 32 : 32);
+          L[16 * k + l] =
+              static_cast<uint8_t>(ds != 0 ? std::clamp(nearest_int(x[16 * k + l] / ds), -32, 31) + 32 : 32);
       }
     }
     for (int n = 0; n < 2; ++n) {
@@ -470,13 +476,20 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
       for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
       return;
     }
-    case DType::Q4_0: return deq_q4_0(static_cast<const BlockQ4_0*>(src), dst, nb);
-    case DType::Q5_0: return deq_q5_0(static_cast<const BlockQ5_0*>(src), dst, nb);
-    case DType::Q5_1: return deq_q5_1(static_cast<const BlockQ5_1*>(src), dst, nb);
-    case DType::Q8_0: return deq_q8_0(static_cast<const BlockQ8_0*>(src), dst, nb);
-    case DType::Q4_K: return deq_q4_k(static_cast<const BlockQ4_K*>(src), dst, nb);
-    case DType::Q5_K: return deq_q5_k(static_cast<const BlockQ5_K*>(src), dst, nb);
-    case DType::Q6_K: return deq_q6_k(static_cast<const BlockQ6_K*>(src), dst, nb);
+    case DType::Q4_0:
+      return deq_q4_0(static_cast<const BlockQ4_0*>(src), dst, nb);
+    case DType::Q5_0:
+      return deq_q5_0(static_cast<const BlockQ5_0*>(src), dst, nb);
+    case DType::Q5_1:
+      return deq_q5_1(static_cast<const BlockQ5_1*>(src), dst, nb);
+    case DType::Q8_0:
+      return deq_q8_0(static_cast<const BlockQ8_0*>(src), dst, nb);
+    case DType::Q4_K:
+      return deq_q4_k(static_cast<const BlockQ4_K*>(src), dst, nb);
+    case DType::Q5_K:
+      return deq_q5_k(static_cast<const BlockQ5_K*>(src), dst, nb);
+    case DType::Q6_K:
+      return deq_q6_k(static_cast<const BlockQ6_K*>(src), dst, nb);
     case DType::Q8_K: {
       const auto* b = static_cast<const BlockQ8_K*>(src);
       for (int64_t i = 0; i < nb; ++i)
@@ -504,14 +517,22 @@ void quantize_row(DType t, const float* src, void* dst, int64_t n) {
       for (int64_t i = 0; i < n; ++i) d[i] = f32_to_bf16(src[i]);
       return;
     }
-    case DType::Q4_0: return q_q4_0(src, static_cast<BlockQ4_0*>(dst), nb);
-    case DType::Q5_0: return q_q5_0(src, static_cast<BlockQ5_0*>(dst), nb);
-    case DType::Q5_1: return q_q5_1(src, static_cast<BlockQ5_1*>(dst), nb);
-    case DType::Q8_0: return q_q8_0(src, static_cast<BlockQ8_0*>(dst), nb);
-    case DType::Q4_K: return q_q4_k(src, static_cast<BlockQ4_K*>(dst), nb);
-    case DType::Q5_K: return q_q5_k(src, static_cast<BlockQ5_K*>(dst), nb);
-    case DType::Q6_K: return q_q6_k(src, static_cast<BlockQ6_K*>(dst), nb);
-    case DType::Q8_K: return q_q8_k(src, static_cast<BlockQ8_K*>(dst), nb);
+    case DType::Q4_0:
+      return q_q4_0(src, static_cast<BlockQ4_0*>(dst), nb);
+    case DType::Q5_0:
+      return q_q5_0(src, static_cast<BlockQ5_0*>(dst), nb);
+    case DType::Q5_1:
+      return q_q5_1(src, static_cast<BlockQ5_1*>(dst), nb);
+    case DType::Q8_0:
+      return q_q8_0(src, static_cast<BlockQ8_0*>(dst), nb);
+    case DType::Q4_K:
+      return q_q4_k(src, static_cast<BlockQ4_K*>(dst), nb);
+    case DType::Q5_K:
+      return q_q5_k(src, static_cast<BlockQ5_K*>(dst), nb);
+    case DType::Q6_K:
+      return q_q6_k(src, static_cast<BlockQ6_K*>(dst), nb);
+    case DType::Q8_K:
+      return q_q8_k(src, static_cast<BlockQ8_K*>(dst), nb);
     default:
       fail("quantize_row: tensor type {} is not supported", dtype_name(t));
   }

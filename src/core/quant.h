@@ -33,9 +33,9 @@ struct BlockQ8_0 {
   int8_t qs[32];
 };
 struct BlockQ4_K {
-  uint16_t d, dmin;     // super-block scales for the 6-bit sub-block scales / mins
-  uint8_t scales[12];   // 8 scales + 8 mins, 6 bits each, packed
-  uint8_t qs[128];      // per 64 elements: 32 bytes, low nibbles first 32, high nibbles next 32
+  uint16_t d, dmin;    // super-block scales for the 6-bit sub-block scales / mins
+  uint8_t scales[12];  // 8 scales + 8 mins, 6 bits each, packed
+  uint8_t qs[128];     // per 64 elements: 32 bytes, low nibbles first 32, high nibbles next 32
 };
 struct BlockQ5_K {
   uint16_t d, dmin;

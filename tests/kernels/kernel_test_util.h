@@ -47,7 +47,8 @@ struct TestMatrix {
   }
   std::vector<float> dequantized() const {
     std::vector<float> out(static_cast<size_t>(view.n_elements()));
-    for (int64_t r = 0; r < view.rows(); ++r) dequantize_row(view.type, view.row(r), out.data() + r * view.cols(), view.cols());
+    for (int64_t r = 0; r < view.rows(); ++r)
+      dequantize_row(view.type, view.row(r), out.data() + r * view.cols(), view.cols());
     return out;
   }
 };

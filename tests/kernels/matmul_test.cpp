@@ -73,8 +73,8 @@ TEST(Matmul, ExactMatchesFloat64Reference) {
         const auto y = p.run(pool, Precision::Exact, scratch);
         for (size_t i = 0; i < ref.size(); ++i)
           ASSERT_LE(std::fabs(y[i] - ref[i]), 2e-6 * mag[i] + 1e-30)
-              << dtype_name(t) << " cols " << p.cols() << " n_tok " << n_tok << " out " << i << ": " << y[i] << " vs "
-              << ref[i];
+              << dtype_name(t) << " cols " << p.cols() << " n_tok " << n_tok << " out " << i << ": " << y[i]
+              << " vs " << ref[i];
       }
 }
 
@@ -125,7 +125,8 @@ TEST(Matmul, IsaPathsAgreeWithScalar) {
             for (size_t i = 0; i < y.size(); ++i)
               ASSERT_LE(std::fabs(y[i] - ref[i]), 3e-6 * mag[i] + 1e-30)
                   << isa << " " << dtype_name(t) << (prec == Precision::Fast ? " fast" : " exact") << " cols "
-                  << p.cols() << " n_tok " << n_tok << " out " << i << ": " << y[i] << " vs scalar " << ref[i];
+                  << p.cols() << " n_tok " << n_tok << " out " << i << ": " << y[i] << " vs scalar "
+                  << ref[i];
             ++checked;
           }
   }
@@ -143,7 +144,8 @@ TEST(Matmul, RowSliceAndOutputStride) {
       std::vector<float> y(static_cast<size_t>(6 * ldy), -7.0f);
       matmul_rows(p.w.view, rb, re, p.x.data(), p.ldx, 6, y.data(), ldy, pool, prec, scratch);
       for (int64_t tk = 0; tk < 6; ++tk) {
-        for (int64_t o = 0; o < re - rb; ++o) ASSERT_EQ(y[tk * ldy + o], full[tk * 50 + rb + o]) << dtype_name(t);
+        for (int64_t o = 0; o < re - rb; ++o)
+          ASSERT_EQ(y[tk * ldy + o], full[tk * 50 + rb + o]) << dtype_name(t);
         for (int64_t o = re - rb; o < ldy; ++o) ASSERT_EQ(y[tk * ldy + o], -7.0f) << "wrote past the slice";
       }
     }

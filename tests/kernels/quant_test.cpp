@@ -1,11 +1,12 @@
 // Block formats: bit-exact dequantization against llama.cpp's gguf-py, ggml's reference quantizer
 // reproduced byte for byte (Q8_0, Q4_0), and quantize -> dequantize error bounds per type.
+#include "core/quant.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 
-#include "core/quant.h"
 #include "ferrum/error.h"
 #include "kernel_test_util.h"
 
@@ -31,13 +32,15 @@ TEST_P(DequantFixture, BitExactWithLlamaCpp) {
       uint32_t a, b;
       std::memcpy(&a, &out[i], 4);
       std::memcpy(&b, &ref.data[r * cols + i], 4);
-      ASSERT_EQ(a, b) << name << " row " << r << " col " << i << ": " << out[i] << " vs " << ref.data[r * cols + i];
+      ASSERT_EQ(a, b) << name << " row " << r << " col " << i << ": " << out[i] << " vs "
+                      << ref.data[r * cols + i];
     }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, DequantFixture,
-                         ::testing::Values("Q8_0", "Q4_0", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16"));
+                         ::testing::Values("Q8_0", "Q4_0", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "F16",
+                                           "BF16"));
 
 // llama-quantize (no imatrix) uses ggml's reference quantizer for Q8_0 and Q4_0: the bytes in the
 // fixture GGUF must be reproduced exactly from the F32 rows.
@@ -112,7 +115,8 @@ TEST(Quantize, KQuantsAsGoodAsLlamaCpp) {
 
 TEST(Quantize, ZeroRowsAndBadInput) {
   std::vector<float> zero(256, 0.0f), out(256, 1.0f);
-  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K}) {
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K,
+                  DType::Q8_K}) {
     std::vector<uint8_t> q(row_size(t, 256), 0xAB);
     quantize_row(t, zero.data(), q.data(), 256);
     dequantize_row(t, q.data(), out.data(), 256);

@@ -80,9 +80,13 @@ const IsaKernels& active_kernels() {
   return *k;
 }
 
-const char* active_isa() { return active_kernels().name; }
+const char* active_isa() {
+  return active_kernels().name;
+}
 
-bool isa_supported(const char* name) { return by_name(name) != nullptr; }
+bool isa_supported(const char* name) {
+  return by_name(name) != nullptr;
+}
 
 void force_isa(const char* name) {
   const IsaKernels* k = by_name(name);

@@ -20,8 +20,8 @@ static_assert(sizeof(BlockQ8_1F) == 40);
 // One weight row (n inputs) against nt <= kMaxTile tokens of prepared activations:
 // y[t*ldy] = dot(w, act_t) with act_t = act + t*act_stride bytes.
 constexpr int kMaxTile = 4;
-using RowDotFn = void (*)(const uint8_t* w, int64_t n, const uint8_t* act, size_t act_stride, int nt, float* y,
-                          int64_t ldy);
+using RowDotFn = void (*)(const uint8_t* w, int64_t n, const uint8_t* act, size_t act_stride, int nt,
+                          float* y, int64_t ldy);
 
 struct IsaKernels {
   const char* name;

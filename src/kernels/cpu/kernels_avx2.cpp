@@ -10,7 +10,9 @@
 namespace ferrum::kernels {
 namespace {
 
-inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+inline float h2f(uint16_t h) {
+  return _cvtsh_ss(h);
+}
 
 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -27,16 +29,21 @@ inline __m256i dot_u8s8(__m256i u, __m256i s) {
 template <template <int> class K, typename... Args>
 void tile_dispatch(int nt, Args... args) {
   switch (nt) {
-    case 1: return K<1>::run(args...);
-    case 2: return K<2>::run(args...);
-    case 3: return K<3>::run(args...);
-    default: return K<4>::run(args...);
+    case 1:
+      return K<1>::run(args...);
+    case 2:
+      return K<2>::run(args...);
+    case 3:
+      return K<3>::run(args...);
+    default:
+      return K<4>::run(args...);
   }
 }
 
 // Lanes [0, n) all-ones: a mask for partial loads of the last F32 group.
 inline __m256i tail_mask(int64_t n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
 // ---------------------------------------------------------------- F32 / F16 / BF16
@@ -61,7 +68,8 @@ float dot_f32(const float* a, const float* b, int64_t n) {
 template <int kKind>
 inline __m256 load8(const uint8_t* w, int64_t i) {
   if constexpr (kKind == 0) return _mm256_loadu_ps(reinterpret_cast<const float*>(w) + i);
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const uint16_t*>(w) + i));
+  const __m128i h =
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const uint16_t*>(w) + i));
   if constexpr (kKind == 1) return _mm256_cvtph_ps(h);
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
@@ -102,8 +110,8 @@ struct FloatRow {
 
 // 0xFF in byte j where bit j of x is set.
 inline __m256i bytes_from_bits(uint32_t x) {
-  const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
-                                       3, 3, 3, 3, 3, 3);
+  const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
+                                       3, 3, 3, 3, 3, 3, 3, 3);
   const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
   const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(x)), sel);
   return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
@@ -130,7 +138,8 @@ struct UnpackQ5 {
   static __m256i q(const Block& b, float& d, float& c) {
     uint32_t qh;
     std::memcpy(&qh, b.qh, 4);
-    const __m256i v = _mm256_or_si256(nibbles(b.qs), _mm256_and_si256(bytes_from_bits(qh), _mm256_set1_epi8(16)));
+    const __m256i v =
+        _mm256_or_si256(nibbles(b.qs), _mm256_and_si256(bytes_from_bits(qh), _mm256_set1_epi8(16)));
     d = h2f(b.d);
     if constexpr (kMin)
       c = h2f(b.m);
@@ -221,19 +230,20 @@ struct RowQ4K {
             q[2 * c + 1] = _mm256_or_si256(q[2 * c + 1], _mm256_slli_epi16(h1, 4));
           }
         }
-        const __m256i mins = _mm256_setr_epi16(mn[0], mn[0], mn[1], mn[1], mn[2], mn[2], mn[3], mn[3], mn[4], mn[4],
-                                               mn[5], mn[5], mn[6], mn[6], mn[7], mn[7]);
+        const __m256i mins = _mm256_setr_epi16(mn[0], mn[0], mn[1], mn[1], mn[2], mn[2], mn[3], mn[3], mn[4],
+                                               mn[4], mn[5], mn[5], mn[6], mn[6], mn[7], mn[7]);
         const float d = h2f(dh), dmin = h2f(dminh);
         for (int t = 0; t < NT; ++t) {
           const BlockQ8_K& ab = a[t][b];
           __m256i s = _mm256_setzero_si256();
           for (int j = 0; j < 8; ++j) {
-            const __m256i p =
-                _mm256_maddubs_epi16(q[j], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs + 32 * j)));
+            const __m256i p = _mm256_maddubs_epi16(
+                q[j], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs + 32 * j)));
             s = _mm256_add_epi32(s, _mm256_madd_epi16(p, _mm256_set1_epi16(sc[j])));
           }
           acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(d * ab.d), acc[t]);
-          const __m256i ms = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)), mins);
+          const __m256i ms =
+              _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)), mins);
           accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_set1_ps(dmin * ab.d), accm[t]);
         }
       }
@@ -259,9 +269,12 @@ struct RowQ6K {
         const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.ql + 64 * h));
         const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.ql + 64 * h + 32));
         const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qh + 32 * h));
-        q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
-        q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
-        q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30));
+        q[4 * h + 0] =
+            _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+        q[4 * h + 1] =
+            _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+        q[4 * h + 2] =
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30));
         q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
                                        _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
       }
@@ -273,11 +286,12 @@ struct RowQ6K {
         const BlockQ8_K& ab = a[t][b];
         __m256i s = _mm256_setzero_si256();
         for (int j = 0; j < 8; ++j) {
-          const __m256i p =
-              _mm256_maddubs_epi16(q[j], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs + 32 * j)));
+          const __m256i p = _mm256_maddubs_epi16(
+              q[j], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs + 32 * j)));
           s = _mm256_add_epi32(s, _mm256_madd_epi16(p, scv[j]));
         }
-        const __m256i off = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)), sc16);
+        const __m256i off =
+            _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)), sc16);
         s = _mm256_sub_epi32(s, _mm256_slli_epi32(off, 5));
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(d * ab.d), acc[t]);
       }

@@ -10,7 +10,9 @@
 namespace ferrum::kernels {
 namespace {
 
-inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+inline float h2f(uint16_t h) {
+  return _cvtsh_ss(h);
+}
 
 inline float hsum256(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -23,10 +25,14 @@ inline float hsum256(__m256 v) {
 template <template <int> class K, typename... Args>
 void tile_dispatch(int nt, Args... args) {
   switch (nt) {
-    case 1: return K<1>::run(args...);
-    case 2: return K<2>::run(args...);
-    case 3: return K<3>::run(args...);
-    default: return K<4>::run(args...);
+    case 1:
+      return K<1>::run(args...);
+    case 2:
+      return K<2>::run(args...);
+    case 3:
+      return K<3>::run(args...);
+    default:
+      return K<4>::run(args...);
   }
 }
 
@@ -79,7 +85,8 @@ struct FloatRow {
       for (; i < n; i += 16) {
         const __mmask16 m = n - i >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - i)) - 1);
         const __m512 w0 = load_w<kHalf>(w, i, m);
-        for (int t = 0; t < NT; ++t) acc[t][0] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(m, a[t] + i), acc[t][0]);
+        for (int t = 0; t < NT; ++t)
+          acc[t][0] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(m, a[t] + i), acc[t][0]);
       }
       for (int t = 0; t < NT; ++t) y[t * ldy] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
     }
@@ -100,7 +107,8 @@ struct Bf16Row {
       const __mmask32 m = n - i >= 32 ? 0xFFFFFFFFu : static_cast<__mmask32>((1u << (n - i)) - 1);
       const __m512bh wv = reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(m, wr + i));
       for (int t = 0; t < NT; ++t)
-        acc[t] = _mm512_dpbf16_ps(acc[t], wv, reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(m, a[t] + i)));
+        acc[t] =
+            _mm512_dpbf16_ps(acc[t], wv, reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(m, a[t] + i)));
     }
     for (int t = 0; t < NT; ++t) y[t * ldy] = _mm512_reduce_add_ps(acc[t]);
   }
@@ -224,14 +232,14 @@ struct RowQ4K {
           const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c));
           q[c] = _mm512_and_si512(two_halves(raw, _mm256_srli_epi16(raw, 4)), m4);
           if constexpr (kFive) {
-            const __m512i bits =
-                two_halves(_mm256_set1_epi8(static_cast<char>(1 << (2 * c))), _mm256_set1_epi8(static_cast<char>(2 << (2 * c))));
+            const __m512i bits = two_halves(_mm256_set1_epi8(static_cast<char>(1 << (2 * c))),
+                                            _mm256_set1_epi8(static_cast<char>(2 << (2 * c))));
             q[c] = _mm512_mask_add_epi8(q[c], _mm512_test_epi8_mask(qh2, bits), q[c], _mm512_set1_epi8(16));
           }
           scv[c] = two_halves(_mm256_set1_epi32(sc[2 * c]), _mm256_set1_epi32(sc[2 * c + 1]));
         }
-        const __m256i mins = _mm256_setr_epi16(mn[0], mn[0], mn[1], mn[1], mn[2], mn[2], mn[3], mn[3], mn[4], mn[4],
-                                               mn[5], mn[5], mn[6], mn[6], mn[7], mn[7]);
+        const __m256i mins = _mm256_setr_epi16(mn[0], mn[0], mn[1], mn[1], mn[2], mn[2], mn[3], mn[3], mn[4],
+                                               mn[4], mn[5], mn[5], mn[6], mn[6], mn[7], mn[7]);
         const float d = h2f(dh), dmin = h2f(dminh);
         for (int t = 0; t < NT; ++t) {
           const BlockQ8_K& ab = a[t][b];
@@ -241,7 +249,8 @@ struct RowQ4K {
             s = _mm512_add_epi32(s, _mm512_mullo_epi32(p, scv[c]));
           }
           acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(d * ab.d), acc[t]);
-          const __m256i ms = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)), mins);
+          const __m256i ms =
+              _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)), mins);
           accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_set1_ps(dmin * ab.d), accm[t]);
         }
       }
@@ -266,8 +275,10 @@ struct RowQ6K {
       for (int h = 0; h < 2; ++h) {
         const __m512i ql = _mm512_loadu_si512(wb.ql + 64 * h);
         const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qh + 32 * h));
-        // Bits 4-5 of each level: (qh>>0)&3, (qh>>2)&3 for the low nibbles, (qh>>4)&3, (qh>>6)&3 for the high.
-        const __m512i hA = _mm512_and_si512(two_halves(_mm256_slli_epi16(qh, 4), _mm256_slli_epi16(qh, 2)), m30);
+        // Bits 4-5 of each level: (qh>>0)&3, (qh>>2)&3 for the low nibbles, (qh>>4)&3, (qh>>6)&3 for the
+        // high.
+        const __m512i hA =
+            _mm512_and_si512(two_halves(_mm256_slli_epi16(qh, 4), _mm256_slli_epi16(qh, 2)), m30);
         const __m512i hB = _mm512_and_si512(two_halves(qh, _mm256_srli_epi16(qh, 2)), m30);
         q[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, m4), hA);
         q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), hB);
@@ -275,8 +286,8 @@ struct RowQ6K {
       const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales));
       for (int c = 0; c < 4; ++c) {
         const char k = static_cast<char>(4 * c);
-        const __m128i idx = _mm_setr_epi8(k, k, k, k, k + 1, k + 1, k + 1, k + 1, k + 2, k + 2, k + 2, k + 2, k + 3,
-                                          k + 3, k + 3, k + 3);
+        const __m128i idx = _mm_setr_epi8(k, k, k, k, k + 1, k + 1, k + 1, k + 1, k + 2, k + 2, k + 2, k + 2,
+                                          k + 3, k + 3, k + 3, k + 3);
         scv[c] = _mm512_cvtepi8_epi32(_mm_shuffle_epi8(sc8, idx));
       }
       const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
@@ -289,7 +300,8 @@ struct RowQ6K {
           s = _mm512_add_epi32(s, _mm512_mullo_epi32(p, scv[c]));
         }
         // Levels are stored +32: subtract 32 * sum_k sc[k] * bsums[k].
-        const __m256i off = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)), sc16);
+        const __m256i off =
+            _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums)), sc16);
         s = _mm512_sub_epi32(s, _mm512_zextsi256_si512(_mm256_slli_epi32(off, 5)));
         acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(d * ab.d), acc[t]);
       }
@@ -304,12 +316,14 @@ void quantize_q8_1f(const float* x, BlockQ8_1F* y, int64_t n) {
   const __m512 sign = _mm512_set1_ps(-0.0f);
   for (int64_t b = 0; b < n / 32; ++b, x += 32) {
     const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
-    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_andnot_ps(sign, v0), _mm512_andnot_ps(sign, v1)));
+    const float amax =
+        _mm512_reduce_max_ps(_mm512_max_ps(_mm512_andnot_ps(sign, v0), _mm512_andnot_ps(sign, v1)));
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     const __m512 vid = _mm512_set1_ps(id);
     // cvtps rounds to nearest even, as nearbyint in the scalar version.
-    const __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, vid)), i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, vid));
+    const __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, vid)),
+                  i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, vid));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs), _mm512_cvtepi32_epi8(i0));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16), _mm512_cvtepi32_epi8(i1));
     y[b].d = d;
@@ -330,7 +344,8 @@ void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
     float max = 0.0f;  // the first element of largest magnitude, with its sign (as ggml)
     const __m512 vamax = _mm512_set1_ps(amax);
     for (int j = 0; j < 256; j += 16) {
-      const __mmask16 eq = _mm512_cmp_ps_mask(_mm512_andnot_ps(sign, _mm512_loadu_ps(x + j)), vamax, _CMP_EQ_OQ);
+      const __mmask16 eq =
+          _mm512_cmp_ps_mask(_mm512_andnot_ps(sign, _mm512_loadu_ps(x + j)), vamax, _CMP_EQ_OQ);
       if (eq) {
         max = x[j + __builtin_ctz(eq)];
         break;
@@ -340,7 +355,8 @@ void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
     const __m512 vs = _mm512_set1_ps(iscale);
     const __m512i lim = _mm512_set1_epi32(127);
     for (int j = 0; j < 16; ++j) {
-      const __m512i v = _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(vs, _mm512_loadu_ps(x + 16 * j))), lim);
+      const __m512i v =
+          _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(vs, _mm512_loadu_ps(x + 16 * j))), lim);
       _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16 * j), _mm512_cvtepi32_epi8(v));
       y[b].bsums[j] = static_cast<int16_t>(_mm512_reduce_add_epi32(v));
     }
@@ -370,6 +386,8 @@ const IsaKernels kAvx512 = {"avx512",
 
 }  // namespace
 
-const IsaKernels& avx512_kernels() { return kAvx512; }
+const IsaKernels& avx512_kernels() {
+  return kAvx512;
+}
 
 }  // namespace ferrum::kernels

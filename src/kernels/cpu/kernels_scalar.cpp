@@ -194,7 +194,8 @@ void f16(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt,
 
 void f32(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
   for (int t = 0; t < nt; ++t)
-    y[t * ldy] = dot_f32(reinterpret_cast<const float*>(w), reinterpret_cast<const float*>(act + t * stride), n);
+    y[t * ldy] =
+        dot_f32(reinterpret_cast<const float*>(w), reinterpret_cast<const float*>(act + t * stride), n);
 }
 
 void quantize_q8_1f(const float* x, BlockQ8_1F* y, int64_t n) {
@@ -214,13 +215,17 @@ void quantize_q8_1f(const float* x, BlockQ8_1F* y, int64_t n) {
   }
 }
 
-void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t n) { quantize_row(DType::Q8_K, x, y, n); }
+void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
+  quantize_row(DType::Q8_K, x, y, n);
+}
 
-const IsaKernels kScalar = {"scalar", dot_f32, q4_0,  q5_0, q5_1, q8_0,          qk4<false>,   qk4<true>,
-                            q6_k,     bf16,    f16,   f32,  quantize_q8_1f, quantize_q8_k};
+const IsaKernels kScalar = {"scalar",  dot_f32, q4_0, q5_0, q5_1, q8_0,           qk4<false>,
+                            qk4<true>, q6_k,    bf16, f16,  f32,  quantize_q8_1f, quantize_q8_k};
 
 }  // namespace
 
-const IsaKernels& scalar_kernels() { return kScalar; }
+const IsaKernels& scalar_kernels() {
+  return kScalar;
+}
 
 }  // namespace ferrum::kernels

@@ -25,17 +25,28 @@ struct FastKernel {
 
 FastKernel fast_kernel(const IsaKernels& k, DType t) {
   switch (t) {
-    case DType::Q4_0: return {k.q4_0, Act::Q8_1F};
-    case DType::Q5_0: return {k.q5_0, Act::Q8_1F};
-    case DType::Q5_1: return {k.q5_1, Act::Q8_1F};
-    case DType::Q8_0: return {k.q8_0, Act::Q8_1F};
-    case DType::Q4_K: return {k.q4_k, Act::Q8_K};
-    case DType::Q5_K: return {k.q5_k, Act::Q8_K};
-    case DType::Q6_K: return {k.q6_k, Act::Q8_K};
-    case DType::BF16: return {k.bf16, Act::BF16};
-    case DType::F16: return {k.f16, Act::F32};
-    case DType::F32: return {k.f32, Act::F32};
-    default: return {nullptr, Act::F32};
+    case DType::Q4_0:
+      return {k.q4_0, Act::Q8_1F};
+    case DType::Q5_0:
+      return {k.q5_0, Act::Q8_1F};
+    case DType::Q5_1:
+      return {k.q5_1, Act::Q8_1F};
+    case DType::Q8_0:
+      return {k.q8_0, Act::Q8_1F};
+    case DType::Q4_K:
+      return {k.q4_k, Act::Q8_K};
+    case DType::Q5_K:
+      return {k.q5_k, Act::Q8_K};
+    case DType::Q6_K:
+      return {k.q6_k, Act::Q8_K};
+    case DType::BF16:
+      return {k.bf16, Act::BF16};
+    case DType::F16:
+      return {k.f16, Act::F32};
+    case DType::F32:
+      return {k.f32, Act::F32};
+    default:
+      return {nullptr, Act::F32};
   }
 }
 
@@ -48,15 +59,16 @@ void check_args(const TensorView& W, int64_t rb, int64_t re, const float* x, int
   const size_t need = W.row_bytes() * static_cast<size_t>(W.rows());  // throws on a partial block
   if (W.rows() > 0 && !W.data) fail("matmul: tensor '{}' has no data", W.name);
   if (W.nbytes < need)
-    fail("matmul: tensor '{}' {} {} needs {} bytes, has {}", W.name, dtype_name(W.type), W.shape_string(), need,
-         W.nbytes);
+    fail("matmul: tensor '{}' {} {} needs {} bytes, has {}", W.name, dtype_name(W.type), W.shape_string(),
+         need, W.nbytes);
   if (rb < 0 || re < rb || re > W.rows())
     fail("matmul: rows [{}, {}) out of range for tensor '{}' with {} rows", rb, re, W.name, W.rows());
   if (n_tok < 0) fail("matmul: negative token count {} for tensor '{}'", n_tok, W.name);
   if (n_tok > 0 && (!x || !y)) fail("matmul: null activation/output pointer for tensor '{}'", W.name);
   if (n_tok > 1 && ldx < cols)
     fail("matmul: activation stride {} < {} inputs of tensor '{}'", ldx, cols, W.name);
-  if (n_tok > 1 && ldy < re - rb) fail("matmul: output stride {} < {} rows of tensor '{}'", ldy, re - rb, W.name);
+  if (n_tok > 1 && ldy < re - rb)
+    fail("matmul: output stride {} < {} rows of tensor '{}'", ldy, re - rb, W.name);
 }
 
 template <typename T>
@@ -76,8 +88,8 @@ void for_items(ThreadPool& pool, int64_t rows, int64_t n_tok, int64_t group, Bod
     for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n_items;
          i = next.fetch_add(1, std::memory_order_relaxed)) {
       const int64_t rc = i % n_rc, tg = i / n_rc;
-      body(rc * kRowChunk, std::min(rows, (rc + 1) * kRowChunk), tg * group, std::min(n_tok, (tg + 1) * group),
-           ith);
+      body(rc * kRowChunk, std::min(rows, (rc + 1) * kRowChunk), tg * group,
+           std::min(n_tok, (tg + 1) * group), ith);
     }
   };
   if (n_items == 1)
@@ -86,8 +98,8 @@ void for_items(ThreadPool& pool, int64_t rows, int64_t n_tok, int64_t group, Bod
     pool.run(work);
 }
 
-void run_exact(const TensorView& W, int64_t rb, int64_t re, const float* x, int64_t ldx, int64_t n_tok, float* y,
-               int64_t ldy, ThreadPool& pool, MatmulScratch& scratch) {
+void run_exact(const TensorView& W, int64_t rb, int64_t re, const float* x, int64_t ldx, int64_t n_tok,
+               float* y, int64_t ldy, ThreadPool& pool, MatmulScratch& scratch) {
   const IsaKernels& k = active_kernels();
   const int64_t cols = W.cols();
   float* bufs = grow(scratch.rows, static_cast<size_t>(cols) * pool.size());
@@ -104,8 +116,8 @@ void run_exact(const TensorView& W, int64_t rb, int64_t re, const float* x, int6
   });
 }
 
-void run_fast(const TensorView& W, int64_t rb, int64_t re, const float* x, int64_t ldx, int64_t n_tok, float* y,
-              int64_t ldy, ThreadPool& pool, MatmulScratch& scratch) {
+void run_fast(const TensorView& W, int64_t rb, int64_t re, const float* x, int64_t ldx, int64_t n_tok,
+              float* y, int64_t ldy, ThreadPool& pool, MatmulScratch& scratch) {
   const IsaKernels& k = active_kernels();
   const FastKernel fk = fast_kernel(k, W.type);
   const int64_t cols = W.cols();
@@ -138,15 +150,17 @@ void run_fast(const TensorView& W, int64_t rb, int64_t re, const float* x, int64
   for_items(pool, re - rb, n_tok, kTokenGroup, [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1, int) {
     for (int64_t t = t0; t < t1; t += kMaxTile) {
       const int nt = static_cast<int>(std::min<int64_t>(kMaxTile, t1 - t));
-      for (int64_t r = r0; r < r1; ++r) fk.fn(W.row(rb + r), cols, act + t * stride, stride, nt, y + t * ldy + r, ldy);
+      for (int64_t r = r0; r < r1; ++r)
+        fk.fn(W.row(rb + r), cols, act + t * stride, stride, nt, y + t * ldy + r, ldy);
     }
   });
 }
 
 }  // namespace
 
-void matmul_rows(const TensorView& W, int64_t row_begin, int64_t row_end, const float* x, int64_t ldx, int64_t n_tok,
-                 float* y, int64_t ldy, ThreadPool& pool, Precision prec, MatmulScratch& scratch) {
+void matmul_rows(const TensorView& W, int64_t row_begin, int64_t row_end, const float* x, int64_t ldx,
+                 int64_t n_tok, float* y, int64_t ldy, ThreadPool& pool, Precision prec,
+                 MatmulScratch& scratch) {
   check_args(W, row_begin, row_end, x, ldx, n_tok, y, ldy);
   if (n_tok == 0 || row_end == row_begin) return;
   if (prec == Precision::Exact)
@@ -155,8 +169,8 @@ void matmul_rows(const TensorView& W, int64_t row_begin, int64_t row_end, const 
     run_fast(W, row_begin, row_end, x, ldx, n_tok, y, ldy, pool, scratch);
 }
 
-void matmul(const TensorView& W, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy, ThreadPool& pool,
-            Precision prec, MatmulScratch& scratch) {
+void matmul(const TensorView& W, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
+            ThreadPool& pool, Precision prec, MatmulScratch& scratch) {
   matmul_rows(W, 0, W.rows(), x, ldx, n_tok, y, ldy, pool, prec, scratch);
 }
 

@@ -31,7 +31,8 @@ void matmul(const TensorView& W, const float* x, int64_t ldx, int64_t n_tok, flo
             ThreadPool& pool, Precision prec, MatmulScratch& scratch);
 // Only output rows [row_begin, row_end) of W; y columns are relative to row_begin.
 void matmul_rows(const TensorView& W, int64_t row_begin, int64_t row_end, const float* x, int64_t ldx,
-                 int64_t n_tok, float* y, int64_t ldy, ThreadPool& pool, Precision prec, MatmulScratch& scratch);
+                 int64_t n_tok, float* y, int64_t ldy, ThreadPool& pool, Precision prec,
+                 MatmulScratch& scratch);
 
 // The instruction set in use: "scalar", "avx2" or "avx512". The default is the best the CPU has,
 // or the FERRUM_ISA environment variable. force_isa throws ferrum::Error if the CPU lacks it.
