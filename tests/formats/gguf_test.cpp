@@ -9,20 +9,13 @@
 
 #include "ferrum/error.h"
 #include "formats/gguf_writer.h"
+#include "formats_test_util.h"
 #include "test_util.h"
 
 namespace ferrum::gguf {
 namespace {
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);

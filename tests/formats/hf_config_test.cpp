@@ -6,20 +6,13 @@
 #include <fstream>
 
 #include "ferrum/error.h"
+#include "formats_test_util.h"
 #include "test_util.h"
 
 namespace ferrum::hf {
 namespace {
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 TEST(HfConfig, FixtureArchitectures) {
   const std::pair<const char*, const char*> cases[] = {

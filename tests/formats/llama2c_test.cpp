@@ -13,6 +13,7 @@
 #include "ferrum/error.h"
 #include "formats/convert_llama2c.h"
 #include "formats/gguf.h"
+#include "formats_test_util.h"
 #include "test_util.h"
 
 namespace ferrum {
@@ -21,26 +22,10 @@ namespace {
 const std::string kBin = "formats/stories260K/stories260K.bin";
 const std::string kTok = "formats/stories260K/tok512.bin";
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
-uint64_t fnv1a64(const uint8_t* p, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
-
-std::string read_file(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
+using test::fnv1a64;
+using test::read_file;
 
 std::string type_string(const gguf::File& f, const std::string& k) {
   std::string s = gguf::value_type_name(f.type_of(k));

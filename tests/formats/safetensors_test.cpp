@@ -10,52 +10,24 @@
 
 #include "core/fp16.h"
 #include "ferrum/error.h"
+#include "formats_test_util.h"
 #include "test_util.h"
 
 namespace ferrum::safetensors {
 namespace {
 
-struct StTensor {
-  std::string name, dtype;
-  std::vector<int64_t> shape;
-  std::string bytes;
-};
+using test::error_of;
+using test::StTensor;
 
-// Writes a safetensors file; `tweak` may edit the header JSON before it is written.
 void write_st(const std::string& path, const std::vector<StTensor>& ts,
               const std::function<void(nlohmann::json&)>& tweak = {}) {
-  nlohmann::json h = nlohmann::json::object();
-  h["__metadata__"] = {{"format", "pt"}};
-  std::string data;
-  for (const auto& t : ts) {
-    h[t.name] = {{"dtype", t.dtype},
-                 {"shape", t.shape},
-                 {"data_offsets", {data.size(), data.size() + t.bytes.size()}}};
-    data += t.bytes;
-  }
-  if (tweak) tweak(h);
-  std::string hs = h.dump();
-  uint64_t n = hs.size();
-  std::ofstream f(path, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(&n), 8);
-  f << hs << data;
+  test::write_safetensors(path, ts, tweak);
 }
-
 std::string f32_bytes(std::vector<float> v) {
-  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4);
+  return test::bytes_of(v);
 }
 std::string u16_bytes(std::vector<uint16_t> v) {
-  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 2);
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::bytes_of(v);
 }
 
 TEST(Safetensors, SingleFileShapesAndTypes) {

@@ -1,0 +1,293 @@
+#include "formats/convert_hf.h"
+
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <regex>
+
+#include "core/fp16.h"
+#include "ferrum/error.h"
+#include "formats/gguf_writer.h"
+#include "formats/hf_config.h"
+#include "formats/hf_tokenizer_meta.h"
+#include "formats/safetensors.h"
+
+namespace ferrum {
+namespace fs = std::filesystem;
+namespace {
+
+struct Hparams {
+  std::string arch;  // GGUF architecture
+  bool permute_qk = false;
+  int64_t n_vocab, n_embd, n_layer, n_ff, n_head, n_head_kv, head_dim, n_ctx;
+  double rope_theta, rms_eps;
+};
+
+Hparams read_hparams(const hf::Config& c) {
+  Hparams h;
+  const std::string& a = c.architecture();
+  if (a == "llama" || a == "mistral") {
+    h.arch = "llama";
+    h.permute_qk = true;
+  } else if (a == "qwen2" || a == "qwen3") {
+    h.arch = a;
+  } else {
+    fail("{}: architecture '{}' cannot be converted (supported: llama, mistral, qwen2, qwen3)", c.path(), a);
+  }
+  h.n_vocab = c.get_int("vocab_size");
+  h.n_embd = c.get_int("hidden_size");
+  h.n_layer = c.get_int("num_hidden_layers");
+  h.n_ff = c.get_int("intermediate_size");
+  h.n_head = c.get_int("num_attention_heads");
+  h.n_head_kv = c.find_int("num_key_value_heads").value_or(h.n_head);
+  h.n_ctx = c.get_int("max_position_embeddings");
+  h.rope_theta = c.find_float("rope_theta").value_or(10000.0);
+  h.rms_eps = c.get_float("rms_norm_eps");
+  for (auto [k, v] : {std::pair{"vocab_size", h.n_vocab},
+                      {"hidden_size", h.n_embd},
+                      {"num_hidden_layers", h.n_layer},
+                      {"intermediate_size", h.n_ff},
+                      {"num_attention_heads", h.n_head},
+                      {"num_key_value_heads", h.n_head_kv},
+                      {"max_position_embeddings", h.n_ctx}})
+    if (v <= 0 || v > (int64_t{1} << 32))
+      fail("{}: field '{}' is {}, expected a positive value", c.path(), k, v);
+  if (h.n_head % h.n_head_kv != 0)
+    fail("{}: num_attention_heads {} is not a multiple of num_key_value_heads {}", c.path(), h.n_head,
+         h.n_head_kv);
+  if (const auto hd = c.find_int("head_dim")) {
+    h.head_dim = *hd;
+  } else {
+    if (h.n_embd % h.n_head != 0)
+      fail("{}: hidden_size {} is not a multiple of num_attention_heads {}", c.path(), h.n_embd, h.n_head);
+    h.head_dim = h.n_embd / h.n_head;
+  }
+  if (h.head_dim <= 0 || h.head_dim % 2 != 0)
+    fail("{}: head_dim {} must be positive and even", c.path(), h.head_dim);
+  return h;
+}
+
+// Llama-3 RoPE scaling as per-pair frequency divisors, computed like llama.cpp's converter
+// (conversion/llama.py generate_extra_tensors). The base frequencies are float32 (powf), the rest
+// double: this reproduces the fixture's rope_freqs.weight bit for bit.
+std::vector<float> llama3_rope_freqs(const nlohmann::json& rs, double theta, int64_t head_dim,
+                                     const std::string& where) {
+  auto num = [&](const char* k, double dflt) {
+    const auto it = rs.find(k);
+    if (it == rs.end() || it->is_null()) return dflt;
+    if (!it->is_number()) fail("{}: rope_scaling.{} has type {}, expected number", where, k, it->type_name());
+    return it->get<double>();
+  };
+  const double factor = num("factor", 8.0), low = num("low_freq_factor", 1.0),
+               high = num("high_freq_factor", 4.0);
+  const double old_ctx = num("original_max_position_embeddings", 8192.0);
+  const double low_wavelen = old_ctx / low, high_wavelen = old_ctx / high;
+  std::vector<float> out(static_cast<size_t>(head_dim / 2));
+  for (int64_t i = 0; i < head_dim / 2; ++i) {
+    const float freq =
+        1.0f / std::pow(static_cast<float>(theta), static_cast<float>(2 * i) / static_cast<float>(head_dim));
+    const double wavelen = 2 * M_PI / static_cast<double>(freq);
+    double v;
+    if (wavelen < high_wavelen) {
+      v = 1.0;
+    } else if (wavelen > low_wavelen) {
+      v = factor;
+    } else {
+      const double smooth = (old_ctx / wavelen - low) / (high - low);
+      v = 1.0 / ((1.0 - smooth) / factor + smooth);
+    }
+    out[i] = static_cast<float>(v);
+  }
+  return out;
+}
+
+// Maps an HF tensor name to its GGUF name; "" for tensors that are dropped.
+std::string gguf_name(const std::string& hf, const std::string& where) {
+  static const std::regex layer_re(R"(model\.layers\.(\d+)\.(.+))");
+  static const std::pair<const char*, const char*> per_layer[] = {
+      {"input_layernorm.weight", "attn_norm.weight"},
+      {"self_attn.q_proj.weight", "attn_q.weight"},
+      {"self_attn.k_proj.weight", "attn_k.weight"},
+      {"self_attn.v_proj.weight", "attn_v.weight"},
+      {"self_attn.o_proj.weight", "attn_output.weight"},
+      {"self_attn.q_proj.bias", "attn_q.bias"},
+      {"self_attn.k_proj.bias", "attn_k.bias"},
+      {"self_attn.v_proj.bias", "attn_v.bias"},
+      {"self_attn.o_proj.bias", "attn_output.bias"},
+      {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+      {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+      {"post_attention_layernorm.weight", "ffn_norm.weight"},
+      {"mlp.gate_proj.weight", "ffn_gate.weight"},
+      {"mlp.up_proj.weight", "ffn_up.weight"},
+      {"mlp.down_proj.weight", "ffn_down.weight"},
+  };
+  if (hf == "model.embed_tokens.weight") return "token_embd.weight";
+  if (hf == "model.norm.weight") return "output_norm.weight";
+  if (hf == "lm_head.weight") return "output.weight";
+  std::smatch m;
+  if (std::regex_match(hf, m, layer_re)) {
+    if (m[2] == "self_attn.rotary_emb.inv_freq") return "";
+    for (const auto& [from, to] : per_layer)
+      if (m[2] == from) return fmt::format("blk.{}.{}", m[1].str(), to);
+  }
+  fail("{}: tensor '{}' has no GGUF equivalent for this architecture", where, hf);
+}
+
+// Canonical output order (the one llama.cpp's converter produces for these families).
+int order_key(const std::string& g) {
+  static const char* kPerLayer[] = {
+      "attn_norm.weight", "attn_q.weight",   "attn_k.weight",      "attn_v.weight",      "attn_q.bias",
+      "attn_k.bias",      "attn_v.bias",     "attn_q_norm.weight", "attn_k_norm.weight", "attn_output.weight",
+      "attn_output.bias", "ffn_norm.weight", "ffn_gate.weight",    "ffn_up.weight",      "ffn_down.weight"};
+  if (g == "token_embd.weight") return 0;
+  if (g == "rope_freqs.weight") return 1;
+  if (g == "output_norm.weight") return 1 << 29;
+  if (g == "output.weight") return (1 << 29) + 1;
+  const size_t dot = g.find('.', 4);
+  const int layer = std::stoi(g.substr(4, dot - 4));
+  const std::string rest = g.substr(dot + 1);
+  for (int i = 0; i < static_cast<int>(std::size(kPerLayer)); ++i)
+    if (rest == kPerLayer[i]) return 2 + layer * 32 + i;
+  return 2 + layer * 32 + 31;
+}
+
+// gguf_row[h*d + 2j + t] = hf_row[h*d + t*d/2 + j]: HF rotate-half -> GGUF adjacent pairs.
+void permute_rows(const uint8_t* src, uint8_t* dst, int64_t n_head, int64_t d, size_t row_bytes) {
+  for (int64_t h = 0; h < n_head; ++h)
+    for (int64_t j = 0; j < d / 2; ++j)
+      for (int64_t t = 0; t < 2; ++t)
+        std::memcpy(dst + (h * d + 2 * j + t) * row_bytes, src + (h * d + t * d / 2 + j) * row_bytes,
+                    row_bytes);
+}
+
+std::string dir_name(const std::string& dir) {
+  fs::path p = fs::path(dir).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();  // "a/b/" -> "a/b"
+  return p.filename().string();
+}
+
+}  // namespace
+
+void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf, const HfConvertOptions& opt) {
+  const hf::Config cfg = hf::Config::load(hf_dir);
+  const Hparams hp = read_hparams(cfg);
+  const auto st = safetensors::Tensors::open_dir(hf_dir);
+  const bool tied = cfg.find_bool("tie_word_embeddings").value_or(false);
+
+  std::deque<std::vector<uint8_t>> owned;  // converted copies, alive until write()
+  struct Out {
+    std::string name;
+    DType type;
+    std::vector<int64_t> ne;
+    const void* data;
+    size_t nbytes;
+  };
+  std::vector<Out> outs;
+  bool any_f16 = false, any_bf16 = false;
+
+  for (const TensorView& t : st.tensors()) {
+    const std::string g = gguf_name(t.name, st.source());
+    if (g.empty() || (g == "output.weight" && tied)) continue;
+    if (g.rfind("blk.", 0) == 0) {
+      const int64_t layer = std::stoll(g.substr(4));
+      if (layer >= hp.n_layer)
+        fail("{}: tensor '{}' is for layer {}, but num_hidden_layers is {}", st.source(), t.name, layer,
+             hp.n_layer);
+    }
+    Out o{g, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + std::max(t.n_dims, 1)), t.data,
+          t.nbytes};
+    const bool is_q = g.find(".attn_q.") != std::string::npos, is_k = g.find(".attn_k.") != std::string::npos;
+    if (hp.permute_qk && (is_q || is_k)) {
+      const int64_t heads = is_q ? hp.n_head : hp.n_head_kv;
+      const int64_t rows = t.n_dims == 1 ? t.ne[0] : t.rows();
+      if (rows != heads * hp.head_dim || t.n_dims > 2)
+        fail("{}: tensor '{}' has shape {} ({} rows), expected {} rows ({} heads x head_dim {})", st.source(),
+             t.name, t.shape_string(), rows, heads * hp.head_dim, heads, hp.head_dim);
+      const size_t row_bytes = t.nbytes / static_cast<size_t>(rows);
+      auto& buf = owned.emplace_back(t.nbytes);
+      permute_rows(t.data, buf.data(), heads, hp.head_dim, row_bytes);
+      o.data = buf.data();
+    }
+    if (t.n_dims <= 1 && t.type != DType::F32) {  // norms and biases are stored as F32
+      auto& buf = owned.emplace_back(static_cast<size_t>(t.n_elements()) * 4);
+      const auto* src = static_cast<const uint16_t*>(o.data);
+      float* dst = reinterpret_cast<float*>(buf.data());
+      for (int64_t i = 0; i < t.n_elements(); ++i) {
+        uint16_t v;
+        std::memcpy(&v, src + i, 2);
+        dst[i] = t.type == DType::F16 ? f16_to_f32(v) : bf16_to_f32(v);
+      }
+      o.type = DType::F32;
+      o.data = buf.data();
+      o.nbytes = buf.size();
+    }
+    if (t.n_dims >= 2) {
+      any_f16 |= t.type == DType::F16;
+      any_bf16 |= t.type == DType::BF16;
+    }
+    outs.push_back(std::move(o));
+  }
+
+  for (const char* need : {"token_embd.weight", "output_norm.weight"})
+    if (std::none_of(outs.begin(), outs.end(), [&](const Out& o) { return o.name == need; }))
+      fail("{}: no tensor maps to '{}'", st.source(), need);
+  const auto& emb =
+      *std::find_if(outs.begin(), outs.end(), [](const Out& o) { return o.name == "token_embd.weight"; });
+  if (emb.ne.size() != 2 || emb.ne[0] != hp.n_embd)
+    fail("{}: model.embed_tokens.weight has {} columns, but hidden_size is {}", st.source(), emb.ne[0],
+         hp.n_embd);
+  const int64_t n_vocab = emb.ne[1];
+
+  std::vector<float> rope_freqs;
+  if (const nlohmann::json* rs = cfg.find_object("rope_scaling")) {
+    const std::string type = rs->value("rope_type", rs->value("type", ""));
+    if (type == "llama3") {
+      rope_freqs = llama3_rope_freqs(*rs, hp.rope_theta, hp.head_dim, cfg.path());
+      outs.push_back({"rope_freqs.weight",
+                      DType::F32,
+                      {static_cast<int64_t>(rope_freqs.size())},
+                      rope_freqs.data(),
+                      rope_freqs.size() * 4});
+    } else if (!type.empty() && type != "default") {
+      fail("{}: rope_scaling type '{}' is not supported (only llama3)", cfg.path(), type);
+    }
+  }
+  std::stable_sort(outs.begin(), outs.end(),
+                   [](const Out& a, const Out& b) { return order_key(a.name) < order_key(b.name); });
+
+  gguf::Writer w;
+  const std::string A = hp.arch;
+  w.set_string("general.architecture", A);
+  w.set_string("general.type", "model");
+  w.set_string("general.name", !opt.name.empty() ? opt.name : dir_name(hf_dir));
+  // llama.cpp file types: 0 all F32, 1 mostly F16, 32 mostly BF16.
+  w.set_u32("general.file_type", any_bf16 ? 32 : any_f16 ? 1 : 0);
+  w.set_u32(A + ".vocab_size", static_cast<uint32_t>(hp.n_vocab));
+  w.set_u32(A + ".context_length", static_cast<uint32_t>(hp.n_ctx));
+  w.set_u32(A + ".embedding_length", static_cast<uint32_t>(hp.n_embd));
+  w.set_u32(A + ".block_count", static_cast<uint32_t>(hp.n_layer));
+  w.set_u32(A + ".feed_forward_length", static_cast<uint32_t>(hp.n_ff));
+  w.set_u32(A + ".attention.head_count", static_cast<uint32_t>(hp.n_head));
+  w.set_u32(A + ".attention.head_count_kv", static_cast<uint32_t>(hp.n_head_kv));
+  w.set_f32(A + ".rope.freq_base", static_cast<float>(hp.rope_theta));
+  w.set_f32(A + ".attention.layer_norm_rms_epsilon", static_cast<float>(hp.rms_eps));
+  if (A == "llama") {
+    w.set_u32(A + ".rope.dimension_count", static_cast<uint32_t>(hp.head_dim));
+  }
+  if (A != "llama" || hp.head_dim * hp.n_head != hp.n_embd) {
+    w.set_u32(A + ".attention.key_length", static_cast<uint32_t>(hp.head_dim));
+    w.set_u32(A + ".attention.value_length", static_cast<uint32_t>(hp.head_dim));
+  }
+  const bool swa = cfg.architecture() == "mistral" || cfg.find_bool("use_sliding_window").value_or(false);
+  if (swa) {
+    if (const auto sw = cfg.find_int("sliding_window"))
+      w.set_u32(A + ".attention.sliding_window", static_cast<uint32_t>(*sw));
+  }
+  if (opt.tokenizer) hf::add_tokenizer_metadata(w, hf_dir, cfg, n_vocab);
+
+  for (const auto& o : outs) w.add_tensor(o.name, o.type, o.ne, o.data, o.nbytes);
+  w.write(out_gguf);
+}
+
+}  // namespace ferrum

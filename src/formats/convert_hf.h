@@ -1,0 +1,20 @@
+// Hugging Face model directory (config.json + safetensors) -> GGUF for the dense decoder
+// families llama, mistral (written as arch "llama"), qwen2 and qwen3. Tensor dtypes are kept
+// (F32/F16/BF16), except 1-D tensors (norms, biases) which are written as F32 like llama.cpp does.
+// For llama/mistral the Q/K rows are permuted per head from HF rotate-half order to GGUF's
+// adjacent-pair RoPE order. Llama-3 rope_scaling becomes a rope_freqs.weight tensor.
+#pragma once
+
+#include <string>
+
+namespace ferrum {
+
+struct HfConvertOptions {
+  std::string name;       // general.name; default: the directory name
+  bool tokenizer = true;  // add tokenizer.ggml.* from tokenizer.json when present
+};
+
+void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf,
+                        const HfConvertOptions& opt = {});
+
+}  // namespace ferrum
