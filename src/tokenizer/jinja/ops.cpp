@@ -1,0 +1,600 @@
+#include "tokenizer/jinja/ops.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "tokenizer/jinja/error.h"
+#include "tokenizer/jinja/text.h"
+
+namespace ferrum::jinja {
+
+namespace {
+
+constexpr size_t kMaxRepeat = size_t{64} << 20;  // refuse string/list repetition beyond 64 Mi items
+
+// Jinja's object_type_repr: "'dict object'", "'None'".
+std::string object_repr(const Value& obj) {
+  if (obj.is_none()) return "'None'";
+  return "'" + obj.type_name() + " object'";
+}
+
+Value missing_attr(const Value& obj, const std::string& name) {
+  return Value::undefined(fmt::format("{} has no attribute '{}'", object_repr(obj), name));
+}
+
+Value missing_item(const Value& obj, const Value& key) {
+  if (key.is_string()) return missing_attr(obj, key.str());
+  return Value::undefined(fmt::format("{} has no element {}", object_repr(obj), key.repr()));
+}
+
+[[noreturn]] void unsupported(const std::string& op, const Value& a, const Value& b) {
+  raise_type_error("unsupported operand type(s) for {}: '{}' and '{}'", op, a.type_name(), b.type_name());
+}
+
+bool is_intlike(const Value& v) {
+  return v.is_int() || v.is_bool();
+}
+
+int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+int64_t py_mod(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+std::vector<size_t> slice_indices(int64_t len, const std::optional<int64_t>& start_in,
+                                  const std::optional<int64_t>& stop_in,
+                                  const std::optional<int64_t>& step_in) {
+  int64_t step = step_in.value_or(1);
+  if (step == 0) raise("ValueError", "slice step cannot be zero");
+  int64_t start, stop;
+  if (step > 0) {
+    start = start_in.value_or(0);
+    stop = stop_in.value_or(len);
+    if (start < 0) start = std::max<int64_t>(0, start + len);
+    if (stop < 0) stop = std::max<int64_t>(0, stop + len);
+    start = std::min(start, len);
+    stop = std::min(stop, len);
+  } else {
+    start = start_in ? *start_in : len - 1;
+    stop = stop_in ? *stop_in : -1 - len;
+    if (start < 0) start += len;
+    if (start < 0) start = -1;
+    if (start >= len) start = len - 1;
+    if (stop < 0) stop += len;
+    if (stop < 0) stop = -1;
+    if (stop >= len) stop = len - 1;
+  }
+  std::vector<size_t> idx;
+  if (step > 0)
+    for (int64_t i = start; i < stop; i += step) idx.push_back(static_cast<size_t>(i));
+  else
+    for (int64_t i = start; i > stop; i += step) idx.push_back(static_cast<size_t>(i));
+  return idx;
+}
+
+}  // namespace
+
+void fail_undefined(const Value& v) {
+  const std::string& hint = v.is_undefined() ? v.undefined_hint() : std::string();
+  raise("UndefinedError", hint.empty() ? "value is undefined" : hint);
+}
+
+Value get_attr(const Value& obj, const std::string& name) {
+  if (obj.is_undefined()) fail_undefined(obj);
+  if (obj.is_dict()) {
+    if (const Value* v = obj.dict_obj().find(name)) return *v;
+  }
+  return missing_attr(obj, name);
+}
+
+Value get_item(const Value& obj, const Value& key) {
+  if (obj.is_undefined()) fail_undefined(obj);
+  if (obj.is_dict() && key.is_string()) {
+    if (const Value* v = obj.dict_obj().find(key.str())) return *v;
+    return missing_item(obj, key);
+  }
+  if ((obj.is_list() || obj.is_string()) && is_intlike(key)) {
+    int64_t i = key.as_int();
+    if (obj.is_list()) {
+      int64_t n = static_cast<int64_t>(obj.items().size());
+      if (i < 0) i += n;
+      if (i < 0 || i >= n) return missing_item(obj, key);
+      return obj.items()[static_cast<size_t>(i)];
+    }
+    auto off = text::cp_offsets(obj.str());
+    int64_t n = static_cast<int64_t>(off.size()) - 1;
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) return missing_item(obj, key);
+    return Value(obj.str().substr(off[i], off[i + 1] - off[i]));
+  }
+  return missing_item(obj, key);
+}
+
+Value get_slice(const Value& obj, const std::optional<int64_t>& start, const std::optional<int64_t>& stop,
+                const std::optional<int64_t>& step) {
+  if (obj.is_undefined()) fail_undefined(obj);
+  if (obj.is_list()) {
+    auto& items = obj.items();
+    std::vector<Value> out;
+    for (size_t i : slice_indices(static_cast<int64_t>(items.size()), start, stop, step))
+      out.push_back(items[i]);
+    return Value::list(std::move(out), obj.is_tuple());
+  }
+  if (obj.is_string()) {
+    const std::string& s = obj.str();
+    auto off = text::cp_offsets(s);
+    std::string out;
+    for (size_t i : slice_indices(static_cast<int64_t>(off.size()) - 1, start, stop, step))
+      out.append(s, off[i], off[i + 1] - off[i]);
+    return Value(std::move(out));
+  }
+  return Value::undefined(fmt::format("{} is not sliceable", object_repr(obj)));
+}
+
+std::vector<Value> iterate(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::Undefined:
+      return {};
+    case Value::Kind::List:
+      return v.items();
+    case Value::Kind::Dict: {
+      if (v.dict_obj().tag != DictObj::Tag::Plain) break;
+      std::vector<Value> keys;
+      for (auto& [k, _] : v.dict_obj().items) keys.emplace_back(k);
+      return keys;
+    }
+    case Value::Kind::String: {
+      std::vector<Value> chars;
+      const std::string& s = v.str();
+      for (size_t i = 0; i < s.size();) {
+        size_t b = i;
+        text::decode_at(s, i);
+        chars.emplace_back(s.substr(b, i - b));
+      }
+      return chars;
+    }
+    default:
+      break;
+  }
+  raise_type_error("'{}' object is not iterable", v.type_name());
+}
+
+int64_t length(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::Undefined:
+      return 0;
+    case Value::Kind::String:
+      return static_cast<int64_t>(text::cp_count(v.str()));
+    case Value::Kind::List:
+      return static_cast<int64_t>(v.items().size());
+    case Value::Kind::Dict:
+      if (v.dict_obj().tag == DictObj::Tag::Plain) return static_cast<int64_t>(v.dict_obj().items.size());
+      break;
+    default:
+      break;
+  }
+  raise_type_error("object of type '{}' has no len()", v.type_name());
+}
+
+bool contains(const Value& c, const Value& item) {
+  switch (c.kind()) {
+    case Value::Kind::Undefined:
+      return false;
+    case Value::Kind::String:
+      if (!item.is_string())
+        raise_type_error("'in <string>' requires string as left operand, not {}", item.type_name());
+      return c.str().find(item.str()) != std::string::npos;
+    case Value::Kind::List:
+      for (auto& e : c.items())
+        if (e.equals(item)) return true;
+      return false;
+    case Value::Kind::Dict:
+      if (c.dict_obj().tag != DictObj::Tag::Plain) break;
+      return item.is_string() && c.dict_obj().find(item.str()) != nullptr;
+    default:
+      break;
+  }
+  raise_type_error("argument of type '{}' is not iterable", c.type_name());
+}
+
+Value negate(const Value& v) {
+  if (v.is_undefined()) fail_undefined(v);
+  if (v.is_float()) return Value(-v.as_double());
+  if (is_intlike(v)) {
+    if (v.as_int() == INT64_MIN) raise("OverflowError", "integer overflow");
+    return Value(-v.as_int());
+  }
+  raise_type_error("bad operand type for unary -: '{}'", v.type_name());
+}
+
+Value binary_op(const std::string& op, const Value& a, const Value& b) {
+  if (op == "~") return Value(a.to_str() + b.to_str());
+  if (a.is_undefined()) fail_undefined(a);
+  if (b.is_undefined()) fail_undefined(b);
+  bool nums = a.is_number() && b.is_number();
+  bool ints = nums && is_intlike(a) && is_intlike(b);
+  if (op == "+") {
+    if (ints) {
+      int64_t r;
+      if (__builtin_add_overflow(a.as_int(), b.as_int(), &r)) raise("OverflowError", "integer overflow");
+      return Value(r);
+    }
+    if (nums) return Value(a.as_double() + b.as_double());
+    if (a.is_string()) {
+      if (!b.is_string()) raise_type_error("can only concatenate str (not \"{}\") to str", b.type_name());
+      return Value(a.str() + b.str());
+    }
+    if (a.is_list()) {
+      if (!b.is_list() || a.is_tuple() != b.is_tuple())
+        raise_type_error("can only concatenate {} (not \"{}\") to {}", a.type_name(), b.type_name(),
+                         a.type_name());
+      std::vector<Value> out = a.items();
+      out.insert(out.end(), b.items().begin(), b.items().end());
+      return Value::list(std::move(out), a.is_tuple());
+    }
+    unsupported("+", a, b);
+  }
+  if (op == "-") {
+    if (ints) {
+      int64_t r;
+      if (__builtin_sub_overflow(a.as_int(), b.as_int(), &r)) raise("OverflowError", "integer overflow");
+      return Value(r);
+    }
+    if (nums) return Value(a.as_double() - b.as_double());
+    unsupported("-", a, b);
+  }
+  if (op == "*") {
+    if (ints) {
+      int64_t r;
+      if (__builtin_mul_overflow(a.as_int(), b.as_int(), &r)) raise("OverflowError", "integer overflow");
+      return Value(r);
+    }
+    if (nums) return Value(a.as_double() * b.as_double());
+    const Value* seq = (a.is_string() || a.is_list()) && is_intlike(b) ? &a : nullptr;
+    const Value* cnt = seq ? &b : nullptr;
+    if (!seq && (b.is_string() || b.is_list()) && is_intlike(a)) {
+      seq = &b;
+      cnt = &a;
+    }
+    if (seq) {
+      int64_t n = std::max<int64_t>(0, cnt->as_int());
+      size_t unit = seq->is_string() ? seq->str().size() : seq->items().size();
+      if (unit && static_cast<size_t>(n) > kMaxRepeat / unit)
+        raise("MemoryError", "repetition result too large");
+      if (seq->is_string()) {
+        std::string out;
+        out.reserve(unit * n);
+        for (int64_t i = 0; i < n; ++i) out += seq->str();
+        return Value(std::move(out));
+      }
+      std::vector<Value> out;
+      for (int64_t i = 0; i < n; ++i) out.insert(out.end(), seq->items().begin(), seq->items().end());
+      return Value::list(std::move(out), seq->is_tuple());
+    }
+    unsupported("*", a, b);
+  }
+  if (op == "/") {
+    if (!nums) unsupported("/", a, b);
+    if (b.as_double() == 0) raise("ZeroDivisionError", "division by zero");
+    return Value(a.as_double() / b.as_double());
+  }
+  if (op == "//") {
+    if (!nums) unsupported("//", a, b);
+    if (ints) {
+      if (b.as_int() == 0) raise("ZeroDivisionError", "integer division or modulo by zero");
+      return Value(floor_div(a.as_int(), b.as_int()));
+    }
+    if (b.as_double() == 0) raise("ZeroDivisionError", "float floor division by zero");
+    return Value(std::floor(a.as_double() / b.as_double()));
+  }
+  if (op == "%") {
+    if (a.is_string()) return Value(percent_format(a.str(), b));
+    if (!nums) unsupported("%", a, b);
+    if (ints) {
+      if (b.as_int() == 0) raise("ZeroDivisionError", "integer modulo by zero");
+      return Value(py_mod(a.as_int(), b.as_int()));
+    }
+    double x = a.as_double(), y = b.as_double();
+    if (y == 0) raise("ZeroDivisionError", "float modulo");
+    double r = std::fmod(x, y);
+    if (r != 0 && ((r < 0) != (y < 0))) r += y;
+    return Value(r);
+  }
+  if (op == "**") {
+    if (!nums) unsupported("** or pow()", a, b);
+    if (ints && b.as_int() >= 0) {
+      int64_t base = a.as_int(), e = b.as_int(), r = 1;
+      while (e > 0) {
+        if (e & 1)
+          if (__builtin_mul_overflow(r, base, &r)) raise("OverflowError", "integer overflow");
+        e >>= 1;
+        if (e && __builtin_mul_overflow(base, base, &base)) raise("OverflowError", "integer overflow");
+      }
+      return Value(r);
+    }
+    return Value(std::pow(a.as_double(), b.as_double()));
+  }
+  raise("TemplateError", "unknown operator " + op);
+}
+
+int compare_values(const Value& a, const Value& b) {
+  if (a.is_undefined()) fail_undefined(a);
+  if (b.is_undefined()) fail_undefined(b);
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) {
+      double x = a.as_double(), y = b.as_double();
+      return x < y ? -1 : x > y ? 1 : 0;
+    }
+    int64_t x = a.as_int(), y = b.as_int();
+    return x < y ? -1 : x > y ? 1 : 0;
+  }
+  if (a.is_string() && b.is_string()) {
+    int c = a.str().compare(b.str());
+    return c < 0 ? -1 : c > 0 ? 1 : 0;
+  }
+  if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
+    auto &x = a.items(), &y = b.items();
+    for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+      if (x[i].equals(y[i])) continue;
+      return compare_values(x[i], y[i]);
+    }
+    return x.size() < y.size() ? -1 : x.size() > y.size() ? 1 : 0;
+  }
+  raise_type_error("'<' not supported between instances of '{}' and '{}'", a.type_name(), b.type_name());
+}
+
+bool compare_order(const std::string& op, const Value& a, const Value& b) {
+  if (!((a.is_number() && b.is_number()) || (a.is_string() && b.is_string()) ||
+        (a.is_list() && b.is_list())) &&
+      !a.is_undefined() && !b.is_undefined())
+    raise_type_error("'{}' not supported between instances of '{}' and '{}'", op, a.type_name(),
+                     b.type_name());
+  if ((a.is_float() && std::isnan(a.as_double())) || (b.is_float() && std::isnan(b.as_double())))
+    return false;
+  int c = compare_values(a, b);
+  if (op == "<") return c < 0;
+  if (op == "<=") return c <= 0;
+  if (op == ">") return c > 0;
+  return c >= 0;
+}
+
+namespace {
+
+struct Spec {
+  std::string flags;
+  int width = -1;
+  int precision = -1;
+  char type = 0;
+};
+
+std::string pad(std::string s, const Spec& sp, bool numeric) {
+  if (sp.width < 0) return s;
+  size_t w = static_cast<size_t>(sp.width), n = text::cp_count(s);
+  if (n >= w) return s;
+  size_t fill = w - n;
+  if (sp.flags.find('-') != std::string::npos) return s + std::string(fill, ' ');
+  if (numeric && sp.flags.find('0') != std::string::npos) {
+    size_t sign = (!s.empty() && (s[0] == '-' || s[0] == '+' || s[0] == ' ')) ? 1 : 0;
+    return s.substr(0, sign) + std::string(fill, '0') + s.substr(sign);
+  }
+  return std::string(fill, ' ') + s;
+}
+
+std::string format_one(const Value& v, const Spec& sp) {
+  char t = sp.type;
+  if (t == 's' || t == 'r' || t == 'a') {
+    std::string s = t == 's' ? v.to_str() : v.repr();
+    if (sp.precision >= 0) {
+      auto off = text::cp_offsets(s);
+      if (static_cast<size_t>(sp.precision) + 1 < off.size()) s.resize(off[sp.precision]);
+    }
+    return pad(s, sp, false);
+  }
+  if (!v.is_number()) raise_type_error("%{} format: a real number is required, not {}", t, v.type_name());
+  std::string sign = sp.flags.find('+') != std::string::npos   ? "+"
+                     : sp.flags.find(' ') != std::string::npos ? " "
+                                                               : "";
+  char buf[512];
+  if (t == 'd' || t == 'i' || t == 'u' || t == 'x' || t == 'X' || t == 'o') {
+    double d = v.as_double();
+    int64_t iv = v.is_float() ? static_cast<int64_t>(std::trunc(d)) : v.as_int();
+    const char* f = t == 'x' ? "%llx" : t == 'X' ? "%llX" : t == 'o' ? "%llo" : "%llu";
+    uint64_t mag = iv < 0 ? static_cast<uint64_t>(-(iv + 1)) + 1 : static_cast<uint64_t>(iv);
+    std::snprintf(buf, sizeof buf, f, static_cast<unsigned long long>(mag));
+    std::string digits = buf;
+    if (sp.precision > 0 && digits.size() < static_cast<size_t>(sp.precision))
+      digits = std::string(sp.precision - digits.size(), '0') + digits;
+    return pad((iv < 0 ? "-" : sign) + digits, sp, true);
+  }
+  if (t == 'f' || t == 'F' || t == 'e' || t == 'E' || t == 'g' || t == 'G') {
+    std::string f = "%." + std::to_string(sp.precision < 0 ? 6 : sp.precision) + t;
+    std::snprintf(buf, sizeof buf, f.c_str(), v.as_double());
+    std::string s = buf;
+    if (s[0] != '-') s = sign + s;
+    return pad(s, sp, true);
+  }
+  if (t == 'c') {
+    std::string s;
+    text::append_utf8(s, static_cast<uint32_t>(v.as_int()));
+    return pad(s, sp, false);
+  }
+  raise("ValueError", fmt::format("unsupported format character '{}'", t));
+}
+
+}  // namespace
+
+std::string percent_format(const std::string& f, const Value& args) {
+  std::vector<Value> list;
+  const Value* mapping = nullptr;
+  if (args.is_tuple())
+    list = args.items();
+  else if (args.is_mapping())
+    mapping = &args;
+  else
+    list.push_back(args);
+  size_t next = 0;
+  std::string out;
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (f[i] != '%') {
+      out += f[i];
+      continue;
+    }
+    if (++i >= f.size()) raise("ValueError", "incomplete format");
+    if (f[i] == '%') {
+      out += '%';
+      continue;
+    }
+    const Value* arg = nullptr;
+    Value keyed;
+    if (f[i] == '(') {
+      size_t e = f.find(')', i);
+      if (e == std::string::npos || !mapping) raise_type_error("format requires a mapping");
+      keyed = get_item(*mapping, Value(f.substr(i + 1, e - i - 1)));
+      if (keyed.is_undefined()) raise("KeyError", text::repr(f.substr(i + 1, e - i - 1)));
+      arg = &keyed;
+      i = e + 1;
+    }
+    Spec sp;
+    while (i < f.size() && std::string("-+ #0").find(f[i]) != std::string::npos) sp.flags += f[i++];
+    auto number = [&]() {
+      int n = 0;
+      bool any = false;
+      while (i < f.size() && std::isdigit(static_cast<unsigned char>(f[i]))) {
+        n = std::min(n * 10 + (f[i++] - '0'), 100000);
+        any = true;
+      }
+      return any ? n : -1;
+    };
+    sp.width = number();
+    if (i < f.size() && f[i] == '.') {
+      ++i;
+      sp.precision = std::max(0, number());
+    }
+    if (i >= f.size()) raise("ValueError", "incomplete format");
+    sp.type = f[i];
+    if (!arg) {
+      if (next >= list.size()) raise_type_error("not enough arguments for format string");
+      arg = &list[next++];
+    }
+    out += format_one(*arg, sp);
+  }
+  if (!mapping && next < list.size())
+    raise_type_error("not all arguments converted during string formatting");
+  return out;
+}
+
+std::string str_format(const std::string& f, const CallArgs& args) {
+  std::string out;
+  size_t auto_idx = 0;
+  for (size_t i = 0; i < f.size(); ++i) {
+    char c = f[i];
+    if (c == '}') {
+      if (i + 1 < f.size() && f[i + 1] == '}') ++i;
+      out += '}';
+      continue;
+    }
+    if (c != '{') {
+      out += c;
+      continue;
+    }
+    if (i + 1 < f.size() && f[i + 1] == '{') {
+      out += '{';
+      ++i;
+      continue;
+    }
+    size_t e = f.find('}', i);
+    if (e == std::string::npos) raise("ValueError", "Single '{' encountered in format string");
+    std::string field = f.substr(i + 1, e - i - 1);
+    i = e;
+    std::string spec, conv;
+    if (auto p = field.find(':'); p != std::string::npos) {
+      spec = field.substr(p + 1);
+      field.resize(p);
+    }
+    if (auto p = field.find('!'); p != std::string::npos) {
+      conv = field.substr(p + 1);
+      field.resize(p);
+    }
+    Value v;
+    if (field.empty()) {
+      if (auto_idx >= args.pos.size())
+        raise("IndexError", "Replacement index out of range for positional args tuple");
+      v = args.pos[auto_idx++];
+    } else if (std::isdigit(static_cast<unsigned char>(field[0]))) {
+      size_t k = std::stoul(field);
+      if (k >= args.pos.size())
+        raise("IndexError", "Replacement index out of range for positional args tuple");
+      v = args.pos[k];
+    } else {
+      bool found = false;
+      for (auto& [name, val] : args.kw)
+        if (name == field) {
+          v = val;
+          found = true;
+        }
+      if (!found) raise("KeyError", text::repr(field));
+    }
+    std::string s = conv == "r" ? v.repr() : v.to_str();
+    if (!spec.empty()) {
+      // [[fill]align][sign][0][width][.precision][type]
+      Spec sp;
+      size_t k = 0;
+      char fill = ' ', align = 0;
+      if (spec.size() >= 2 && std::string("<>^").find(spec[1]) != std::string::npos) {
+        fill = spec[0];
+        align = spec[1];
+        k = 2;
+      } else if (!spec.empty() && std::string("<>^").find(spec[0]) != std::string::npos) {
+        align = spec[0];
+        k = 1;
+      }
+      if (k < spec.size() && (spec[k] == '+' || spec[k] == ' ' || spec[k] == '-')) sp.flags += spec[k++];
+      if (k < spec.size() && spec[k] == '0') {
+        sp.flags += '0';
+        ++k;
+      }
+      int w = 0;
+      bool any = false;
+      while (k < spec.size() && std::isdigit(static_cast<unsigned char>(spec[k]))) {
+        w = std::min(w * 10 + (spec[k++] - '0'), 100000);
+        any = true;
+      }
+      if (k < spec.size() && spec[k] == '.') {
+        ++k;
+        sp.precision = 0;
+        while (k < spec.size() && std::isdigit(static_cast<unsigned char>(spec[k])))
+          sp.precision = std::min(sp.precision * 10 + (spec[k++] - '0'), 1000);
+      }
+      sp.type =
+          k < spec.size() ? spec[k] : (v.is_number() && !v.is_bool() ? (v.is_float() ? 'g' : 'd') : 's');
+      if (sp.type == 'g' && sp.precision < 0 && v.is_float()) {
+        s = float_repr(v.as_double());
+      } else {
+        s = format_one(v, sp);
+      }
+      size_t n = text::cp_count(s);
+      if (any && n < static_cast<size_t>(w)) {
+        size_t padn = w - n;
+        if (!align) align = v.is_number() ? '>' : '<';
+        if (align == '<')
+          s += std::string(padn, fill);
+        else if (align == '>')
+          s = std::string(padn, fill) + s;
+        else
+          s = std::string(padn / 2, fill) + s + std::string(padn - padn / 2, fill);
+      }
+    }
+    out += s;
+  }
+  return out;
+}
+
+}  // namespace ferrum::jinja

@@ -1,0 +1,35 @@
+#include "tokenizer/jinja/template.h"
+
+#include <fmt/format.h>
+
+#include "tokenizer/jinja/builtins.h"
+#include "tokenizer/jinja/interpreter.h"
+#include "tokenizer/jinja/lexer.h"
+#include "tokenizer/jinja/parser.h"
+
+namespace ferrum::jinja {
+
+Template::Template(std::string_view source, std::string name) : name_(std::move(name)) {
+  body_ = std::make_shared<const Body>(parse(lex(source, name_), name_));
+}
+
+std::string Template::render(const Value& vars) const {
+  Interpreter in;
+  try {
+    DictObj globals;
+    add_default_globals(globals);
+    for (auto& [k, v] : globals.items) in.root().set(k, v);
+    if (vars.is_dict()) {
+      for (auto& [k, v] : vars.dict_obj().items) in.root().set(k, v);
+    } else if (!vars.is_undefined() && !vars.is_none()) {
+      throw TemplateError("TypeError", "render variables must be a dict, got " + vars.type_name(), name_);
+    }
+    std::string out;
+    in.run(*body_, out);
+    return out;
+  } catch (const Raise& r) {
+    throw TemplateError(r.type, r.message, fmt::format("{}:{}", name_, in.line()));
+  }
+}
+
+}  // namespace ferrum::jinja
