@@ -1,0 +1,104 @@
+#include "tokenizer/decoder.h"
+
+#include "ferrum/error.h"
+
+namespace ferrum::tok {
+
+namespace {
+
+// One replace pass over buf; stops before a tail that is a proper prefix of a pattern unless
+// final. Returns the number of bytes consumed.
+size_t run_pass(const CleanupPass& pass, const std::string& buf, bool final, std::string& out) {
+  size_t i = 0;
+  while (i < buf.size()) {
+    bool matched = false, partial = false;
+    for (const auto& [pat, rep] : pass.rules) {
+      if (buf.compare(i, pat.size(), pat) == 0) {
+        out += rep;
+        i += pat.size();
+        matched = true;
+        break;
+      }
+      const size_t rest = buf.size() - i;
+      if (!final && rest < pat.size() && pat.compare(0, rest, buf, i, rest) == 0) partial = true;
+    }
+    if (matched) continue;
+    if (partial) break;
+    out += buf[i++];
+  }
+  return i;
+}
+
+}  // namespace
+
+std::string apply_cleanup(const std::vector<CleanupPass>& passes, std::string s) {
+  for (const auto& p : passes) {
+    std::string out;
+    out.reserve(s.size());
+    run_pass(p, s, true, out);
+    s.swap(out);
+  }
+  return s;
+}
+
+DecodeState::DecodeState(const TokenizerImpl& t, bool skip_special)
+    : t_(t), skip_(skip_special), pending_(t.cleanup.size()) {}
+
+void DecodeState::run_passes(std::string text, bool final, std::string& out) {
+  for (size_t k = 0; k < pending_.size(); ++k) {
+    std::string& buf = pending_[k];
+    buf += text;
+    std::string res;
+    const size_t used = run_pass(t_.cleanup[k], buf, final, res);
+    buf.erase(0, used);
+    text.swap(res);
+  }
+  out += text;
+}
+
+void DecodeState::push(int32_t id, std::string& out) {
+  t_.check_id(id, "decode");
+  if (skip_ && t_.skippable[id]) return;
+  std::string c = t_.piece[id];
+  if (t_.wp_decoder) {
+    // HF WordPiece decoder: "##x" glues to the previous token, other tokens get a space.
+    if (!first_) {
+      if (c.compare(0, t_.wp_prefix.size(), t_.wp_prefix) == 0) {
+        c.erase(0, t_.wp_prefix.size());
+      } else {
+        c.insert(0, " ");
+      }
+    }
+    if (t_.wp_decoder_cleanup) {
+      static const std::vector<CleanupPass> kWpCleanup = [] {
+        std::vector<CleanupPass> v;
+        for (auto [a, b] : std::initializer_list<std::pair<const char*, const char*>>{{" .", "."},
+                                                                                      {" ?", "?"},
+                                                                                      {" !", "!"},
+                                                                                      {" ,", ","},
+                                                                                      {" ' ", "'"},
+                                                                                      {" n't", "n't"},
+                                                                                      {" 'm", "'m"},
+                                                                                      {" do not", " don't"},
+                                                                                      {" 's", "'s"},
+                                                                                      {" 've", "'ve"},
+                                                                                      {" 're", "'re"}}) {
+          v.push_back({{{a, b}}});
+        }
+        return v;
+      }();
+      c = apply_cleanup(kWpCleanup, std::move(c));
+    }
+  } else if (first_ && t_.strip_first_space && !c.empty() && c[0] == ' ') {
+    c.erase(0, 1);
+  }
+  first_ = false;
+  run_passes(std::move(c), false, out);
+}
+
+void DecodeState::finish(std::string& out) {
+  run_passes(std::string(), true, out);
+  first_ = true;
+}
+
+}  // namespace ferrum::tok

@@ -1,0 +1,32 @@
+// Incremental detokenizer shared by Tokenizer::decode and StreamDecoder: token pieces, the
+// leading-space rule, the WordPiece joining rule and clean-up passes, all streaming (each
+// clean-up pass holds back only a tail that could still start one of its patterns).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tokenizer/tokenizer_impl.h"
+
+namespace ferrum::tok {
+
+class DecodeState {
+ public:
+  DecodeState(const TokenizerImpl& t, bool skip_special);
+  // Appends the text made final by this token to out.
+  void push(int32_t id, std::string& out);
+  // Appends everything still held back and resets to the initial state.
+  void finish(std::string& out);
+
+ private:
+  void run_passes(std::string text, bool final, std::string& out);
+  const TokenizerImpl& t_;
+  bool skip_;
+  bool first_ = true;
+  std::vector<std::string> pending_;  // one buffer per clean-up pass
+};
+
+// Applies clean-up passes to a complete string.
+std::string apply_cleanup(const std::vector<CleanupPass>& passes, std::string s);
+
+}  // namespace ferrum::tok

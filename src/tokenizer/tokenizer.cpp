@@ -1,0 +1,487 @@
+#include "tokenizer/tokenizer.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "ferrum/error.h"
+#include "tokenizer/decoder.h"
+#include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/unicode.h"
+
+namespace ferrum {
+
+using tok::Algo;
+using tok::Semantics;
+
+void TokenizerImpl::check_id(int32_t id, const char* what) const {
+  if (id < 0 || id >= static_cast<int32_t>(text.size())) {
+    fail("tokenizer {}: token id {} out of range [0, {})", what, id, text.size());
+  }
+}
+
+namespace {
+
+// llama.cpp marks these texts end-of-generation (and CONTROL) whatever the converter said
+// (llama-vocab.cpp, special_eog_ids).
+const char* const kEogTexts[] = {"<|eot_id|>",
+                                 "<|im_end|>",
+                                 "<|end|>",
+                                 "<|return|>",
+                                 "<|call|>",
+                                 "<|flush|>",
+                                 "<|calls|>",
+                                 "<end_of_turn>",
+                                 "<|endoftext|>",
+                                 "</s>",
+                                 "<|eom_id|>",
+                                 "<EOT>",
+                                 "_<EOT>",
+                                 "[EOT]",
+                                 "[EOS]",
+                                 "<|end_of_text|>",
+                                 "<end_of_utterance>",
+                                 "<eos>",
+                                 "<turn|>",
+                                 "<|tool_response>",
+                                 ("<\xEF\xBD\x9C"
+                                  "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"),
+                                 "[e~["};
+// FIM texts llama.cpp retypes to CONTROL.
+const char* const kFimTexts[] = {"<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|fim_pad|>",
+                                 "<|fim_repo|>",   "<|file_sep|>",   "<|repo_name|>"};
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// "<0xAB>" -> 0xAB, else -1.
+int parse_byte_token(const std::string& s) {
+  if (s.size() != 6 || s.compare(0, 3, "<0x") != 0 || s[5] != '>') return -1;
+  const int h = hex_digit(s[3]), l = hex_digit(s[4]);
+  return h < 0 || l < 0 ? -1 : h * 16 + l;
+}
+
+void replace_all(std::string& s, std::string_view from, std::string_view to) {
+  size_t pos = 0;
+  while ((pos = s.find(from, pos)) != std::string::npos) {
+    s.replace(pos, from.size(), to);
+    pos += to.size();
+  }
+}
+
+}  // namespace
+
+void TokenizerImpl::finalize() {
+  const size_t n = text.size();
+  if (n == 0) fail("tokenizer: empty vocabulary");
+  score.resize(n, 0.0f);
+  type.resize(n, TokenType::Normal);
+  to_id.clear();
+  to_id.reserve(n * 2);
+  max_token_len = 0;
+  for (size_t i = 0; i < n; ++i) {
+    to_id.emplace(text[i], static_cast<int32_t>(i));  // first id wins on duplicates
+    max_token_len = std::max(max_token_len, text[i].size());
+  }
+
+  // End-of-generation set (and llama.cpp's retyping by text).
+  eog_flag.assign(n, 0);
+  for (const char* s : kEogTexts) {
+    const int32_t id = find(s);
+    if (id < 0) continue;
+    eog_flag[id] = 1;
+    if (sem == Semantics::LlamaCpp) type[id] = TokenType::Control;
+  }
+  if (sem == Semantics::LlamaCpp) {
+    for (const char* s : kFimTexts) {
+      const int32_t id = find(s);
+      if (id >= 0) type[id] = TokenType::Control;
+    }
+  }
+  if (eos >= 0) eog_flag[eos] = 1;
+  for (int32_t id : eog) eog_flag[id] = 1;
+  eog.clear();
+  for (size_t i = 0; i < n; ++i) {
+    if (eog_flag[i]) eog.push_back(static_cast<int32_t>(i));
+  }
+
+  // Byte tokens.
+  std::fill(std::begin(byte_token), std::end(byte_token), -1);
+  if (byte_level) {
+    for (int b = 0; b < 256; ++b) {
+      std::string s;
+      unicode::append_utf8(s, tok::byte_to_cp(static_cast<uint8_t>(b)));
+      byte_token[b] = find(s);
+    }
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      const int b = parse_byte_token(text[i]);
+      if (b >= 0 && (type[i] == TokenType::Byte || sem == Semantics::HF) && byte_token[b] < 0) {
+        byte_token[b] = static_cast<int32_t>(i);
+      }
+    }
+  }
+
+  // Pieces (bytes each token contributes) and skippable flags.
+  piece.assign(n, std::string());
+  skippable.assign(n, 0);
+  bytes_to_id.clear();
+  for (size_t i = 0; i < n; ++i) {
+    const TokenType ty = type[i];
+    const std::string& s = text[i];
+    skippable[i] = ty == TokenType::Control || ty == TokenType::Unknown;
+    if (sem == Semantics::LlamaCpp && (ty == TokenType::Unused || ty == TokenType::Undefined)) {
+      skippable[i] = 1;  // llama.cpp renders unsupported types as nothing
+      continue;
+    }
+    if (ty == TokenType::Control || ty == TokenType::Unknown ||
+        (ty == TokenType::UserDefined && sem == Semantics::LlamaCpp)) {
+      piece[i] = s;
+      continue;
+    }
+    if (ty == TokenType::Byte || (sem == Semantics::HF && piece_mode == PieceMode::Spm)) {
+      const int b = parse_byte_token(s);
+      if (b >= 0) {
+        piece[i] = std::string(1, static_cast<char>(b));
+        continue;
+      }
+    }
+    switch (piece_mode) {
+      case PieceMode::Spm:
+        piece[i] = s;
+        replace_all(piece[i], "\xE2\x96\x81", " ");
+        break;
+      case PieceMode::Raw:
+        piece[i] = s;
+        break;
+      case PieceMode::ByteLevel: {
+        std::string out;
+        bool ok = true;
+        for (size_t k = 0; k < s.size();) {
+          const int b = tok::cp_to_byte(unicode::next_cp(s, k));
+          if (b < 0) {
+            ok = false;
+            break;
+          }
+          out.push_back(static_cast<char>(b));
+        }
+        piece[i] = ok ? out : s;
+        if (ok && ty == TokenType::Normal) bytes_to_id.emplace(out, static_cast<int32_t>(i));
+        break;
+      }
+    }
+  }
+
+  // Added/special tokens matched in text (llama.cpp: by token type).
+  if (sem == Semantics::LlamaCpp) {
+    added.clear();
+    for (size_t i = 0; i < n; ++i) {
+      const TokenType ty = type[i];
+      if (ty == TokenType::Control || ty == TokenType::UserDefined || ty == TokenType::Unknown) {
+        added.push_back({static_cast<int32_t>(i), ty != TokenType::UserDefined});
+      }
+    }
+  }
+  std::stable_sort(added.begin(), added.end(), [&](const tok::AddedToken& a, const tok::AddedToken& b) {
+    return text[a.id].size() > text[b.id].size();
+  });
+  if (phi3_rstrip) {
+    for (auto& a : added) {
+      const std::string& s = text[a.id];
+      a.rstrip = !(s == "<unk>" || s == "<s>" || s == "<|endoftext|>");
+    }
+  }
+
+  // BOS/EOS policy (llama.cpp); the HF loader sets prefix/suffix from the post-processor.
+  if (sem == Semantics::LlamaCpp) {
+    prefix_ids.clear();
+    suffix_ids.clear();
+    if (algo == Algo::WordPiece) {
+      if (add_bos && bos >= 0) prefix_ids.push_back(bos);
+      if (add_sep && sep >= 0) suffix_ids.push_back(sep);
+    } else {
+      if (add_bos && bos >= 0) prefix_ids.push_back(bos);
+      if (add_eos && eos >= 0) suffix_ids.push_back(eos);
+    }
+  }
+}
+
+namespace {
+
+struct Fragment {
+  int32_t id;  // >= 0: a matched special token
+  size_t b, e;
+};
+
+bool is_space_byte(char c) {
+  return std::isspace(static_cast<unsigned char>(c)) != 0;
+}
+
+// llama.cpp's tokenizer_st_partition: each special token in turn (longest first) splits every
+// remaining text fragment at all its occurrences.
+void partition_llamacpp(const TokenizerImpl& t, std::string_view text, bool parse_special,
+                        std::vector<Fragment>& frags) {
+  frags.assign(1, {-1, 0, text.size()});
+  std::vector<Fragment> next;
+  for (const tok::AddedToken& a : t.added) {
+    if (a.special && !parse_special) continue;
+    const std::string& tt = t.text[a.id];
+    if (tt.empty() || text.find(tt) == std::string_view::npos) continue;
+    next.clear();
+    for (const Fragment& f : frags) {
+      if (f.id >= 0) {
+        next.push_back(f);
+        continue;
+      }
+      size_t b = f.b;
+      const size_t e = f.e;
+      for (;;) {
+        const size_t hit = text.substr(0, e).find(tt, b);
+        if (hit == std::string_view::npos) break;
+        size_t le = hit;
+        if (a.lstrip) {
+          while (le > b && is_space_byte(text[le - 1])) --le;
+        }
+        if (le > b) next.push_back({-1, b, le});
+        next.push_back({a.id, hit, hit + tt.size()});
+        b = hit + tt.size();
+        if (a.rstrip) {
+          while (b < e && is_space_byte(text[b])) ++b;
+        }
+      }
+      if (b < e) next.push_back({-1, b, e});
+    }
+    frags.swap(next);
+  }
+}
+
+// HF added-vocabulary split: leftmost-longest match of all added tokens.
+void partition_hf(const TokenizerImpl& t, std::string_view text, bool parse_special,
+                  std::vector<Fragment>& frags) {
+  struct Hit {
+    size_t b, e;
+    const tok::AddedToken* a;
+  };
+  std::vector<Hit> hits;
+  for (const tok::AddedToken& a : t.added) {
+    if (a.special && !parse_special) continue;
+    const std::string& tt = t.text[a.id];
+    if (tt.empty()) continue;
+    for (size_t p = text.find(tt); p != std::string_view::npos; p = text.find(tt, p + tt.size())) {
+      hits.push_back({p, p + tt.size(), &a});
+    }
+  }
+  std::stable_sort(hits.begin(), hits.end(),
+                   [](const Hit& x, const Hit& y) { return x.b < y.b || (x.b == y.b && x.e > y.e); });
+  frags.clear();
+  size_t pos = 0;
+  for (const Hit& h : hits) {
+    if (h.b < pos) continue;
+    size_t b = h.b, e = h.e;
+    if (h.a->lstrip) {
+      while (b > pos && is_space_byte(text[b - 1])) --b;
+    }
+    if (h.a->rstrip) {
+      while (e < text.size() && is_space_byte(text[e])) ++e;
+    }
+    if (b > pos) frags.push_back({-1, pos, b});
+    frags.push_back({h.a->id, b, e});
+    pos = e;
+  }
+  if (pos < text.size()) frags.push_back({-1, pos, text.size()});
+}
+
+void escape_spaces(std::string& s) {
+  replace_all(s, " ", "\xE2\x96\x81");
+}
+
+}  // namespace
+
+Tokenizer::Tokenizer(std::unique_ptr<TokenizerImpl> impl) : impl_(std::move(impl)) {}
+Tokenizer::~Tokenizer() = default;
+
+std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
+  return std::make_unique<Tokenizer>(tok::load_gguf(f));
+}
+std::unique_ptr<Tokenizer> Tokenizer::from_hf_dir(const std::string& dir) {
+  return std::make_unique<Tokenizer>(tok::load_hf_dir(dir));
+}
+std::unique_ptr<Tokenizer> Tokenizer::from_llama2c(const std::string& path) {
+  return std::make_unique<Tokenizer>(tok::load_llama2c(path));
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+  const TokenizerImpl& t = *impl_;
+  const size_t bad = unicode::find_invalid_utf8(text);
+  if (bad != std::string_view::npos) {
+    fail("tokenizer: input text is not valid UTF-8 (byte 0x{:02X} at offset {})",
+         static_cast<unsigned char>(text[bad]), bad);
+  }
+  std::vector<int32_t> out;
+  out.reserve(text.size() / 3 + 4);
+  if (add_special) out.insert(out.end(), t.prefix_ids.begin(), t.prefix_ids.end());
+
+  std::vector<Fragment> frags;
+  if (t.sem == Semantics::LlamaCpp) {
+    partition_llamacpp(t, text, parse_special, frags);
+  } else {
+    partition_hf(t, text, parse_special, frags);
+  }
+
+  bool prev_special = true;  // llama.cpp SPM: a space prefix at the start and after specials
+  std::string buf;
+  std::vector<std::pair<size_t, size_t>> spans;
+  for (const Fragment& f : frags) {
+    if (f.id >= 0) {
+      out.push_back(f.id);
+      prev_special = true;
+      continue;
+    }
+    if (f.e <= f.b) continue;
+    const std::string_view frag = text.substr(f.b, f.e - f.b);
+    if (t.sem == Semantics::LlamaCpp) {
+      switch (t.algo) {
+        case Algo::Spm:
+          buf.clear();
+          if (t.add_space_prefix && prev_special) buf = " ";
+          buf.append(frag);
+          escape_spaces(buf);
+          tok::spm_encode(t, buf, out);
+          break;
+        case Algo::Bpe:
+          buf.assign(frag);
+          tok::pre_tokenize(t.pretok, buf, spans, f.b == 0);
+          for (const auto& [b, e] : spans) {
+            tok::bpe_encode_word(t, std::string_view(buf).substr(b, e - b), out);
+          }
+          break;
+        case Algo::WordPiece:
+          tok::llamacpp_wpm_encode(t, frag, out);
+          break;
+      }
+    } else {
+      buf = tok::apply_normalizers(t.normalizers, frag, f.b == 0);
+      tok::pre_tokenize(t.pretok, buf, spans, f.b == 0);
+      for (const auto& [b, e] : spans) {
+        const std::string_view w = std::string_view(buf).substr(b, e - b);
+        if (t.algo == Algo::WordPiece) {
+          tok::wordpiece_encode_word(t, w, out);
+        } else {
+          tok::bpe_encode_word(t, w, out);
+        }
+      }
+    }
+    prev_special = false;
+  }
+  if (add_special) out.insert(out.end(), t.suffix_ids.begin(), t.suffix_ids.end());
+  return out;
+}
+
+std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
+  tok::DecodeState st(*impl_, skip_special);
+  std::string out;
+  for (int32_t id : ids) st.push(id, out);
+  st.finish(out);
+  return out;
+}
+
+std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
+  impl_->check_id(id, "token_to_piece");
+  if (!render_special && impl_->skippable[id]) return {};
+  return impl_->piece[id];
+}
+
+const std::string& Tokenizer::token_text(int32_t id) const {
+  impl_->check_id(id, "token_text");
+  return impl_->text[id];
+}
+
+int32_t Tokenizer::n_vocab() const {
+  return static_cast<int32_t>(impl_->text.size());
+}
+int32_t Tokenizer::bos_id() const {
+  return impl_->bos;
+}
+int32_t Tokenizer::eos_id() const {
+  return impl_->eos;
+}
+bool Tokenizer::add_bos() const {
+  return std::find(impl_->prefix_ids.begin(), impl_->prefix_ids.end(), impl_->bos) !=
+             impl_->prefix_ids.end() &&
+         impl_->bos >= 0;
+}
+bool Tokenizer::is_eog(int32_t id) const {
+  return id >= 0 && id < n_vocab() && impl_->eog_flag[id] != 0;
+}
+const std::vector<int32_t>& Tokenizer::eog_ids() const {
+  return impl_->eog;
+}
+TokenType Tokenizer::token_type(int32_t id) const {
+  impl_->check_id(id, "token_type");
+  return impl_->type[id];
+}
+const std::string& Tokenizer::chat_template() const {
+  return impl_->chat_template;
+}
+std::string Tokenizer::bos_text() const {
+  return impl_->bos >= 0 ? impl_->text[impl_->bos] : "";
+}
+std::string Tokenizer::eos_text() const {
+  return impl_->eos >= 0 ? impl_->text[impl_->eos] : "";
+}
+std::string Tokenizer::kind() const {
+  switch (impl_->algo) {
+    case Algo::Spm:
+      return "spm";
+    case Algo::Bpe:
+      return "bpe";
+    case Algo::WordPiece:
+      return "wordpiece";
+  }
+  return "";
+}
+
+// ---- StreamDecoder ----
+
+StreamDecoder::StreamDecoder(const Tokenizer& tok, bool skip_special)
+    : state_(std::make_unique<tok::DecodeState>(tok.impl(), skip_special)) {}
+StreamDecoder::~StreamDecoder() = default;
+
+namespace {
+
+// Length of an incomplete (but so far well-formed) UTF-8 sequence at the end of s, else 0.
+size_t incomplete_tail(const std::string& s) {
+  const size_t n = s.size();
+  for (size_t k = 1; k <= 3 && k <= n; ++k) {
+    const auto c = static_cast<unsigned char>(s[n - k]);
+    if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
+    const size_t need = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 1;
+    if (c >= 0xF5) return 0;
+    return need > k ? k : 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string StreamDecoder::push(int32_t id) {
+  std::string text = std::move(utf8_pending_);
+  utf8_pending_.clear();
+  state_->push(id, text);
+  const size_t tail = incomplete_tail(text);
+  utf8_pending_.assign(text, text.size() - tail, tail);
+  text.resize(text.size() - tail);
+  return text;
+}
+
+std::string StreamDecoder::flush() {
+  std::string text = std::move(utf8_pending_);
+  utf8_pending_.clear();
+  state_->finish(text);
+  return text;
+}
+
+}  // namespace ferrum

@@ -1,0 +1,95 @@
+// Tokenizers: SentencePiece-style (score-driven merges, byte fallback), byte-level BPE and
+// WordPiece, loaded from GGUF metadata (llama.cpp semantics), a Hugging Face tokenizer.json
+// directory (HF `tokenizers` semantics) or a llama2.c tokenizer.bin.
+//
+// Input text must be valid UTF-8: encode() throws ferrum::Error naming the byte offset otherwise
+// (HF tokenizers only accept Rust strings; llama.cpp would silently mangle such input).
+// decode()/token_to_piece() return raw bytes: a byte-fallback or byte-level token may hold part
+// of a UTF-8 character, so a piece is not always valid UTF-8 on its own (use StreamDecoder).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ferrum {
+
+namespace gguf {
+class File;
+}
+
+enum class TokenType : int32_t {
+  Undefined = 0,
+  Normal = 1,
+  Unknown = 2,
+  Control = 3,
+  UserDefined = 4,
+  Unused = 5,
+  Byte = 6
+};
+
+struct TokenizerImpl;
+namespace tok {
+class DecodeState;
+}
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer();
+
+  static std::unique_ptr<Tokenizer> from_gguf(const gguf::File& f);  // tokenizer.ggml.* keys
+  // tokenizer.json + tokenizer_config.json (+ generation_config.json for eos, chat_template.jinja)
+  static std::unique_ptr<Tokenizer> from_hf_dir(const std::string& dir);
+  static std::unique_ptr<Tokenizer> from_llama2c(const std::string& tokenizer_bin);
+
+  // add_special: BOS/EOS or [CLS]/[SEP] per the model's policy.
+  // parse_special: the text of special/control tokens is matched as one token. Tokens that are
+  // matched regardless (llama.cpp USER_DEFINED, HF added tokens with special=false) always are.
+  std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
+  // Concatenated pieces with the model's decoder rules (leading-space strip for SentencePiece,
+  // clean_up_tokenization_spaces where configured). skip_special drops control/special tokens.
+  std::string decode(std::span<const int32_t> ids, bool skip_special = false) const;
+  // Bytes this token contributes (no leading-space strip, no clean-up). render_special=false
+  // gives "" for control/special tokens.
+  std::string token_to_piece(int32_t id, bool render_special = true) const;
+  const std::string& token_text(int32_t id) const;  // raw vocab entry
+  int32_t n_vocab() const;
+  int32_t bos_id() const;  // -1 if none
+  int32_t eos_id() const;  // -1 if none
+  bool add_bos() const;
+  bool is_eog(int32_t id) const;
+  const std::vector<int32_t>& eog_ids() const;
+  TokenType token_type(int32_t id) const;
+  const std::string& chat_template() const;  // "" if none
+  std::string bos_text() const;              // "" if no BOS
+  std::string eos_text() const;              // "" if no EOS
+  std::string kind() const;                  // "spm", "bpe", "wordpiece"
+
+  const TokenizerImpl& impl() const { return *impl_; }
+
+  explicit Tokenizer(std::unique_ptr<TokenizerImpl> impl);
+
+ private:
+  std::unique_ptr<TokenizerImpl> impl_;
+};
+
+// Streaming detokenization: push() returns the text that became final with this token. It never
+// emits a partial UTF-8 character (incomplete sequences are held back until completed; bytes
+// that can never complete are flushed as they are), and applies the same leading-space rule and
+// clean-up as Tokenizer::decode, so the concatenation of push()es and flush() equals decode().
+class StreamDecoder {
+ public:
+  explicit StreamDecoder(const Tokenizer& tok, bool skip_special = false);
+  ~StreamDecoder();
+  std::string push(int32_t id);
+  std::string flush();  // everything still held back; the decoder can then be reused
+
+ private:
+  std::unique_ptr<tok::DecodeState> state_;
+  std::string utf8_pending_;  // incomplete UTF-8 sequence at the end of the output
+};
+
+}  // namespace ferrum

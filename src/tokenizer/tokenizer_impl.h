@@ -1,0 +1,156 @@
+// Internal state shared by the tokenizer loaders (GGUF, tokenizer.json, llama2.c) and the
+// algorithms (SentencePiece-style merges, BPE, WordPiece).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "tokenizer/regex.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ferrum {
+
+namespace tok {
+
+struct StrHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+using StrMap = std::unordered_map<std::string, int32_t, StrHash, std::equal_to<>>;
+
+enum class Algo { Spm, Bpe, WordPiece };
+// Whose behaviour to reproduce where llama.cpp and HF tokenizers legitimately differ.
+enum class Semantics { LlamaCpp, HF };
+
+struct NormStep {
+  enum Kind { Prepend, Replace, NFC, NFD, Lowercase, StripAccents, Bert } kind;
+  NormStep(Kind k) : kind(k) {}  // NOLINT: implicit for brace-init
+  std::string a, b;              // Prepend: a; Replace: a -> b
+  bool clean_text = true, chinese = true, strip_accents = true, lowercase = true;  // Bert
+};
+
+struct PreTokStep {
+  enum Kind { Split, ByteLevelRegex, Metaspace, Bert, Whitespace, WhitespaceSplit, Digits } kind;
+  PreTokStep(Kind k) : kind(k) {}  // NOLINT: implicit for brace-init
+  std::shared_ptr<Regex> regex;    // Split / ByteLevelRegex / Whitespace
+  enum Behavior { Isolated, Removed, MergedWithPrevious, MergedWithNext, Contiguous } behavior = Isolated;
+  bool invert = false;
+  bool individual_digits = false;
+  std::string replacement;      // Metaspace
+  int prepend_scheme = 0;       // Metaspace: 0 always, 1 first, 2 never
+  bool metaspace_split = true;  // Metaspace
+};
+
+// One token of the tokenizer's "added"/special vocabulary that is matched in raw text.
+struct AddedToken {
+  int32_t id;
+  bool special;  // not matched when parse_special is off
+  bool lstrip = false, rstrip = false;
+};
+
+// Decode-time text clean-up: each pass is a set of literal replacements applied left to right.
+struct CleanupPass {
+  std::vector<std::pair<std::string, std::string>> rules;
+};
+
+}  // namespace tok
+
+struct TokenizerImpl {
+  tok::Algo algo = tok::Algo::Spm;
+  tok::Semantics sem = tok::Semantics::LlamaCpp;
+
+  // vocabulary
+  std::vector<std::string> text;
+  std::vector<float> score;
+  std::vector<TokenType> type;
+  std::vector<std::string> piece;  // bytes contributed when rendered
+  std::vector<uint8_t> skippable;  // dropped by decode(skip_special) / render_special=false
+  tok::StrMap to_id;               // raw vocab text -> id
+  tok::StrMap bytes_to_id;         // byte-level BPE: decoded bytes -> id (for ignore_merges)
+
+  int32_t bos = -1, eos = -1, unk = -1, sep = -1, pad = -1;
+  bool add_bos = false, add_eos = false, add_sep = false;
+  std::vector<int32_t> eog;
+  std::vector<uint8_t> eog_flag;
+  std::string chat_template;
+
+  // special / added tokens matched in text, longest first (llama.cpp: filled by finalize()
+  // from the token types; HF: from added_tokens)
+  std::vector<tok::AddedToken> added;
+  bool phi3_rstrip = false;  // llama.cpp forces RSTRIP on phi-3's special tokens
+
+  // SPM
+  bool add_space_prefix = true;  // llama.cpp: " " before text at start and after specials
+  int32_t byte_token[256];       // <0xXX> (SPM/byte fallback) or byte-level char token; -1 none
+
+  // BPE
+  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges;  // (left,right) -> (rank,id)
+  bool byte_level = false;
+  bool ignore_merges = false;
+  bool byte_fallback = false;
+  bool fuse_unk = false;
+
+  // HF pipeline (and llama.cpp BPE regexes as Split steps)
+  std::vector<tok::NormStep> normalizers;
+  std::vector<tok::PreTokStep> pretok;
+
+  // WordPiece
+  std::string wp_prefix = "##";
+  size_t wp_max_chars = 100;
+  bool wp_lowercase = true, wp_strip_accents = true;
+  size_t max_token_len = 0;
+
+  // post-processing (HF TemplateProcessing / llama.cpp BOS/EOS policy)
+  std::vector<int32_t> prefix_ids, suffix_ids;
+
+  // decoding
+  enum class PieceMode { Spm, ByteLevel, Raw } piece_mode = PieceMode::Spm;
+  bool strip_first_space = false;  // SPM: one leading space is dropped
+  bool wp_decoder = false;         // HF WordPiece decoder: " " between words, "##" glued
+  bool wp_decoder_cleanup = false;
+  std::vector<tok::CleanupPass> cleanup;
+
+  // --- helpers implemented in tokenizer.cpp / loaders ---
+  int32_t find(std::string_view s) const {
+    auto it = to_id.find(s);
+    return it == to_id.end() ? -1 : it->second;
+  }
+  // Fills piece/skippable/eog/added tables; call once the vocabulary and flags are set.
+  void finalize();
+  void check_id(int32_t id, const char* what) const;
+};
+
+namespace tok {
+
+// Algorithms (append ids to out).
+void spm_encode(const TokenizerImpl& t, std::string_view text, std::vector<int32_t>& out);
+void bpe_encode_word(const TokenizerImpl& t, std::string_view word, std::vector<int32_t>& out);
+void wordpiece_encode_word(const TokenizerImpl& t, std::string_view word, std::vector<int32_t>& out);
+// llama.cpp's WPM: normalizes and splits text into words, then phantom-space longest match.
+void llamacpp_wpm_encode(const TokenizerImpl& t, std::string_view text, std::vector<int32_t>& out);
+
+// HF pipeline pieces.
+std::string apply_normalizers(const std::vector<NormStep>& steps, std::string_view text, bool first_fragment);
+void pre_tokenize(const std::vector<PreTokStep>& steps, std::string& buf,
+                  std::vector<std::pair<size_t, size_t>>& spans, bool first_fragment);
+
+// GPT-2 byte <-> unicode code point map.
+uint32_t byte_to_cp(uint8_t b);
+int cp_to_byte(uint32_t cp);  // -1 if cp is not in the map
+
+// Standard regexes.
+extern const char* const kGpt2Regex;
+extern const char* const kLlama3Regex;
+extern const char* const kQwen2Regex;
+
+std::unique_ptr<TokenizerImpl> load_gguf(const gguf::File& f);
+std::unique_ptr<TokenizerImpl> load_hf_dir(const std::string& dir);
+std::unique_ptr<TokenizerImpl> load_llama2c(const std::string& path);
+
+}  // namespace tok
+
+}  // namespace ferrum
