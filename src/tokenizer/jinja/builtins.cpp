@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <unordered_map>
 
 #include "tokenizer/jinja/error.h"
@@ -474,9 +476,17 @@ Value f_round(const Value& v, CallArgs& a) {
     raise("FilterArgumentError", "method must be common, ceil or floor");
   if (!v.is_number()) raise_type_error("type {} doesn't define __round__ method", v.type_name());
   if (method == "common" && !v.is_float()) return Value(v.as_int());
+  double x = v.as_double();
+  if (method == "common" && prec >= 0 && prec <= 300 && std::isfinite(x)) {
+    // Python round(): correctly rounded decimal, ties to even on the exact binary value; glibc's
+    // printf does the same conversion.
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "%.*f", static_cast<int>(prec), x);
+    return Value(std::strtod(buf, nullptr));
+  }
   double scale = std::pow(10.0, static_cast<double>(prec));
-  double x = v.as_double() * scale;
-  double r = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::nearbyint(x);
+  double y = x * scale;
+  double r = method == "ceil" ? std::ceil(y) : method == "floor" ? std::floor(y) : std::nearbyint(y);
   return Value(r / scale);
 }
 
@@ -547,8 +557,11 @@ Value f_format(const Value& v, CallArgs& a) {
 }
 
 Value f_attr(const Value& v, CallArgs& a) {
+  // Python getattr only: dict keys are not attributes (namespaces and loop fields are).
   ArgBinder b(a, "attr", {"name"});
-  return get_attr(v, soft_str(b.get_or(0, Value(""))));
+  std::string name = soft_str(b.get_or(0, Value("")));
+  if (v.is_mapping()) return Value::undefined(fmt::format("'dict object' has no attribute '{}'", name));
+  return get_attr(v, name);
 }
 
 Value f_pprint(const Value& v, CallArgs&) {
@@ -643,8 +656,9 @@ bool t_mapping(const Value& v, CallArgs&) {
 bool t_iterable(const Value& v, CallArgs&) {
   return v.is_undefined() || v.is_list() || v.is_string() || v.is_mapping();
 }
+// Jinja's Undefined has __len__ and __getitem__, so it passes the sequence test too.
 bool t_sequence(const Value& v, CallArgs&) {
-  return v.is_list() || v.is_string() || v.is_mapping();
+  return v.is_undefined() || v.is_list() || v.is_string() || v.is_mapping();
 }
 bool t_callable(const Value& v, CallArgs&) {
   return v.is_function();

@@ -583,6 +583,13 @@ std::string str_format(const std::string& f, const CallArgs& args) {
       size_t n = text::cp_count(s);
       if (any && n < static_cast<size_t>(w)) {
         size_t padn = w - n;
+        if (!align && sp.flags.find('0') != std::string::npos && v.is_number()) {
+          // "0" without an alignment: zero padding after the sign
+          size_t sign = (!s.empty() && (s[0] == '-' || s[0] == '+' || s[0] == ' ')) ? 1 : 0;
+          s = s.substr(0, sign) + std::string(padn, '0') + s.substr(sign);
+          out += s;
+          continue;
+        }
         if (!align) align = v.is_number() ? '>' : '<';
         if (align == '<')
           s += std::string(padn, fill);
