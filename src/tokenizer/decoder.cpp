@@ -41,8 +41,8 @@ std::string apply_cleanup(const std::vector<CleanupPass>& passes, std::string s)
   return s;
 }
 
-DecodeState::DecodeState(const TokenizerImpl& t, bool skip_special)
-    : t_(t), skip_(skip_special), pending_(t.cleanup.size()) {}
+DecodeState::DecodeState(const TokenizerImpl& t, bool skip_special, bool clean_up_spaces)
+    : t_(t), skip_(skip_special), pending_(clean_up_spaces ? t.cleanup.size() : 0) {}
 
 void DecodeState::run_passes(std::string text, bool final, std::string& out) {
   for (size_t k = 0; k < pending_.size(); ++k) {

@@ -12,7 +12,7 @@ namespace ferrum::tok {
 
 class DecodeState {
  public:
-  DecodeState(const TokenizerImpl& t, bool skip_special);
+  DecodeState(const TokenizerImpl& t, bool skip_special, bool clean_up_spaces = true);
   // Appends the text made final by this token to out.
   void push(int32_t id, std::string& out);
   // Appends everything still held back and resets to the initial state.

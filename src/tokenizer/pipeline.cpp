@@ -46,7 +46,11 @@ std::string bert_normalize(const NormStep& st, std::string_view text) {
     if (st.clean_text) {
       if (cp == 0 || cp == 0xFFFD) continue;
       const bool ws_ctl = cp == '\t' || cp == '\n' || cp == '\r';
-      if (!ws_ctl && is_other(category(cp))) continue;
+      // Control = Cc/Cf/Co/Cs. Unassigned (Cn, e.g. U+FFFF) is kept, as tokenizers.js and
+      // llama.cpp do (the reference for this path); it then becomes [UNK].
+      const Category c = category(cp);
+      const bool control = c == Category::Cc || c == Category::Cf || c == Category::Co || c == Category::Cs;
+      if (!ws_ctl && control) continue;
       if (is_white_space(cp)) cp = ' ';
     }
     if (st.chinese && bert_is_chinese_char(cp)) {

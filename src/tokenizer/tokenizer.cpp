@@ -381,7 +381,11 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
-  tok::DecodeState st(*impl_, skip_special);
+  return decode(ids, skip_special, true);
+}
+
+std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special, bool clean_up_spaces) const {
+  tok::DecodeState st(*impl_, skip_special, clean_up_spaces);
   std::string out;
   for (int32_t id : ids) st.push(id, out);
   st.finish(out);

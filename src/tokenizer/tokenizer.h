@@ -52,6 +52,8 @@ class Tokenizer {
   // Concatenated pieces with the model's decoder rules (leading-space strip for SentencePiece,
   // clean_up_tokenization_spaces where configured). skip_special drops control/special tokens.
   std::string decode(std::span<const int32_t> ids, bool skip_special = false) const;
+  // Same with the model's clean_up_tokenization_spaces switched on/off explicitly.
+  std::string decode(std::span<const int32_t> ids, bool skip_special, bool clean_up_spaces) const;
   // Bytes this token contributes (no leading-space strip, no clean-up). render_special=false
   // gives "" for control/special tokens.
   std::string token_to_piece(int32_t id, bool render_special = true) const;
