@@ -2,6 +2,8 @@
 // model directory (model.safetensors, or shards listed in model.safetensors.index.json). Files are
 // memory-mapped and kept alive by the Tensors object; tensors are exposed as TensorViews in GGUF
 // dimension order (a safetensors shape [rows, cols] becomes ne = {cols, rows}).
+// Data is aligned to 8 bytes only if the writer padded the header (the safetensors library does);
+// copy with memcpy when in doubt.
 #pragma once
 
 #include <map>

@@ -54,7 +54,8 @@ inline void write_safetensors(const std::string& path, const std::vector<StTenso
     data += t.bytes;
   }
   if (tweak) tweak(h);
-  const std::string hs = h.dump();
+  std::string hs = h.dump();
+  hs.resize((hs.size() + 7) / 8 * 8, ' ');  // like the safetensors library: data 8-byte aligned
   const uint64_t n = hs.size();
   std::ofstream f(path, std::ios::binary);
   f.write(reinterpret_cast<const char*>(&n), 8);
