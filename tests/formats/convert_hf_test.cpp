@@ -189,6 +189,20 @@ TEST(ConvertHf, LlamaPermutesQkRowsPerHead) {
   EXPECT_EQ(f->tensor("output.weight").ne[1], 12);
 }
 
+TEST(ConvertHf, MistralIsLlamaWithSlidingWindow) {
+  Synth s = small_model("mistral");
+  s.config["sliding_window"] = 4096;
+  s.write();
+  const std::string out = s.dir + "/out.gguf";
+  convert_hf_to_gguf(s.dir, out);
+  const auto f = gguf::File::open(out);
+  EXPECT_EQ(f->get_string("general.architecture"), "llama");
+  EXPECT_EQ(f->get_uint("llama.attention.sliding_window"), 4096u);
+  const TensorView& q = f->tensor("blk.0.attn_q.weight");  // permuted like llama
+  const auto& src = find(s, "model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(0, std::memcmp(q.row(1), src.bytes.data() + 2 * q.row_bytes(), q.row_bytes()));
+}
+
 TEST(ConvertHf, Qwen2Bf16ShardsBiasesNoPermutation) {
   Synth s = small_model("qwen2", 4, 2, 1, /*bf16=*/true, /*bias=*/true);
   s.write(/*shards=*/3);
