@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "ferrum/dtype.h"
 
@@ -68,6 +69,18 @@ inline void k4_scale_min(int j, const uint8_t* q, uint8_t& sc, uint8_t& m) {
     sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
     m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
   }
+}
+
+// All 8 scales and 8 mins of a Q4_K/Q5_K super-block at once: byte j of sc / mn is scale / min j.
+inline void k4_scales_mins(const uint8_t* q, uint64_t& sc, uint64_t& mn) {
+  uint32_t a, b, c;
+  std::memcpy(&a, q, 4);
+  std::memcpy(&b, q + 4, 4);
+  std::memcpy(&c, q + 8, 4);
+  const uint32_t sc_hi = (c & 0x0f0f0f0fu) | (((a >> 6) & 0x03030303u) << 4);
+  const uint32_t mn_hi = ((c >> 4) & 0x0f0f0f0fu) | (((b >> 6) & 0x03030303u) << 4);
+  sc = (a & 0x3f3f3f3fu) | (static_cast<uint64_t>(sc_hi) << 32);
+  mn = (b & 0x3f3f3f3fu) | (static_cast<uint64_t>(mn_hi) << 32);
 }
 
 // n must be a multiple of the type's block size; throws ferrum::Error for unsupported types.

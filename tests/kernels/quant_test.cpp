@@ -129,3 +129,25 @@ TEST(Quantize, ZeroRowsAndBadInput) {
 
 }  // namespace
 }  // namespace ferrum
+
+namespace ferrum {
+namespace {
+
+TEST(Quantize, PackedScaleUnpackMatchesPerIndex) {
+  std::mt19937 rng(3);
+  for (int iter = 0; iter < 1000; ++iter) {
+    uint8_t s[12];
+    for (auto& b : s) b = static_cast<uint8_t>(rng());
+    uint64_t sc, mn;
+    k4_scales_mins(s, sc, mn);
+    for (int j = 0; j < 8; ++j) {
+      uint8_t a, m;
+      k4_scale_min(j, s, a, m);
+      ASSERT_EQ(a, (sc >> (8 * j)) & 0xFF);
+      ASSERT_EQ(m, (mn >> (8 * j)) & 0xFF);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ferrum

@@ -8,29 +8,45 @@
 
 namespace ferrum::kernels {
 
-// Activation block for the 32-element weight types: Q8_1 with F32 scales. s = d * sum(qs), used to
-// apply the weight offsets (Q4_0's -8, Q5_0's -16, Q5_1's min) once per block.
-struct BlockQ8_1F {
-  float d;
-  float s;
-  int8_t qs[32];
+// Activations for the 32-element weight types, one token of n values: n int8 levels, then n/32
+// float scales d, then n/32 float sums s = d * sum(levels of the block). This is Q8_1 with F32
+// scales, split into arrays so SIMD kernels load several blocks' levels and scales at once; s
+// applies the weight offsets (Q4_0's -8, Q5_0's -16, Q5_1's min) once per block.
+struct Q8Act {
+  const int8_t* qs;
+  const float* d;
+  const float* s;
+  Q8Act(const uint8_t* p, int64_t n)
+      : qs(reinterpret_cast<const int8_t*>(p)), d(reinterpret_cast<const float*>(p + n)), s(d + n / 32) {}
 };
-static_assert(sizeof(BlockQ8_1F) == 40);
+inline size_t q8act_bytes(int64_t n) {
+  return static_cast<size_t>(n + 8 * (n / 32));
+}
 
 // One weight row (n inputs) against nt <= kMaxTile tokens of prepared activations:
 // y[t*ldy] = dot(w, act_t) with act_t = act + t*act_stride bytes.
 constexpr int kMaxTile = 4;
 using RowDotFn = void (*)(const uint8_t* w, int64_t n, const uint8_t* act, size_t act_stride, int nt,
                           float* y, int64_t ldy);
+// nr <= kMaxRows weight rows (row r at w + r*w_stride) x nt tokens: y[t*ldy + r]. Tiles of several
+// rows share the activation loads; kernels without a multi-row version loop with rows_of.
+constexpr int kMaxRows = 4;
+using TileFn = void (*)(const uint8_t* w, size_t w_stride, int nr, int64_t n, const uint8_t* act,
+                        size_t act_stride, int nt, float* y, int64_t ldy);
+template <RowDotFn F>
+void rows_of(const uint8_t* w, size_t w_stride, int nr, int64_t n, const uint8_t* act, size_t act_stride,
+             int nt, float* y, int64_t ldy) {
+  for (int r = 0; r < nr; ++r) F(w + r * w_stride, n, act, act_stride, nt, y + r, ldy);
+}
 
 struct IsaKernels {
   const char* name;
   float (*dot_f32)(const float* a, const float* b, int64_t n);  // F32 accumulation
-  // Fast-path row kernels by weight type; activations: Q8_1F (32-blocks), Q8_K (K-quants), BF16
+  // Fast-path row kernels by weight type; activations: Q8Act (32-blocks), Q8_K (K-quants), BF16
   // (bf16 weights), F32 (f16/f32 weights).
-  RowDotFn q4_0, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k, bf16, f16, f32;
+  TileFn q4_0, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k, bf16, f16, f32;
   // Activation preparation; the same numbers on every ISA (round half to even everywhere).
-  void (*quantize_q8_1f)(const float* x, BlockQ8_1F* y, int64_t n);
+  void (*quantize_q8_1f)(const float* x, uint8_t* y, int64_t n);  // Q8Act layout
   void (*quantize_q8_k)(const float* x, BlockQ8_K* y, int64_t n);
 };
 

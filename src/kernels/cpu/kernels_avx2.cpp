@@ -106,7 +106,7 @@ struct FloatRow {
   };
 };
 
-// ---------------------------------------------------------------- 32-element blocks x Q8_1F
+// ---------------------------------------------------------------- 32-element blocks x Q8Act
 
 // 0xFF in byte j where bit j of x is set.
 inline __m256i bytes_from_bits(uint32_t x) {
@@ -166,11 +166,13 @@ struct Row32 {
       const auto* wb = reinterpret_cast<const typename U::Block*>(w);
       __m256 acc[NT];
       float off[NT];
-      const BlockQ8_1F* a[NT];
+      const int8_t* aq[NT];
+      const float *ad[NT], *as[NT];
       for (int t = 0; t < NT; ++t) {
         acc[t] = _mm256_setzero_ps();
         off[t] = 0.0f;
-        a[t] = reinterpret_cast<const BlockQ8_1F*>(act + t * stride);
+        const Q8Act a(act + t * stride, n);
+        aq[t] = a.qs, ad[t] = a.d, as[t] = a.s;
       }
       for (int64_t b = 0; b < n / 32; ++b) {
         float d, c;
@@ -178,11 +180,10 @@ struct Row32 {
         const __m256i sgn = q;
         if constexpr (U::kSigned) q = _mm256_sign_epi8(q, q);
         for (int t = 0; t < NT; ++t) {
-          const BlockQ8_1F& ab = a[t][b];
-          __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs));
+          __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq[t] + 32 * b));
           if constexpr (U::kSigned) av = _mm256_sign_epi8(av, sgn);
-          acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_u8s8(q, av)), _mm256_set1_ps(d * ab.d), acc[t]);
-          if constexpr (!U::kSigned) off[t] += c * ab.s;
+          acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_u8s8(q, av)), _mm256_set1_ps(d * ad[t][b]), acc[t]);
+          if constexpr (!U::kSigned) off[t] += c * as[t][b];
         }
       }
       for (int t = 0; t < NT; ++t) y[t * ldy] = hsum(acc[t]) + off[t];
@@ -311,16 +312,16 @@ const IsaKernels& avx2_kernels() {
   // Built on first use: the activation quantizers come from the scalar table (another TU).
   static const IsaKernels k = {"avx2",
                                dot_f32,
-                               row_fn<Row32<UnpackQ4_0>::K>,
-                               row_fn<Row32<UnpackQ5<BlockQ5_0, false>>::K>,
-                               row_fn<Row32<UnpackQ5<BlockQ5_1, true>>::K>,
-                               row_fn<Row32<UnpackQ8_0>::K>,
-                               row_fn<RowQ4K<false>::K>,
-                               row_fn<RowQ4K<true>::K>,
-                               row_fn<RowQ6K>,
-                               row_fn<FloatRow<2, 2>::K>,
-                               row_fn<FloatRow<1, 0>::K>,
-                               row_fn<FloatRow<0, 0>::K>,
+                               rows_of<row_fn<Row32<UnpackQ4_0>::K>>,
+                               rows_of<row_fn<Row32<UnpackQ5<BlockQ5_0, false>>::K>>,
+                               rows_of<row_fn<Row32<UnpackQ5<BlockQ5_1, true>>::K>>,
+                               rows_of<row_fn<Row32<UnpackQ8_0>::K>>,
+                               rows_of<row_fn<RowQ4K<false>::K>>,
+                               rows_of<row_fn<RowQ4K<true>::K>>,
+                               rows_of<row_fn<RowQ6K>>,
+                               rows_of<row_fn<FloatRow<2, 2>::K>>,
+                               rows_of<row_fn<FloatRow<1, 0>::K>>,
+                               rows_of<row_fn<FloatRow<0, 0>::K>>,
                                scalar_kernels().quantize_q8_1f,
                                scalar_kernels().quantize_q8_k};
   return k;

@@ -36,6 +36,44 @@ void tile_dispatch(int nt, Args... args) {
   }
 }
 
+// Same for multi-row kernels K<NR, NT>.
+template <template <int, int> class K, int NR>
+void tile_nt(const uint8_t* w, size_t ws, int64_t n, const uint8_t* act, size_t as, int nt, float* y,
+             int64_t ldy) {
+  switch (nt) {
+    case 1:
+      return K<NR, 1>::run(w, ws, n, act, as, y, ldy);
+    case 2:
+      return K<NR, 2>::run(w, ws, n, act, as, y, ldy);
+    case 3:
+      return K<NR, 3>::run(w, ws, n, act, as, y, ldy);
+    default:
+      return K<NR, 4>::run(w, ws, n, act, as, y, ldy);
+  }
+}
+template <template <int, int> class K>
+void tile_fn(const uint8_t* w, size_t ws, int nr, int64_t n, const uint8_t* act, size_t as, int nt, float* y,
+             int64_t ldy) {
+  switch (nr) {
+    case 1:
+      return tile_nt<K, 1>(w, ws, n, act, as, nt, y, ldy);
+    case 2:
+      return tile_nt<K, 2>(w, ws, n, act, as, nt, y, ldy);
+    case 3:
+      return tile_nt<K, 3>(w, ws, n, act, as, nt, y, ldy);
+    default:
+      return tile_nt<K, 4>(w, ws, n, act, as, nt, y, ldy);
+  }
+}
+
+// At most two rows per kernel call (register budget of the quantized tiles).
+template <template <int, int> class K>
+void tile_fn2(const uint8_t* w, size_t ws, int nr, int64_t n, const uint8_t* act, size_t as, int nt, float* y,
+              int64_t ldy) {
+  for (; nr >= 2; nr -= 2, w += 2 * ws, y += 2) tile_nt<K, 2>(w, ws, n, act, as, nt, y, ldy);
+  if (nr) tile_nt<K, 1>(w, ws, n, act, as, nt, y, ldy);
+}
+
 // ---------------------------------------------------------------- F32 / F16 / BF16
 
 float dot_f32(const float* a, const float* b, int64_t n) {
@@ -63,58 +101,61 @@ inline __m512 load_w(const uint8_t* w, int64_t i, __mmask16 m) {
     return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(w) + i);
 }
 
+// NR rows x NT tokens: every loaded weight vector is used NT times, every activation vector NR times.
 template <bool kHalf>
-struct FloatRow {
-  template <int NT>
+struct FloatTile {
+  template <int NR, int NT>
   struct K {
-    static void run(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
-      __m512 acc[NT][2];
+    static void run(const uint8_t* w, size_t ws, int64_t n, const uint8_t* act, size_t stride, float* y,
+                    int64_t ldy) {
+      __m512 acc[NR][NT];
       const float* a[NT];
       for (int t = 0; t < NT; ++t) {
-        acc[t][0] = acc[t][1] = _mm512_setzero_ps();
+        for (int r = 0; r < NR; ++r) acc[r][t] = _mm512_setzero_ps();
         a[t] = reinterpret_cast<const float*>(act + t * stride);
       }
-      int64_t i = 0;
-      for (; i + 32 <= n; i += 32) {
-        const __m512 w0 = load_w<kHalf>(w, i, 0xFFFF), w1 = load_w<kHalf>(w, i + 16, 0xFFFF);
+      for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = n - i >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - i)) - 1);
+        __m512 wv[NR];
+        for (int r = 0; r < NR; ++r) wv[r] = load_w<kHalf>(w + r * ws, i, m);
         for (int t = 0; t < NT; ++t) {
-          acc[t][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(a[t] + i), acc[t][0]);
-          acc[t][1] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(a[t] + i + 16), acc[t][1]);
+          const __m512 av = _mm512_maskz_loadu_ps(m, a[t] + i);
+          for (int r = 0; r < NR; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], av, acc[r][t]);
         }
       }
-      for (; i < n; i += 16) {
-        const __mmask16 m = n - i >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - i)) - 1);
-        const __m512 w0 = load_w<kHalf>(w, i, m);
-        for (int t = 0; t < NT; ++t)
-          acc[t][0] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(m, a[t] + i), acc[t][0]);
-      }
-      for (int t = 0; t < NT; ++t) y[t * ldy] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
+      for (int t = 0; t < NT; ++t)
+        for (int r = 0; r < NR; ++r) y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
     }
   };
 };
 
-template <int NT>
-struct Bf16Row {
-  static void run(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
-    const auto* wr = reinterpret_cast<const uint16_t*>(w);
-    __m512 acc[NT];
+template <int NR, int NT>
+struct Bf16Tile {
+  static void run(const uint8_t* w, size_t ws, int64_t n, const uint8_t* act, size_t stride, float* y,
+                  int64_t ldy) {
+    __m512 acc[NR][NT];
     const uint16_t* a[NT];
     for (int t = 0; t < NT; ++t) {
-      acc[t] = _mm512_setzero_ps();
+      for (int r = 0; r < NR; ++r) acc[r][t] = _mm512_setzero_ps();
       a[t] = reinterpret_cast<const uint16_t*>(act + t * stride);
     }
     for (int64_t i = 0; i < n; i += 32) {
       const __mmask32 m = n - i >= 32 ? 0xFFFFFFFFu : static_cast<__mmask32>((1u << (n - i)) - 1);
-      const __m512bh wv = reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(m, wr + i));
-      for (int t = 0; t < NT; ++t)
-        acc[t] =
-            _mm512_dpbf16_ps(acc[t], wv, reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(m, a[t] + i)));
+      __m512bh wv[NR];
+      for (int r = 0; r < NR; ++r)
+        wv[r] = reinterpret_cast<__m512bh>(
+            _mm512_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(w + r * ws) + i));
+      for (int t = 0; t < NT; ++t) {
+        const __m512bh av = reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(m, a[t] + i));
+        for (int r = 0; r < NR; ++r) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], wv[r], av);
+      }
     }
-    for (int t = 0; t < NT; ++t) y[t * ldy] = _mm512_reduce_add_ps(acc[t]);
+    for (int t = 0; t < NT; ++t)
+      for (int r = 0; r < NR; ++r) y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
   }
 };
 
-// ---------------------------------------------------------------- 32-element blocks x Q8_1F
+// ---------------------------------------------------------------- 32-element blocks x Q8Act
 
 // Unpackers: 32 levels in a ymm (element j in byte j), the scale d and offset coefficient c
 // (w = d*q + c); kSigned marks Q8_0 (levels are signed).
@@ -156,48 +197,80 @@ struct UnpackQ8_0 {
   }
 };
 
+inline __m512i two_halves(__m256i lo, __m256i hi) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+// Two blocks per step: levels of blocks b, b+1 in one zmm (lanes 0-7 / 8-15 of the dot), the
+// weight scales as [d0 x8, d1 x8], the activation scales expanded the same way from the d array.
+// NR rows x NT tokens share the activation loads.
 template <typename U>
 struct Row32 {
-  template <int NT>
+  template <int NR, int NT>
   struct K {
-    static void run(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
-      const auto* wb = reinterpret_cast<const typename U::Block*>(w);
-      __m256 acc[NT];
-      float off[NT];
-      const BlockQ8_1F* a[NT];
+    static void run(const uint8_t* w, size_t ws, int64_t n, const uint8_t* act, size_t stride, float* y,
+                    int64_t ldy) {
+      __m512 acc[NR][NT];
+      const int8_t* aq[NT];
+      const float *ad[NT], *as[NT];
       for (int t = 0; t < NT; ++t) {
-        acc[t] = _mm256_setzero_ps();
-        off[t] = 0.0f;
-        a[t] = reinterpret_cast<const BlockQ8_1F*>(act + t * stride);
+        for (int r = 0; r < NR; ++r) acc[r][t] = _mm512_setzero_ps();
+        const Q8Act a(act + t * stride, n);
+        aq[t] = a.qs, ad[t] = a.d, as[t] = a.s;
       }
-      const __m256i zero = _mm256_setzero_si256();
-      for (int64_t b = 0; b < n / 32; ++b) {
-        float d, c;
-        __m256i q = U::q(wb[b], d, c);
-        __mmask32 neg = 0;
-        if constexpr (U::kSigned) {
-          neg = _mm256_movepi8_mask(q);
-          q = _mm256_abs_epi8(q);
+      const __m512i zero = _mm512_setzero_si512();
+      const __m512i pair = two_halves(_mm256_setzero_si256(), _mm256_set1_epi32(1));
+      // [v[0] x8, v[1] x8] from two consecutive floats.
+      auto expand2 = [&](const float* v) {
+        return _mm512_permutexvar_ps(
+            pair, _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(v)))));
+      };
+      auto step = [&](int64_t b, bool two) {
+        __m512i q[NR];
+        __m512 dw[NR], cw[NR];
+        __mmask64 neg[NR];
+        for (int r = 0; r < NR; ++r) {
+          const auto* wb = reinterpret_cast<const typename U::Block*>(w + r * ws);
+          float d0, c0, d1 = 0.0f, c1 = 0.0f;
+          const __m256i q0 = U::q(wb[b], d0, c0);
+          const __m256i q1 = two ? U::q(wb[b + 1], d1, c1) : _mm256_setzero_si256();
+          q[r] = two_halves(q0, q1);
+          if constexpr (U::kSigned) {
+            neg[r] = _mm512_movepi8_mask(q[r]);
+            q[r] = _mm512_abs_epi8(q[r]);
+          }
+          dw[r] = _mm512_insertf32x8(_mm512_set1_ps(d0), _mm256_set1_ps(d1), 1);
+          // The offset c*s lands in 8 lanes each: scale by 1/8 (exact) so the final sum counts it once.
+          cw[r] = _mm512_insertf32x8(_mm512_set1_ps(c0 * 0.125f), _mm256_set1_ps(c1 * 0.125f), 1);
         }
         for (int t = 0; t < NT; ++t) {
-          const BlockQ8_1F& ab = a[t][b];
-          __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs));
-          if constexpr (U::kSigned) av = _mm256_mask_sub_epi8(av, neg, zero, av);
-          const __m256i p = _mm256_dpbusd_epi32(zero, q, av);
-          acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * ab.d), acc[t]);
-          if constexpr (!U::kSigned) off[t] += c * ab.s;
+          const __m512i av = two ? _mm512_loadu_si512(aq[t] + 32 * b)
+                                 : _mm512_castsi256_si512(
+                                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq[t] + 32 * b)));
+          // For a lone last block the second lane group reads the next float (in the buffer) times 0.
+          const __m512 da = expand2(ad[t] + b);
+          __m512 sa = _mm512_setzero_ps();
+          if constexpr (!U::kSigned) sa = expand2(as[t] + b);
+          for (int r = 0; r < NR; ++r) {
+            __m512i avr = av;
+            if constexpr (U::kSigned) avr = _mm512_mask_sub_epi8(av, neg[r], zero, av);
+            const __m512i p = _mm512_dpbusd_epi32(zero, q[r], avr);
+            acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw[r], da), acc[r][t]);
+            if constexpr (!U::kSigned) acc[r][t] = _mm512_fmadd_ps(cw[r], sa, acc[r][t]);
+          }
         }
-      }
-      for (int t = 0; t < NT; ++t) y[t * ldy] = hsum256(acc[t]) + off[t];
+      };
+      const int64_t nb = n / 32;
+      int64_t b = 0;
+      for (; b + 2 <= nb; b += 2) step(b, true);
+      if (b < nb) step(b, false);
+      for (int t = 0; t < NT; ++t)
+        for (int r = 0; r < NR; ++r) y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
     }
   };
 };
 
 // ---------------------------------------------------------------- K-quants x Q8_K
-
-inline __m512i two_halves(__m256i lo, __m256i hi) {
-  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-}
 
 template <bool kFive>
 struct RowQ4K {
@@ -213,6 +286,10 @@ struct RowQ4K {
         a[t] = reinterpret_cast<const BlockQ8_K*>(act + t * stride);
       }
       const __m512i m4 = _mm512_set1_epi8(0x0F), zero = _mm512_setzero_si512();
+      // Lane selectors: chunk c covers sub-blocks 2c (lanes 0-7) and 2c+1 (lanes 8-15).
+      __m512i sel[4];
+      for (int c = 0; c < 4; ++c) sel[c] = two_halves(_mm256_set1_epi32(2 * c), _mm256_set1_epi32(2 * c + 1));
+      const __m128i dup2 = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
       for (int64_t b = 0; b < n / 256; ++b) {
         const uint8_t *scales, *qs;
         uint16_t dh, dminh;
@@ -225,8 +302,11 @@ struct RowQ4K {
           const auto& wb = reinterpret_cast<const BlockQ4_K*>(w)[b];
           scales = wb.scales, qs = wb.qs, dh = wb.d, dminh = wb.dmin;
         }
-        uint8_t sc[8], mn[8];
-        for (int j = 0; j < 8; ++j) k4_scale_min(j, scales, sc[j], mn[j]);
+        uint64_t sc8, mn8;
+        k4_scales_mins(scales, sc8, mn8);
+        const __m512i sc32 = _mm512_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(sc8)));
+        const __m256i mins =
+            _mm256_cvtepu8_epi16(_mm_shuffle_epi8(_mm_cvtsi64_si128(static_cast<int64_t>(mn8)), dup2));
         __m512i q[4], scv[4];
         for (int c = 0; c < 4; ++c) {
           const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c));
@@ -236,10 +316,8 @@ struct RowQ4K {
                                             _mm256_set1_epi8(static_cast<char>(2 << (2 * c))));
             q[c] = _mm512_mask_add_epi8(q[c], _mm512_test_epi8_mask(qh2, bits), q[c], _mm512_set1_epi8(16));
           }
-          scv[c] = two_halves(_mm256_set1_epi32(sc[2 * c]), _mm256_set1_epi32(sc[2 * c + 1]));
+          scv[c] = _mm512_permutexvar_epi32(sel[c], sc32);
         }
-        const __m256i mins = _mm256_setr_epi16(mn[0], mn[0], mn[1], mn[1], mn[2], mn[2], mn[3], mn[3], mn[4],
-                                               mn[4], mn[5], mn[5], mn[6], mn[6], mn[7], mn[7]);
         const float d = h2f(dh), dmin = h2f(dminh);
         for (int t = 0; t < NT; ++t) {
           const BlockQ8_K& ab = a[t][b];
@@ -312,8 +390,11 @@ struct RowQ6K {
 
 // ---------------------------------------------------------------- activation quantizers
 
-void quantize_q8_1f(const float* x, BlockQ8_1F* y, int64_t n) {
+void quantize_q8_1f(const float* x, uint8_t* out, int64_t n) {
   const __m512 sign = _mm512_set1_ps(-0.0f);
+  auto* qs = reinterpret_cast<int8_t*>(out);
+  float* ds = reinterpret_cast<float*>(out + n);
+  float* ss = ds + n / 32;
   for (int64_t b = 0; b < n / 32; ++b, x += 32) {
     const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
     const float amax =
@@ -324,10 +405,10 @@ void quantize_q8_1f(const float* x, BlockQ8_1F* y, int64_t n) {
     // cvtps rounds to nearest even, as nearbyint in the scalar version.
     const __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, vid)),
                   i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, vid));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs), _mm512_cvtepi32_epi8(i0));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16), _mm512_cvtepi32_epi8(i1));
-    y[b].d = d;
-    y[b].s = d * static_cast<float>(_mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * b), _mm512_cvtepi32_epi8(i0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * b + 16), _mm512_cvtepi32_epi8(i1));
+    ds[b] = d;
+    ss[b] = d * static_cast<float>(_mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1)));
   }
 }
 
@@ -371,16 +452,16 @@ void row_fn(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int 
 
 const IsaKernels kAvx512 = {"avx512",
                             dot_f32,
-                            row_fn<Row32<UnpackQ4_0>::K>,
-                            row_fn<Row32<UnpackQ5<BlockQ5_0, false>>::K>,
-                            row_fn<Row32<UnpackQ5<BlockQ5_1, true>>::K>,
-                            row_fn<Row32<UnpackQ8_0>::K>,
-                            row_fn<RowQ4K<false>::K>,
-                            row_fn<RowQ4K<true>::K>,
-                            row_fn<RowQ6K>,
-                            row_fn<Bf16Row>,
-                            row_fn<FloatRow<true>::K>,
-                            row_fn<FloatRow<false>::K>,
+                            tile_fn2<Row32<UnpackQ4_0>::K>,
+                            tile_fn2<Row32<UnpackQ5<BlockQ5_0, false>>::K>,
+                            tile_fn2<Row32<UnpackQ5<BlockQ5_1, true>>::K>,
+                            tile_fn2<Row32<UnpackQ8_0>::K>,
+                            rows_of<row_fn<RowQ4K<false>::K>>,
+                            rows_of<row_fn<RowQ4K<true>::K>>,
+                            rows_of<row_fn<RowQ6K>>,
+                            tile_fn<Bf16Tile>,
+                            tile_fn<FloatTile<true>::K>,
+                            tile_fn<FloatTile<false>::K>,
                             quantize_q8_1f,
                             quantize_q8_k};
 

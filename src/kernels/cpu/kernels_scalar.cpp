@@ -19,9 +19,6 @@ float dot_f32(const float* a, const float* b, int64_t n) {
   return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
 }
 
-const BlockQ8_1F* act32(const uint8_t* act, size_t stride, int t) {
-  return reinterpret_cast<const BlockQ8_1F*>(act + t * stride);
-}
 const BlockQ8_K* actk(const uint8_t* act, size_t stride, int t) {
   return reinterpret_cast<const BlockQ8_K*>(act + t * stride);
 }
@@ -38,11 +35,11 @@ void row_dot_32(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, 
     float d, c;
     unpack(wb[b], q, d, c);
     for (int t = 0; t < nt; ++t) {
-      const BlockQ8_1F& a = act32(act, stride, t)[b];
+      const Q8Act a(act + t * stride, n);
       int sum = 0;
-      for (int j = 0; j < 32; ++j) sum += q[j] * a.qs[j];
-      acc[t] += static_cast<float>(sum) * (d * a.d);
-      off[t] += c * a.s;
+      for (int j = 0; j < 32; ++j) sum += q[j] * a.qs[32 * b + j];
+      acc[t] += static_cast<float>(sum) * (d * a.d[b]);
+      off[t] += c * a.s[b];
     }
   }
   for (int t = 0; t < nt; ++t) y[t * ldy] = acc[t] + off[t];
@@ -198,7 +195,10 @@ void f32(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt,
         dot_f32(reinterpret_cast<const float*>(w), reinterpret_cast<const float*>(act + t * stride), n);
 }
 
-void quantize_q8_1f(const float* x, BlockQ8_1F* y, int64_t n) {
+void quantize_q8_1f(const float* x, uint8_t* out, int64_t n) {
+  auto* qs = reinterpret_cast<int8_t*>(out);
+  float* ds = reinterpret_cast<float*>(out + n);
+  float* ss = ds + n / 32;
   for (int64_t b = 0; b < n / 32; ++b, x += 32) {
     float amax = 0.0f;
     for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
@@ -207,11 +207,11 @@ void quantize_q8_1f(const float* x, BlockQ8_1F* y, int64_t n) {
     int sum = 0;
     for (int j = 0; j < 32; ++j) {
       const int v = static_cast<int>(std::nearbyint(x[j] * id));
-      y[b].qs[j] = static_cast<int8_t>(v);
+      qs[32 * b + j] = static_cast<int8_t>(v);
       sum += v;
     }
-    y[b].d = d;
-    y[b].s = d * static_cast<float>(sum);
+    ds[b] = d;
+    ss[b] = d * static_cast<float>(sum);
   }
 }
 
@@ -219,8 +219,10 @@ void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
   quantize_row(DType::Q8_K, x, y, n);
 }
 
-const IsaKernels kScalar = {"scalar",  dot_f32, q4_0, q5_0, q5_1, q8_0,           qk4<false>,
-                            qk4<true>, q6_k,    bf16, f16,  f32,  quantize_q8_1f, quantize_q8_k};
+const IsaKernels kScalar = {"scalar",       dot_f32,       rows_of<q4_0>,       rows_of<q5_0>,
+                            rows_of<q5_1>,  rows_of<q8_0>, rows_of<qk4<false>>, rows_of<qk4<true>>,
+                            rows_of<q6_k>,  rows_of<bf16>, rows_of<f16>,        rows_of<f32>,
+                            quantize_q8_1f, quantize_q8_k};
 
 }  // namespace
 

@@ -19,7 +19,7 @@ constexpr int64_t kExactGroup = 256;  // tokens per work item (Exact: one dequan
 enum class Act { Q8_1F, Q8_K, BF16, F32 };
 
 struct FastKernel {
-  RowDotFn fn;
+  TileFn fn;
   Act act;
 };
 
@@ -78,8 +78,11 @@ T* grow(std::vector<T>& v, size_t n) {
 }
 
 // Runs body(row_begin, row_end, tok_begin, tok_end, ith) over all work items, dynamically balanced.
+// Below this many multiply-adds a matmul runs on the calling thread: waking the pool costs more.
+constexpr int64_t kInlineMacs = 1 << 16;
+
 template <typename Body>
-void for_items(ThreadPool& pool, int64_t rows, int64_t n_tok, int64_t group, Body&& body) {
+void for_items(ThreadPool& pool, int64_t rows, int64_t cols, int64_t n_tok, int64_t group, Body&& body) {
   const int64_t n_rc = (rows + kRowChunk - 1) / kRowChunk;
   const int64_t n_tg = (n_tok + group - 1) / group;
   const int64_t n_items = n_rc * n_tg;
@@ -92,7 +95,7 @@ void for_items(ThreadPool& pool, int64_t rows, int64_t n_tok, int64_t group, Bod
            std::min(n_tok, (tg + 1) * group), ith);
     }
   };
-  if (n_items == 1)
+  if (n_items == 1 || rows * cols * n_tok < kInlineMacs)
     work(0, 1);
   else
     pool.run(work);
@@ -103,17 +106,18 @@ void run_exact(const TensorView& W, int64_t rb, int64_t re, const float* x, int6
   const IsaKernels& k = active_kernels();
   const int64_t cols = W.cols();
   float* bufs = grow(scratch.rows, static_cast<size_t>(cols) * pool.size());
-  for_items(pool, re - rb, n_tok, kExactGroup, [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1, int ith) {
-    float* buf = bufs + static_cast<size_t>(ith) * cols;
-    for (int64_t r = r0; r < r1; ++r) {
-      const float* w = reinterpret_cast<const float*>(W.row(rb + r));
-      if (W.type != DType::F32) {
-        dequantize_row(W.type, W.row(rb + r), buf, cols);
-        w = buf;
-      }
-      for (int64_t t = t0; t < t1; ++t) y[t * ldy + r] = k.dot_f32(w, x + t * ldx, cols);
-    }
-  });
+  for_items(pool, re - rb, cols, n_tok, kExactGroup,
+            [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1, int ith) {
+              float* buf = bufs + static_cast<size_t>(ith) * cols;
+              for (int64_t r = r0; r < r1; ++r) {
+                const float* w = reinterpret_cast<const float*>(W.row(rb + r));
+                if (W.type != DType::F32) {
+                  dequantize_row(W.type, W.row(rb + r), buf, cols);
+                  w = buf;
+                }
+                for (int64_t t = t0; t < t1; ++t) y[t * ldy + r] = k.dot_f32(w, x + t * ldx, cols);
+              }
+            });
 }
 
 void run_fast(const TensorView& W, int64_t rb, int64_t re, const float* x, int64_t ldx, int64_t n_tok,
@@ -124,7 +128,7 @@ void run_fast(const TensorView& W, int64_t rb, int64_t re, const float* x, int64
   const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
   size_t stride = static_cast<size_t>(ldx) * sizeof(float);
   if (fk.act != Act::F32) {
-    size_t row = fk.act == Act::Q8_1F  ? static_cast<size_t>(cols / 32) * sizeof(BlockQ8_1F)
+    size_t row = fk.act == Act::Q8_1F  ? q8act_bytes(cols)
                  : fk.act == Act::Q8_K ? static_cast<size_t>(cols / 256) * sizeof(BlockQ8_K)
                                        : static_cast<size_t>(cols) * 2;
     stride = (row + 63) / 64 * 64;
@@ -134,26 +138,29 @@ void run_fast(const TensorView& W, int64_t rb, int64_t re, const float* x, int64
         const float* xt = x + t * ldx;
         uint8_t* out = buf + t * stride;
         if (fk.act == Act::Q8_1F)
-          k.quantize_q8_1f(xt, reinterpret_cast<BlockQ8_1F*>(out), cols);
+          k.quantize_q8_1f(xt, out, cols);
         else if (fk.act == Act::Q8_K)
           k.quantize_q8_k(xt, reinterpret_cast<BlockQ8_K*>(out), cols);
         else
           quantize_row(DType::BF16, xt, out, cols);
       }
     };
-    if (n_tok > 1)
+    if (n_tok > 1 && n_tok * cols >= kInlineMacs / 8)
       pool.parallel_for(n_tok, prep);
     else
       prep(0, n_tok, 0);
     act = buf;
   }
-  for_items(pool, re - rb, n_tok, kTokenGroup, [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1, int) {
-    for (int64_t t = t0; t < t1; t += kMaxTile) {
-      const int nt = static_cast<int>(std::min<int64_t>(kMaxTile, t1 - t));
-      for (int64_t r = r0; r < r1; ++r)
-        fk.fn(W.row(rb + r), cols, act + t * stride, stride, nt, y + t * ldy + r, ldy);
-    }
-  });
+  for_items(
+      pool, re - rb, cols, n_tok, kTokenGroup, [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1, int) {
+        for (int64_t t = t0; t < t1; t += kMaxTile) {
+          const int nt = static_cast<int>(std::min<int64_t>(kMaxTile, t1 - t));
+          for (int64_t r = r0; r < r1; r += kMaxRows) {
+            const int nr = static_cast<int>(std::min<int64_t>(kMaxRows, r1 - r));
+            fk.fn(W.row(rb + r), W.row_bytes(), nr, cols, act + t * stride, stride, nt, y + t * ldy + r, ldy);
+          }
+        }
+      });
 }
 
 }  // namespace
