@@ -174,6 +174,9 @@ void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf, 
   const Hparams hp = read_hparams(cfg);
   const auto st = safetensors::Tensors::open_dir(hf_dir);
   const bool tied = cfg.find_bool("tie_word_embeddings").value_or(false);
+  for (const auto& [name, dtype] : st.unsupported())
+    if (!gguf_name(name, st.source()).empty())  // dropped buffers (inv_freq) may have any dtype
+      fail("{}: tensor '{}' has dtype {}; only F32, F16 and BF16 can be converted", st.source(), name, dtype);
 
   std::deque<std::vector<uint8_t>> owned;  // converted copies, alive until write()
   struct Out {

@@ -69,7 +69,6 @@ void Tensors::add_file(const std::string& path) {
     const DtypeMap* m = nullptr;
     for (const auto& d : kDtypes)
       if (dts == d.name) m = &d;
-    if (!m) fail("{}: tensor '{}' has dtype {}, unsupported (only F32, F16 and BF16 are)", path, name, dts);
     const auto sh = info.find("shape");
     if (sh == info.end() || !sh->is_array()) fail("{}: tensor '{}' has no array field 'shape'", path, name);
     if (sh->size() > 4)
@@ -79,6 +78,14 @@ void Tensors::add_file(const std::string& path) {
         !(*offs)[1].is_number_unsigned())
       fail("{}: tensor '{}' needs 'data_offsets': [begin, end] with non-negative integers", path, name);
     const uint64_t begin = (*offs)[0].get<uint64_t>(), end = (*offs)[1].get<uint64_t>();
+    if (end < begin || end > data_size)
+      fail("{}: tensor '{}' has data_offsets [{}, {}], outside the {} data bytes of the file", path, name,
+           begin, end, data_size);
+    if (!m) {
+      // Kept out of the tensor list (e.g. BERT's I64 position_ids buffer); using it is an error.
+      unsupported_[name] = dts;
+      continue;
+    }
 
     TensorView t;
     t.name = name;
@@ -97,9 +104,6 @@ void Tensors::add_file(const std::string& path) {
       if (count > (static_cast<unsigned __int128>(1) << 64)) break;
     }
     const unsigned __int128 nbytes = count * dtype_info(m->type).type_size;
-    if (end < begin || end > data_size)
-      fail("{}: tensor '{}' has data_offsets [{}, {}], outside the {} data bytes of the file", path, name,
-           begin, end, data_size);
     if (nbytes != end - begin)
       fail("{}: tensor '{}' ({} {}) needs {} bytes, but its data_offsets [{}, {}] span {}", path, name, dts,
            sh->dump(),
@@ -154,6 +158,7 @@ Tensors Tensors::open_dir(const std::string& dir) {
     std::sort(shards.begin(), shards.end());
     for (const auto& s : shards) t.add_file((fs::path(dir) / s).string());
     for (const auto& [name, file] : j["weight_map"].items()) {
+      if (t.unsupported_.count(name)) continue;
       const auto it = t.index_.find(name);
       if (it == t.index_.end())
         fail("{}: tensor '{}' is listed in the weight_map (shard {}) but missing from the shards",
@@ -179,7 +184,14 @@ Tensors Tensors::open_dir(const std::string& dir) {
   return t;
 }
 
+void Tensors::check_supported(std::string_view name) const {
+  const auto it = unsupported_.find(name);
+  if (it != unsupported_.end())
+    fail("{}: tensor '{}' has dtype {}, unsupported (only F32, F16 and BF16 are)", source_, name, it->second);
+}
+
 const TensorView* Tensors::find(std::string_view name) const {
+  check_supported(name);
   auto it = index_.find(name);
   return it == index_.end() ? nullptr : &tensors_[it->second];
 }
@@ -191,6 +203,7 @@ const TensorView& Tensors::get(std::string_view name) const {
 }
 
 const std::string& Tensors::file_of(std::string_view name) const {
+  check_supported(name);
   auto it = index_.find(name);
   if (it == index_.end()) fail("{}: tensor '{}' is missing", source_, name);
   return maps_[tensor_file_[it->second]].path();

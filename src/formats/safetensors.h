@@ -23,9 +23,14 @@ class Tensors {
   static Tensors open_dir(const std::string& dir);
   static Tensors open_file(const std::string& path);
 
-  const TensorView* find(std::string_view name) const;
-  const TensorView& get(std::string_view name) const;  // throws naming the tensor and the source
-  std::vector<std::string> names() const;              // per file in data order, files in order
+  // Tensors with another dtype (I64, F64, U8, F8_*, ...) are not loaded: they are missing from
+  // names()/tensors(), listed by unsupported(), and find()/get() on them throw naming the dtype.
+  const TensorView* find(std::string_view name) const;  // nullptr if absent
+  const TensorView& get(std::string_view name) const;   // throws naming the tensor and the source
+  std::vector<std::string> names() const;               // per file in data order, files in order
+  const std::map<std::string, std::string, std::less<>>& unsupported() const {
+    return unsupported_;
+  }  // name -> dtype
   const std::vector<TensorView>& tensors() const { return tensors_; }
   const std::string& source() const { return source_; }  // the directory or file opened
   // The file (shard) a tensor comes from.
@@ -33,12 +38,14 @@ class Tensors {
 
  private:
   void add_file(const std::string& path);
+  void check_supported(std::string_view name) const;
 
   std::string source_;
   std::vector<MappedFile> maps_;
   std::vector<TensorView> tensors_;
   std::vector<size_t> tensor_file_;  // index into maps_
   std::map<std::string, size_t, std::less<>> index_;
+  std::map<std::string, std::string, std::less<>> unsupported_;
 };
 
 }  // namespace ferrum::safetensors

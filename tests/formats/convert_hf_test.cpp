@@ -288,6 +288,14 @@ TEST(ConvertHf, Errors) {
         << e;
   }
   {
+    Synth s = small_model("llama");
+    s.tensors[1].dtype = "F64";  // input_layernorm: 8 F32 values read as 4 F64 values
+    s.tensors[1].shape = {4};
+    s.write();
+    const std::string e = error_of([&] { convert_hf_to_gguf(s.dir, s.dir + "/o.gguf"); });
+    EXPECT_NE(e.find("tensor 'model.layers.0.input_layernorm.weight' has dtype F64"), std::string::npos) << e;
+  }
+  {
     Synth s = small_model("bert");
     s.write();
     const std::string e = error_of([&] { convert_hf_to_gguf(s.dir, s.dir + "/o.gguf"); });
