@@ -9,6 +9,7 @@
 
 #include "ferrum/error.h"
 #include "kernel_test_util.h"
+#include "kernels/cpu/kernels.h"
 
 namespace ferrum::kernels {
 namespace {
@@ -191,6 +192,36 @@ TEST(Matmul, BadArgumentsThrow) {
   v.ne[0] = 60;  // not a multiple of the block size
   EXPECT_THROW(matmul(v, x.data(), 64, 1, y.data(), 4, pool, Precision::Fast, s), Error);
   EXPECT_THROW(force_isa("neon"), Error);
+}
+
+}  // namespace
+}  // namespace ferrum::kernels
+
+namespace ferrum::kernels {
+namespace {
+
+// The activation quantizers of every ISA write the same bytes (ties round to even everywhere).
+TEST(Matmul, ActivationQuantizersIdenticalAcrossIsas) {
+  auto x = test::gaussian(1024, 71);
+  for (int j = 0; j < 32; ++j) x[j] = j == 0 ? 127.0f : 0.5f * static_cast<float>(j - 16);  // exact ties
+  for (int j = 256; j < 512; ++j) x[j] = 0.0f;                                               // zero blocks
+  const IsaKernels& s = scalar_kernels();
+  std::vector<uint8_t> ref32(q8act_bytes(1024)), ref_k(4 * sizeof(BlockQ8_K));
+  s.quantize_q8_1f(x.data(), ref32.data(), 1024);
+  s.quantize_q8_k(x.data(), reinterpret_cast<BlockQ8_K*>(ref_k.data()), 1024);
+  const auto* q = reinterpret_cast<const int8_t*>(ref32.data());
+  EXPECT_EQ(q[15], 0);  // -0.5
+  EXPECT_EQ(q[19], 2);  // 1.5
+  EXPECT_EQ(q[21], 2);  // 2.5
+  for (const char* isa : {"avx2", "avx512"}) {
+    if (!isa_supported(isa)) continue;
+    const IsaKernels& k = std::string(isa) == "avx2" ? avx2_kernels() : avx512_kernels();
+    std::vector<uint8_t> a32(ref32.size()), ak(ref_k.size());
+    k.quantize_q8_1f(x.data(), a32.data(), 1024);
+    k.quantize_q8_k(x.data(), reinterpret_cast<BlockQ8_K*>(ak.data()), 1024);
+    EXPECT_EQ(a32, ref32) << isa;
+    EXPECT_EQ(ak, ref_k) << isa;
+  }
 }
 
 }  // namespace
