@@ -112,9 +112,14 @@ Value f_tojson(const Value& v, CallArgs& a) {
   return Value(to_json(v, o));
 }
 
+// soft_str keeps a Markup a Markup, and Markup's str methods return Markup.
+Value same_kind(const Value& v, std::string s) {
+  return v.is_markup() ? Value::markup(std::move(s)) : Value(std::move(s));
+}
+
 Value f_trim(const Value& v, CallArgs& a) {
   ArgBinder b(a, "trim", {"chars"});
-  return Value(text::strip(soft_str(v), opt_str(b.get(0), "strip"), true, true));
+  return same_kind(v, text::strip(soft_str(v), opt_str(b.get(0), "strip"), true, true));
 }
 
 Value f_length(const Value& v, CallArgs& a) {
@@ -123,13 +128,13 @@ Value f_length(const Value& v, CallArgs& a) {
 }
 
 Value f_upper(const Value& v, CallArgs&) {
-  return Value(text::upper(soft_str(v)));
+  return same_kind(v, text::upper(soft_str(v)));
 }
 Value f_lower(const Value& v, CallArgs&) {
-  return Value(text::lower(soft_str(v)));
+  return same_kind(v, text::lower(soft_str(v)));
 }
 Value f_capitalize(const Value& v, CallArgs&) {
-  return Value(text::capitalize(soft_str(v)));
+  return same_kind(v, text::capitalize(soft_str(v)));
 }
 
 Value f_title(const Value& v, CallArgs&) {
@@ -174,12 +179,18 @@ Value f_join(const Value& v, CallArgs& a) {
 }
 
 Value f_first(const Value& v, CallArgs&) {
+  if (v.is_generator()) {  // next(iter(gen)) takes one item
+    auto& it = v.iter_obj();
+    if (it.pos < it.items.size()) return it.items[it.pos++];
+    return Value::undefined("No first item, sequence was empty.");
+  }
   auto items = iterate(v);
   if (items.empty()) return Value::undefined("No first item, sequence was empty.");
   return items.front();
 }
 
 Value f_last(const Value& v, CallArgs&) {
+  if (v.is_generator()) raise_type_error("'{}' object is not reversible", v.type_name());
   auto items = iterate(v);
   if (items.empty()) return Value::undefined("No last item, sequence was empty.");
   return items.back();
@@ -190,7 +201,7 @@ Value f_list(const Value& v, CallArgs&) {
 }
 
 Value f_string(const Value& v, CallArgs&) {
-  return Value(soft_str(v));
+  return same_kind(v, soft_str(v));
 }
 
 std::optional<int64_t> parse_int(std::string s, int base) {
@@ -253,14 +264,14 @@ Value f_default(const Value& v, CallArgs& a) {
 
 Value dict_items(const Value& v) {
   std::vector<Value> out;
-  for (auto& [k, val] : v.dict_obj().items) out.push_back(Value::list({Value(k), val}, true));
+  for (auto& [k, val] : v.dict_obj().items) out.push_back(Value::list({k, val}, true));
   return Value::list(std::move(out));
 }
 
 Value f_items(const Value& v, CallArgs&) {
-  if (v.is_undefined()) return Value::list();
-  if (!v.is_mapping()) raise_type_error("Can only get item pairs from a mapping.");
-  return dict_items(v);
+  if (v.is_undefined()) return Value::generator({}, "do_items");
+  if (!v.is_mapping()) return Value::generator({}, "do_items");  // Python raises only once iterated
+  return Value::generator(dict_items(v).items(), "do_items");
 }
 
 Value f_dictsort(const Value& v, CallArgs& a) {
@@ -290,6 +301,7 @@ bool apply_test(const std::string& name, const Value& item, const std::vector<Va
 
 Value select_impl(const Value& v, CallArgs& a, bool attr, bool want) {
   std::vector<Value> out;
+  if (!v.truthy()) return Value::generator({}, "select_or_reject");  // jinja: "if value:"
   size_t first = 0;
   std::string attribute;
   if (attr) {
@@ -308,7 +320,7 @@ Value select_impl(const Value& v, CallArgs& a, bool attr, bool want) {
     bool ok = test.empty() ? x.truthy() : apply_test(test, x, targs);
     if (ok == want) out.push_back(item);
   }
-  return Value::list(std::move(out));
+  return Value::generator(std::move(out), "select_or_reject");
 }
 
 Value f_select(const Value& v, CallArgs& a) {
@@ -326,6 +338,7 @@ Value f_rejectattr(const Value& v, CallArgs& a) {
 
 Value f_map(const Value& v, CallArgs& a) {
   std::vector<Value> out;
+  if (!v.truthy()) return Value::generator({}, "do_map");  // jinja: "if value:"
   const Value* attribute = nullptr;
   const Value* def = nullptr;
   for (auto& [k, val] : a.kw) {
@@ -340,7 +353,7 @@ Value f_map(const Value& v, CallArgs& a) {
       if (x.is_undefined() && def) x = *def;
       out.push_back(x);
     }
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out), "do_map");
   }
   if (a.pos.empty()) raise("FilterArgumentError", "map requires a filter argument");
   std::string fname = soft_str(a.pos[0]);
@@ -353,7 +366,7 @@ Value f_map(const Value& v, CallArgs& a) {
     CallArgs c = rest;
     out.push_back(f(item, c));
   }
-  return Value::list(std::move(out));
+  return Value::generator(std::move(out), "do_map");
 }
 
 Value f_unique(const Value& v, CallArgs& a) {
@@ -366,14 +379,22 @@ Value f_unique(const Value& v, CallArgs& a) {
     keys.push_back(k);
     out.push_back(item);
   }
-  return Value::list(std::move(out));
+  return Value::generator(std::move(out), "do_unique");
 }
 
 Value f_reverse(const Value& v, CallArgs&) {
+  // jinja do_reverse: strings are sliced, other sequences give Python's reversed() iterator,
+  // generators are listed and reversed.
   if (v.is_string()) return get_slice(v, std::nullopt, std::nullopt, -1);
+  bool gen = v.is_generator();
+  std::string type = v.is_list()       ? (v.is_tuple() ? "reversed" : "list_reverseiterator")
+                     : v.is_mapping()  ? "dict_reversekeyiterator"
+                     : v.is_iterator() ? "dict_reverseiterator"
+                                       : "reversed";
   auto items = iterate(v);
   std::reverse(items.begin(), items.end());
-  return Value::list(std::move(items));
+  if (gen) return Value::list(std::move(items));
+  return Value::generator(std::move(items), "", type);
 }
 
 Value f_sort(const Value& v, CallArgs& a) {
@@ -421,7 +442,7 @@ Value f_sum(const Value& v, CallArgs& a) {
 }
 
 Value f_safe(const Value& v, CallArgs&) {
-  return v;
+  return Value::markup(soft_str(v));
 }
 
 Value f_indent(const Value& v, CallArgs& a) {
@@ -507,33 +528,16 @@ Value f_batch(const Value& v, CallArgs& a) {
       while (static_cast<int64_t>(cur.size()) < n) cur.push_back(*b.get(1));
     out.push_back(Value::list(std::move(cur)));
   }
-  return Value::list(std::move(out));
+  return Value::generator(std::move(out), "do_batch");
 }
 
 Value f_escape(const Value& v, CallArgs&) {
-  std::string s = soft_str(v), out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&#34;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return Value(out);
+  if (v.is_markup()) return v;
+  return Value::markup(text::html_escape(soft_str(v)));
+}
+
+Value f_forceescape(const Value& v, CallArgs&) {
+  return Value::markup(text::html_escape(soft_str(v)));
 }
 
 Value f_center(const Value& v, CallArgs& a) {
@@ -609,7 +613,7 @@ const std::unordered_map<std::string, FilterFn>& filters() {
       {"sum", f_sum},
       {"escape", f_escape},
       {"e", f_escape},
-      {"forceescape", f_escape},
+      {"forceescape", f_forceescape},
       {"center", f_center},
       {"format", f_format},
       {"attr", f_attr},
@@ -654,7 +658,7 @@ bool t_mapping(const Value& v, CallArgs&) {
   return v.is_mapping();
 }
 bool t_iterable(const Value& v, CallArgs&) {
-  return v.is_undefined() || v.is_list() || v.is_string() || v.is_mapping();
+  return v.is_undefined() || v.is_list() || v.is_string() || v.is_mapping() || v.is_iterator();
 }
 // Jinja's Undefined has __len__ and __getitem__, so it passes the sequence test too.
 bool t_sequence(const Value& v, CallArgs&) {
@@ -964,21 +968,21 @@ bool dict_method(const Value& self, const std::string& name, CallArgs& a, Value&
   auto& d = self.dict_obj();
   if (name == "items") {
     ArgBinder b(a, name, {});
-    out = dict_items(self);
+    out = Value::view(dict_items(self).items(), "dict_items");
   } else if (name == "keys") {
     ArgBinder b(a, name, {});
     std::vector<Value> keys;
-    for (auto& [k, _] : d.items) keys.emplace_back(k);
-    out = Value::list(std::move(keys));
+    for (auto& [k, _] : d.items) keys.push_back(k);
+    out = Value::view(std::move(keys), "dict_keys");
   } else if (name == "values") {
     ArgBinder b(a, name, {});
     std::vector<Value> vals;
     for (auto& [_, v] : d.items) vals.push_back(v);
-    out = Value::list(std::move(vals));
+    out = Value::view(std::move(vals), "dict_values");
   } else if (name == "get") {
     ArgBinder b(a, name, {"key", "default"});
     if (!b.get(0)) raise_type_error("get expected at least 1 argument, got 0");
-    const Value* v = b.get(0)->is_string() ? d.find(b.get(0)->str()) : nullptr;
+    const Value* v = d.find_key(*b.get(0));
     out = v ? *v : b.get_or(1, Value(nullptr));
   } else if (name == "copy") {
     Value c = Value::dict();
@@ -1057,12 +1061,12 @@ Value make_dict(CallArgs& a, DictObj::Tag tag) {
   if (!a.pos.empty()) {
     const Value& init = a.pos[0];
     if (init.is_dict()) {
-      for (auto& [k, v] : init.dict_obj().items) d.dict_obj().set(k, v);
+      for (auto& [k, v] : init.dict_obj().items) d.dict_obj().set_key(k, v);
     } else {
       for (auto& pair : iterate(init)) {
-        if (!pair.is_list() || pair.items().size() != 2 || !pair.items()[0].is_string())
-          raise_type_error("dictionary update sequence element must be a (str, value) pair");
-        d.dict_obj().set(pair.items()[0].str(), pair.items()[1]);
+        if (!pair.is_list() || pair.items().size() != 2)
+          raise_type_error("dictionary update sequence element must be a (key, value) pair");
+        d.dict_obj().set_key(pair.items()[0], pair.items()[1]);
       }
     }
   }
@@ -1082,7 +1086,41 @@ TestFn find_test(const std::string& name) {
   return it == tests().end() ? nullptr : it->second;
 }
 
+// Markup methods: arguments are escaped first and str results stay Markup (markupsafe).
+bool markup_method(const Value& self, const std::string& name, CallArgs& args, Value& out) {
+  static const char* keep[] = {"strip",        "lstrip",      "rstrip",     "upper",     "lower",
+                               "title",        "capitalize",  "swapcase",   "center",    "ljust",
+                               "rjust",        "zfill",       "replace",    "join",      "format",
+                               "split",        "rsplit",      "splitlines", "partition", "rpartition",
+                               "removeprefix", "removesuffix"};
+  auto esc = [](const Value& x) {
+    if (x.is_markup() || x.is_number() || x.is_none()) return x;
+    return Value::markup(text::html_escape(x.to_str()));
+  };
+  CallArgs a = args;
+  if (name == "replace" || name == "format") {
+    for (auto& x : a.pos) x = x.is_string() || name == "format" ? esc(x) : x;
+    for (auto& kv : a.kw) kv.second = kv.second.is_string() || name == "format" ? esc(kv.second) : kv.second;
+  } else if (name == "join" && !a.pos.empty()) {
+    std::vector<Value> items;
+    for (auto& x : iterate(a.pos[0])) items.push_back(esc(x));
+    a.pos[0] = Value::list(std::move(items));
+  }
+  if (!string_method(self, name, a, out)) return false;
+  if (std::find_if(std::begin(keep), std::end(keep), [&](const char* k) { return name == k; }) ==
+      std::end(keep))
+    return true;
+  if (out.is_string()) {
+    out = Value::markup(out.str());
+  } else if (out.is_list()) {
+    for (auto& x : out.items())
+      if (x.is_string()) x = Value::markup(x.str());
+  }
+  return true;
+}
+
 bool call_method(const Value& obj, const std::string& name, CallArgs& args, Value& out) {
+  if (obj.is_markup()) return markup_method(obj, name, args, out);
   if (obj.is_string()) return string_method(obj, name, args, out);
   if (obj.is_list()) return list_method(obj, name, args, out);
   if (obj.is_mapping()) return dict_method(obj, name, args, out);

@@ -246,7 +246,7 @@ Value Interpreter::eval_filter(const Expr& e, Scope* scope, const Value* input) 
   CallArgs args = eval_args(e, scope);
   FilterFn f = find_filter(e.name);
   line_ = e.line;
-  if (!f) raise("TemplateRuntimeError", fmt::format("no filter named '{}'", e.name));
+  if (!f) raise("TemplateRuntimeError", fmt::format("No filter named '{}' found.", e.name));
   return f(v, args);
 }
 
@@ -270,8 +270,7 @@ Value Interpreter::eval(const Expr& e, Scope* scope) {
       Value d = Value::dict();
       for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
         Value k = eval(*e.args[i], scope);
-        if (!k.is_string()) raise_type_error("dict keys must be strings here, got {}", k.type_name());
-        d.dict_obj().set(k.str(), eval(*e.args[i + 1], scope));
+        d.dict_obj().set_key(std::move(k), eval(*e.args[i + 1], scope));
       }
       return d;
     }
@@ -320,7 +319,7 @@ Value Interpreter::eval(const Expr& e, Scope* scope) {
       CallArgs args = eval_args(e, scope);
       TestFn t = find_test(e.name);
       line_ = e.line;
-      if (!t) raise("TemplateRuntimeError", fmt::format("no test named '{}'", e.name));
+      if (!t) raise("TemplateRuntimeError", fmt::format("No test named '{}' found.", e.name));
       return Value(t(v, args) != e.negated);
     }
     case Expr::K::Neg:

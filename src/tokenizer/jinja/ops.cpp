@@ -14,19 +14,30 @@ namespace {
 
 constexpr size_t kMaxRepeat = size_t{64} << 20;  // refuse string/list repetition beyond 64 Mi items
 
-// Jinja's object_type_repr: "'dict object'", "'None'".
+// Jinja's object_type_repr: "dict object", "None".
 std::string object_repr(const Value& obj) {
-  if (obj.is_none()) return "'None'";
-  return "'" + obj.type_name() + " object'";
+  if (obj.is_none()) return "None";
+  return obj.type_name() + " object";
 }
 
+// Messages of jinja2.Undefined._undefined_message.
 Value missing_attr(const Value& obj, const std::string& name) {
-  return Value::undefined(fmt::format("{} has no attribute '{}'", object_repr(obj), name));
+  return Value::undefined(
+      fmt::format("{} has no attribute {}", text::repr(object_repr(obj)), text::repr(name)));
 }
 
 Value missing_item(const Value& obj, const Value& key) {
   if (key.is_string()) return missing_attr(obj, key.str());
   return Value::undefined(fmt::format("{} has no element {}", object_repr(obj), key.repr()));
+}
+
+bool hashable(const Value& key) {
+  if (key.is_tuple()) {
+    for (auto& e : key.items())
+      if (!hashable(e)) return false;
+    return true;
+  }
+  return !(key.is_list() || key.is_dict() || key.is_iterator());
 }
 
 [[noreturn]] void unsupported(const std::string& op, const Value& a, const Value& b) {
@@ -97,8 +108,9 @@ Value get_attr(const Value& obj, const std::string& name) {
 
 Value get_item(const Value& obj, const Value& key) {
   if (obj.is_undefined()) fail_undefined(obj);
-  if (obj.is_dict() && key.is_string()) {
-    if (const Value* v = obj.dict_obj().find(key.str())) return *v;
+  if (obj.is_dict()) {
+    if (hashable(key))
+      if (const Value* v = obj.dict_obj().find_key(key)) return *v;
     return missing_item(obj, key);
   }
   if ((obj.is_list() || obj.is_string()) && is_intlike(key)) {
@@ -113,7 +125,8 @@ Value get_item(const Value& obj, const Value& key) {
     int64_t n = static_cast<int64_t>(off.size()) - 1;
     if (i < 0) i += n;
     if (i < 0 || i >= n) return missing_item(obj, key);
-    return Value(obj.str().substr(off[i], off[i + 1] - off[i]));
+    std::string ch = obj.str().substr(off[i], off[i + 1] - off[i]);
+    return obj.is_markup() ? Value::markup(std::move(ch)) : Value(std::move(ch));
   }
   return missing_item(obj, key);
 }
@@ -134,7 +147,7 @@ Value get_slice(const Value& obj, const std::optional<int64_t>& start, const std
     std::string out;
     for (size_t i : slice_indices(static_cast<int64_t>(off.size()) - 1, start, stop, step))
       out.append(s, off[i], off[i + 1] - off[i]);
-    return Value(std::move(out));
+    return obj.is_markup() ? Value::markup(std::move(out)) : Value(std::move(out));
   }
   return Value::undefined(fmt::format("{} is not sliceable", object_repr(obj)));
 }
@@ -148,8 +161,15 @@ std::vector<Value> iterate(const Value& v) {
     case Value::Kind::Dict: {
       if (v.dict_obj().tag != DictObj::Tag::Plain) break;
       std::vector<Value> keys;
-      for (auto& [k, _] : v.dict_obj().items) keys.emplace_back(k);
+      for (auto& [k, _] : v.dict_obj().items) keys.push_back(k);
       return keys;
+    }
+    case Value::Kind::Iterator: {
+      auto& it = v.iter_obj();
+      if (it.type == IterObj::Type::View) return it.items;
+      std::vector<Value> rest(it.items.begin() + static_cast<long>(it.pos), it.items.end());
+      it.pos = it.items.size();  // a generator is consumed by iterating it
+      return rest;
     }
     case Value::Kind::String: {
       std::vector<Value> chars;
@@ -178,6 +198,9 @@ int64_t length(const Value& v) {
     case Value::Kind::Dict:
       if (v.dict_obj().tag == DictObj::Tag::Plain) return static_cast<int64_t>(v.dict_obj().items.size());
       break;
+    case Value::Kind::Iterator:
+      if (v.iter_obj().type == IterObj::Type::View) return static_cast<int64_t>(v.iter_obj().items.size());
+      break;
     default:
       break;
   }
@@ -198,7 +221,18 @@ bool contains(const Value& c, const Value& item) {
       return false;
     case Value::Kind::Dict:
       if (c.dict_obj().tag != DictObj::Tag::Plain) break;
-      return item.is_string() && c.dict_obj().find(item.str()) != nullptr;
+      return c.dict_obj().find_key(item) != nullptr;
+    case Value::Kind::Iterator: {
+      auto& it = c.iter_obj();
+      for (size_t i = it.pos; i < it.items.size(); ++i) {
+        if (it.items[i].equals(item)) {
+          if (it.type == IterObj::Type::Generator) it.pos = i + 1;  // consumed up to the match
+          return true;
+        }
+      }
+      if (it.type == IterObj::Type::Generator) it.pos = it.items.size();
+      return false;
+    }
     default:
       break;
   }
@@ -228,6 +262,11 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
       return Value(r);
     }
     if (nums) return Value(a.as_double() + b.as_double());
+    if (a.is_markup() || (a.is_string() && b.is_markup())) {
+      if (!b.is_string()) unsupported("+", a, b);
+      return Value::markup((a.is_markup() ? a.str() : text::html_escape(a.str())) +
+                           (b.is_markup() ? b.str() : text::html_escape(b.str())));
+    }
     if (a.is_string()) {
       if (!b.is_string()) raise_type_error("can only concatenate str (not \"{}\") to str", b.type_name());
       return Value(a.str() + b.str());
@@ -273,7 +312,7 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
         std::string out;
         out.reserve(unit * n);
         for (int64_t i = 0; i < n; ++i) out += seq->str();
-        return Value(std::move(out));
+        return seq->is_markup() ? Value::markup(std::move(out)) : Value(std::move(out));
       }
       std::vector<Value> out;
       for (int64_t i = 0; i < n; ++i) out.insert(out.end(), seq->items().begin(), seq->items().end());
@@ -296,6 +335,25 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
     return Value(std::floor(a.as_double() / b.as_double()));
   }
   if (op == "%") {
+    if (a.is_markup()) {
+      // Markup % args escapes the arguments.
+      auto esc = [](const Value& x) {
+        if (x.is_markup() || x.is_number()) return x;
+        return Value::markup(text::html_escape(x.to_str()));
+      };
+      Value args;
+      if (b.is_tuple()) {
+        std::vector<Value> items;
+        for (auto& x : b.items()) items.push_back(esc(x));
+        args = Value::list(std::move(items), true);
+      } else if (b.is_mapping()) {
+        args = Value::dict();
+        for (auto& [k, x] : b.dict_obj().items) args.dict_obj().set_key(k, esc(x));
+      } else {
+        args = esc(b);
+      }
+      return Value::markup(percent_format(a.str(), args));
+    }
     if (a.is_string()) return Value(percent_format(a.str(), b));
     if (!nums) unsupported("%", a, b);
     if (ints) {

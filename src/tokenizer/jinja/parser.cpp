@@ -21,6 +21,7 @@ class Parser {
   Body parse_template() {
     std::string found;
     Body b = parse_body({}, found, "");
+    check_body(b, false);
     return b;
   }
 
@@ -668,7 +669,6 @@ class Parser {
       next();
       n->name += "." + expect_name("a filter name");
     }
-    if (!find_filter(n->name)) fail_at(at, fmt::format("no filter named '{}'", n->name));
     if (is_op("(")) parse_call_args(*n);
     return n;
   }
@@ -682,7 +682,6 @@ class Parser {
       n->negated = true;
     }
     n->name = expect_name("a test name");
-    if (!find_test(n->name)) fail_at(at, fmt::format("no test named '{}'", n->name));
     if (is_op("(")) {
       parse_call_args(*n);
     } else if ((cur().type == Tok::Name || cur().type == Tok::String || cur().type == Tok::Int ||
@@ -705,6 +704,60 @@ class Parser {
         e = parse_call(std::move(e));
       } else {
         return e;
+      }
+    }
+  }
+
+  // Unknown filters and tests are compile errors, except inside an if statement or a
+  // conditional expression ("soft" frames), where Jinja2 3.x defers the error to run time.
+  void check_expr(const Expr* e, bool soft) {
+    if (!e) return;
+    if (e->k == Expr::K::Cond) soft = true;
+    if (!soft && e->k == Expr::K::Filter && !find_filter(e->name))
+      throw TemplateError("TemplateSyntaxError", fmt::format("No filter named '{}'.", e->name),
+                          fmt::format("{}:{}:{}", name_, e->line, e->col));
+    if (!soft && e->k == Expr::K::Test && !find_test(e->name))
+      throw TemplateError("TemplateSyntaxError", fmt::format("No test named '{}'.", e->name),
+                          fmt::format("{}:{}:{}", name_, e->line, e->col));
+    check_expr(e->a.get(), soft);
+    check_expr(e->b.get(), soft);
+    check_expr(e->c.get(), soft);
+    for (auto& x : e->args) check_expr(x.get(), soft);
+    for (auto& kv : e->kwargs) check_expr(kv.second.get(), soft);
+  }
+
+  void check_body(const Body& body, bool soft) {
+    for (auto& st : body) {
+      const Stmt& s = *st;
+      switch (s.k) {
+        case Stmt::K::If:
+          for (auto& [cond, b] : s.branches) {
+            check_expr(cond.get(), true);
+            check_body(b, true);
+          }
+          check_body(s.else_body, true);
+          break;
+        case Stmt::K::For:
+          check_expr(s.expr.get(), soft);
+          check_expr(s.cond.get(), false);
+          check_body(s.body, false);
+          check_body(s.else_body, false);
+          break;
+        case Stmt::K::Macro:
+        case Stmt::K::CallBlock:
+          for (auto& p : s.params) check_expr(p.default_value.get(), false);
+          if (s.k == Stmt::K::CallBlock) check_expr(s.expr.get(), soft);
+          check_body(s.body, false);
+          break;
+        case Stmt::K::SetBlock:
+        case Stmt::K::FilterBlock:
+        case Stmt::K::Scope:
+          check_expr(s.expr.get(), false);
+          check_body(s.body, false);
+          break;
+        default:
+          check_expr(s.expr.get(), soft);
+          break;
       }
     }
   }

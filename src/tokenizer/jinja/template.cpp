@@ -18,9 +18,12 @@ std::string Template::render(const Value& vars) const {
   try {
     DictObj globals;
     add_default_globals(globals);
-    for (auto& [k, v] : globals.items) in.root().set(k, v);
+    for (auto& [k, v] : globals.items) in.root().set(k.str(), v);
     if (vars.is_dict()) {
-      for (auto& [k, v] : vars.dict_obj().items) in.root().set(k, v);
+      for (auto& [k, v] : vars.dict_obj().items) {
+        if (!k.is_string()) throw TemplateError("TypeError", "render variable names must be strings", name_);
+        in.root().set(k.str(), v);
+      }
     } else if (!vars.is_undefined() && !vars.is_none()) {
       throw TemplateError("TypeError", "render variables must be a dict, got " + vars.type_name(), name_);
     }

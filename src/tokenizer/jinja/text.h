@@ -38,6 +38,9 @@ bool is_lower_cp(uint32_t cp);
 bool is_alpha_cp(uint32_t cp);  // approximation: cased letters and non-ASCII letters above U+00C0
 bool is_digit_cp(uint32_t cp);
 
+// markupsafe.escape: & < > " ' as HTML entities.
+std::string html_escape(std::string_view s);
+
 // Python repr() of a str.
 std::string repr(std::string_view s);
 

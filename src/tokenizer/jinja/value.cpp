@@ -5,19 +5,37 @@
 #include <cmath>
 
 #include "tokenizer/jinja/error.h"
+#include "tokenizer/jinja/ops.h"
 #include "tokenizer/jinja/text.h"
 
 namespace ferrum::jinja {
 
 Value* DictObj::find(const std::string& key) {
   for (auto& [k, v] : items)
-    if (k == key) return &v;
+    if (k.is_string() && k.str() == key) return &v;
   return nullptr;
 }
 
 const Value* DictObj::find(const std::string& key) const {
   for (auto& [k, v] : items)
-    if (k == key) return &v;
+    if (k.is_string() && k.str() == key) return &v;
+  return nullptr;
+}
+
+namespace {
+void check_hashable(const Value& key) {
+  if ((key.is_list() && !key.is_tuple()) || key.is_dict() || key.is_iterator())
+    raise("TypeError", "unhashable type: '" + key.type_name() + "'");
+  if (key.is_tuple())
+    for (auto& e : key.items()) check_hashable(e);
+}
+}  // namespace
+
+Value* DictObj::find_key(const Value& key) {
+  if (key.is_string()) return find(key.str());
+  check_hashable(key);
+  for (auto& [k, v] : items)
+    if (k.equals(key)) return &v;
   return nullptr;
 }
 
@@ -25,7 +43,14 @@ void DictObj::set(const std::string& key, Value v) {
   if (Value* p = find(key))
     *p = std::move(v);
   else
-    items.emplace_back(key, std::move(v));
+    items.emplace_back(Value(key), std::move(v));
+}
+
+void DictObj::set_key(Value key, Value v) {
+  if (Value* p = find_key(key))
+    *p = std::move(v);
+  else
+    items.emplace_back(std::move(key), std::move(v));
 }
 
 Value Value::list(std::vector<Value> items, bool tuple) {
@@ -46,6 +71,23 @@ Value Value::function(std::string name, std::function<Value(CallArgs&)> fn) {
   f->name = std::move(name);
   f->fn = std::move(fn);
   return Value(std::move(f));
+}
+
+Value Value::generator(std::vector<Value> items, std::string origin, std::string type_name) {
+  auto it = std::make_shared<IterObj>();
+  it->type = IterObj::Type::Generator;
+  it->items = std::move(items);
+  it->origin = std::move(origin);
+  it->type_name = std::move(type_name);
+  return Value(std::move(it));
+}
+
+Value Value::view(std::vector<Value> items, std::string type_name) {
+  auto it = std::make_shared<IterObj>();
+  it->type = IterObj::Type::View;
+  it->items = std::move(items);
+  it->type_name = std::move(type_name);
+  return Value(std::move(it));
 }
 
 Value Value::from_json(const nlohmann::ordered_json& j) {
@@ -75,7 +117,7 @@ Value Value::from_json(const nlohmann::ordered_json& j) {
     }
     case T::object: {
       Value d = dict();
-      for (auto& [k, v] : j.items()) d.dict_obj().items.emplace_back(k, from_json(v));
+      for (auto& [k, v] : j.items()) d.dict_obj().items.emplace_back(Value(k), from_json(v));
       return d;
     }
     case T::binary:
@@ -113,6 +155,8 @@ bool Value::truthy() const {
       return dict_obj().tag != DictObj::Tag::Plain || !dict_obj().items.empty();
     case Kind::Function:
       return true;
+    case Kind::Iterator:  // a generator has no __len__: always true; views are sized
+      return is_generator() || iter_obj().items.size() > iter_obj().pos;
   }
   return false;
 }
@@ -130,7 +174,7 @@ std::string Value::type_name() const {
     case Kind::Float:
       return "float";
     case Kind::String:
-      return "str";
+      return markup_ ? "Markup" : "str";
     case Kind::List:
       return is_tuple() ? "tuple" : "list";
     case Kind::Dict:
@@ -139,6 +183,8 @@ std::string Value::type_name() const {
                                                        : "dict";
     case Kind::Function:
       return "function";
+    case Kind::Iterator:
+      return iter_obj().type_name;
   }
   return "object";
 }
@@ -202,7 +248,10 @@ void to_str_impl(const Value& v, std::string& out, bool repr) {
       out += float_repr(v.as_double());
       return;
     case K::String:
-      out += repr ? text::repr(v.str()) : v.str();
+      if (repr && v.is_markup())
+        out += "Markup(" + text::repr(v.str()) + ")";
+      else
+        out += repr ? text::repr(v.str()) : v.str();
       return;
     case K::List: {
       bool tuple = v.is_tuple();
@@ -222,7 +271,7 @@ void to_str_impl(const Value& v, std::string& out, bool repr) {
       out += '{';
       for (size_t i = 0; i < d.items.size(); ++i) {
         if (i) out += ", ";
-        out += text::repr(d.items[i].first);
+        to_str_impl(d.items[i].first, out, true);
         out += ": ";
         to_str_impl(d.items[i].second, out, true);
       }
@@ -233,6 +282,23 @@ void to_str_impl(const Value& v, std::string& out, bool repr) {
     case K::Function:
       out += "<function " + v.func().name + ">";
       return;
+    case K::Iterator: {
+      auto& it = v.iter_obj();
+      if (it.type == IterObj::Type::View) {
+        // dict_items([('a', 1)])
+        out += it.type_name + "([";
+        for (size_t i = 0; i < it.items.size(); ++i) {
+          if (i) out += ", ";
+          to_str_impl(it.items[i], out, true);
+        }
+        out += "])";
+      } else if (it.type_name == "generator") {
+        out += "<generator object " + it.origin + " at 0x7f0000000000>";
+      } else {
+        out += "<" + it.type_name + " object at 0x7f0000000000>";
+      }
+      return;
+    }
   }
 }
 
@@ -278,13 +344,15 @@ bool Value::equals(const Value& o) const {
       if (a.tag != DictObj::Tag::Plain || b.tag != DictObj::Tag::Plain) return false;
       if (a.items.size() != b.items.size()) return false;
       for (auto& [k, v] : a.items) {
-        const Value* w = b.find(k);
+        const Value* w = b.find_key(k);
         if (!w || !v.equals(*w)) return false;
       }
       return true;
     }
     case Kind::Function:
       return &func() == &o.func();
+    case Kind::Iterator:
+      return &iter_obj() == &o.iter_obj();
     default:
       return false;
   }
@@ -349,6 +417,28 @@ void json_string(const std::string& s, std::string& out, bool ensure_ascii) {
   out += '"';
 }
 
+// json.dumps turns int/float/bool/None keys into strings.
+std::string json_key(const Value& k) {
+  switch (k.kind()) {
+    case Value::Kind::String:
+      return k.str();
+    case Value::Kind::Int:
+      return std::to_string(k.as_int());
+    case Value::Kind::Float: {
+      double d = k.as_double();
+      if (std::isnan(d)) return "NaN";
+      if (std::isinf(d)) return d < 0 ? "-Infinity" : "Infinity";
+      return float_repr(d);
+    }
+    case Value::Kind::Bool:
+      return k.as_bool() ? "true" : "false";
+    case Value::Kind::None:
+      return "null";
+    default:
+      raise("TypeError", "keys must be str, int, float, bool or None, not " + k.type_name());
+  }
+}
+
 void newline_indent(std::string& out, const JsonOptions& opt, int level) {
   out += '\n';
   for (int i = 0; i < level; ++i) {
@@ -409,16 +499,16 @@ void to_json_impl(const Value& v, const JsonOptions& opt, std::string& out, int 
         out += "{}";
         return;
       }
-      std::vector<const std::pair<std::string, Value>*> entries;
+      std::vector<const std::pair<Value, Value>*> entries;
       for (auto& e : d.items) entries.push_back(&e);
       if (opt.sort_keys)
         std::stable_sort(entries.begin(), entries.end(),
-                         [](auto* a, auto* b) { return a->first < b->first; });
+                         [](auto* a, auto* b) { return compare_values(a->first, b->first) < 0; });
       out += '{';
       for (size_t i = 0; i < entries.size(); ++i) {
         if (i) out += opt.item_sep;
         if (pretty) newline_indent(out, opt, level + 1);
-        json_string(entries[i]->first, out, opt.ensure_ascii);
+        json_string(json_key(entries[i]->first), out, opt.ensure_ascii);
         out += opt.key_sep;
         to_json_impl(entries[i]->second, opt, out, level + 1, depth + 1);
       }

@@ -137,6 +137,25 @@ CASES = [
     # chat-template idioms
     ("chat_idioms", "{%- for message in messages %}{%- if message.role == 'assistant' and message.tool_calls %}{%- for tc in message.tool_calls %}{{ tc.function.name }}({{ tc.function.arguments | tojson }}){%- endfor %}{%- elif message['content'] is string %}<{{ message.role }}>{{ message.content | trim }}{%- endif %}{%- endfor %}{%- if add_generation_prompt %}<assistant>{% endif %}", {"messages": MSGS, "add_generation_prompt": True}),
     ("generation_tag", "a{% generation %}b{{ 1 }}{% endgeneration %}c", {}),
+    # Markup (|safe) semantics: concatenation escapes the plain side
+    ("markup_concat", "{{ '<a>'|safe + '<b>' }}|{{ '<b>' + '<a>'|safe }}|{{ '<a>'|safe ~ '<b>' }}|{{ ('<a>'|safe).upper() + '&' }}|{{ ('%s<' | safe) % '<x>' }}|{{ '<a>' | e }}|{{ ('<a>' | e) | e }}|{{ ['x'|safe] }}|{{ ('a'|safe).replace('a', '<') }}|{{ ('x'|safe) * 2 + '>' }}|{{ ('ab'|safe)[0] + '<' }}", {}),
+    ("markup_filters", "{{ ('<a> '|safe) | trim + '<' }}|{{ ('<a>'|safe) | string + '<' }}|{{ ('<a>'|safe) | forceescape }}|{{ ', '|safe ~ '<' }}|{{ (', '|safe).join(['<', '>']) }}", {}),
+    # generators and views, as Python Jinja2 returns them
+    ("generators", "{{ [1, 2] | select('odd') | list }}|{{ ([] | select) is iterable }}|{{ 'T' if [] | select else 'F' }}|{% set g = [1, 2, 3] | map('string') %}{{ g | join }}-{{ g | join }}|{{ [3, 1] | reverse | list }}|{{ (1, 2) | reverse | list }}|{{ [1, 2] | unique | first }}|{{ {'a': 1}.items() | list }}|{{ {'a': 1}.items() }}|{{ {'a': 1}.keys() | length }}|{{ none | selectattr('x') | list }}|{{ none | map(attribute='x') | list }}", {}),
+    ("generator_consumed_by_in", "{% set g = [1, 2, 3] | select %}{{ 2 in g }}{{ 1 in g }}{{ 3 in g }}", {}),
+    ("tuple_dict_key", "{% set d = {(1, 2): 'tup'} %}{{ d[(1, 2)] }}{{ d }}", {}),
+    ("err_tuple_key_tojson", "{{ {(1, 2): 'tup'} | tojson }}", {}),
+    ("int_dict_keys", "{% set d = {0: 'zero', 512: 'a', 1.5: 'f', true: 't', none: 'n'} %}{{ d[0] }}{{ d[512] }}{{ d[1] }}{{ d[1.0] }}{{ d[none] }}|{{ d | tojson }}|{{ d }}|{{ {2: 'b', 1: 'a'} | dictsort }}|{{ {2: 'b', 1: 'a'} | tojson(sort_keys=true) }}", {}),
+    ("deferred_unknown_filter", "{% if false %}{{ x | from_json }}{% endif %}{{ 'ok' if true else y | nosuch }}", {}),
+    ("err_generator_length", "{{ [1] | select | length }}", {}),
+    ("err_generator_tojson", "{{ [1] | map('string') | tojson }}", {}),
+    ("err_generator_last", "{{ [1] | select | last }}", {}),
+    ("err_view_tojson", "{{ {'a': 1}.items() | tojson }}", {}),
+    ("err_markup_add_none", "{{ 'a'|safe + none }}", {}),
+    ("err_unknown_filter_runtime", "{% if true %}{{ 1 | from_json }}{% endif %}", {}),
+    ("err_unhashable_key", "{{ {[1]: 2} }}", {}),
+    ("err_element_msg", "{{ l[5].x }}", {"l": [1]}),
+    ("err_none_element_msg", "{{ n[0].x }}", {"n": None}),
     # errors Python raises (type and message must match)
     ("err_raise_exception", "{{ raise_exception('Bad role: ' ~ role) }}", {"role": "tool"}),
     ("err_in_none", "{{ 'a' in none }}", {}),
@@ -177,6 +196,7 @@ SYNTAX_ERRORS = [
     ("syn_unknown_tag", "{% frobnicate %}"),
     ("syn_unknown_filter", "{{ x | nosuchfilter }}"),
     ("syn_unknown_test", "{{ x is nosuchtest }}"),
+    ("syn_unknown_filter_in_loop_in_if", "{% if x %}{% for a in b %}{{ a | nosuchfilter }}{% endfor %}{% endif %}"),
     ("syn_unclosed_var", "{{ x "),
     ("syn_unclosed_comment", "{# x "),
     ("syn_unclosed_string", "{{ 'abc }}"),
