@@ -4,6 +4,8 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <regex>
 
 #include "core/fp16.h"
@@ -20,6 +22,7 @@ namespace {
 struct Hparams {
   std::string arch;  // GGUF architecture
   bool permute_qk = false;
+  int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;  // MoE only
   int64_t n_vocab, n_embd, n_layer, n_ff, n_head, n_head_kv, head_dim, n_ctx;
   double rope_theta, rms_eps;
 };
@@ -32,8 +35,18 @@ Hparams read_hparams(const hf::Config& c) {
     h.permute_qk = true;
   } else if (a == "qwen2" || a == "qwen3") {
     h.arch = a;
+  } else if (a == "qwen3_moe") {
+    h.arch = "qwen3moe";
+    h.n_expert = c.get_int("num_experts");
+    h.n_expert_used = c.get_int("num_experts_per_tok");
+    h.n_ff_exp = c.get_int("moe_intermediate_size");
+    if (h.n_expert <= 0 || h.n_expert > 4096 || h.n_expert_used <= 0 || h.n_expert_used > h.n_expert ||
+        h.n_ff_exp <= 0)
+      fail("{}: bad MoE config: num_experts {}, num_experts_per_tok {}, moe_intermediate_size {}", c.path(),
+           h.n_expert, h.n_expert_used, h.n_ff_exp);
   } else {
-    fail("{}: architecture '{}' cannot be converted (supported: llama, mistral, qwen2, qwen3)", c.path(), a);
+    fail("{}: architecture '{}' cannot be converted (supported: llama, mistral, qwen2, qwen3, qwen3_moe)",
+         c.path(), a);
   }
   h.n_vocab = c.get_int("vocab_size");
   h.n_embd = c.get_int("hidden_size");
@@ -121,6 +134,7 @@ std::string gguf_name(const std::string& hf, const std::string& where) {
       {"mlp.gate_proj.weight", "ffn_gate.weight"},
       {"mlp.up_proj.weight", "ffn_up.weight"},
       {"mlp.down_proj.weight", "ffn_down.weight"},
+      {"mlp.gate.weight", "ffn_gate_inp.weight"},  // MoE router
   };
   if (hf == "model.embed_tokens.weight") return "token_embd.weight";
   if (hf == "model.norm.weight") return "output_norm.weight";
@@ -134,12 +148,26 @@ std::string gguf_name(const std::string& hf, const std::string& where) {
   fail("{}: tensor '{}' has no GGUF equivalent for this architecture", where, hf);
 }
 
+// model.layers.<L>.mlp.experts.<E>.<kind>_proj.weight -> (L, E, kind); nullopt for other names.
+struct ExpertRef {
+  int64_t layer, expert;
+  std::string kind;  // gate, up, down
+};
+std::optional<ExpertRef> expert_ref(const std::string& hf) {
+  static const std::regex re(R"(model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate|up|down)_proj\.weight)");
+  std::smatch m;
+  if (!std::regex_match(hf, m, re)) return std::nullopt;
+  return ExpertRef{std::stoll(m[1].str()), std::stoll(m[2].str()), m[3].str()};
+}
+
 // Canonical output order (the one llama.cpp's converter produces for these families).
 int order_key(const std::string& g) {
   static const char* kPerLayer[] = {
-      "attn_norm.weight", "attn_q.weight",   "attn_k.weight",      "attn_v.weight",      "attn_q.bias",
-      "attn_k.bias",      "attn_v.bias",     "attn_q_norm.weight", "attn_k_norm.weight", "attn_output.weight",
-      "attn_output.bias", "ffn_norm.weight", "ffn_gate.weight",    "ffn_up.weight",      "ffn_down.weight"};
+      "attn_norm.weight",     "attn_q.weight",      "attn_k.weight",       "attn_v.weight",
+      "attn_q.bias",          "attn_k.bias",        "attn_v.bias",         "attn_q_norm.weight",
+      "attn_k_norm.weight",   "attn_output.weight", "attn_output.bias",    "ffn_norm.weight",
+      "ffn_gate.weight",      "ffn_up.weight",      "ffn_down.weight",     "ffn_gate_inp.weight",
+      "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"};
   if (g == "token_embd.weight") return 0;
   if (g == "rope_freqs.weight") return 1;
   if (g == "output_norm.weight") return 1 << 29;
@@ -175,7 +203,8 @@ void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf, 
   const auto st = safetensors::Tensors::open_dir(hf_dir);
   const bool tied = cfg.find_bool("tie_word_embeddings").value_or(false);
   for (const auto& [name, dtype] : st.unsupported())
-    if (!gguf_name(name, st.source()).empty())  // dropped buffers (inv_freq) may have any dtype
+    if (expert_ref(name) ||
+        !gguf_name(name, st.source()).empty())  // dropped buffers (inv_freq) may have any dtype
       fail("{}: tensor '{}' has dtype {}; only F32, F16 and BF16 can be converted", st.source(), name, dtype);
 
   std::deque<std::vector<uint8_t>> owned;  // converted copies, alive until write()
@@ -189,7 +218,21 @@ void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf, 
   std::vector<Out> outs;
   bool any_f16 = false, any_bf16 = false;
 
+  // Expert matrices are stacked per layer and kind into one 3-D tensor {cols, rows, n_expert}.
+  std::map<std::pair<int64_t, std::string>, std::vector<const TensorView*>> experts;
+
   for (const TensorView& t : st.tensors()) {
+    if (const auto ex = expert_ref(t.name)) {
+      if (hp.n_expert == 0)
+        fail("{}: tensor '{}' is an MoE expert, but the config has no experts", st.source(), t.name);
+      if (ex->layer >= hp.n_layer || ex->expert >= hp.n_expert)
+        fail("{}: tensor '{}' is out of range (num_hidden_layers {}, num_experts {})", st.source(), t.name,
+             hp.n_layer, hp.n_expert);
+      auto& v = experts[{ex->layer, ex->kind}];
+      v.resize(static_cast<size_t>(hp.n_expert), nullptr);
+      v[static_cast<size_t>(ex->expert)] = &t;
+      continue;
+    }
     const std::string g = gguf_name(t.name, st.source());
     if (g.empty() || (g == "output.weight" && tied)) continue;
     if (g.rfind("blk.", 0) == 0) {
@@ -212,7 +255,9 @@ void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf, 
       permute_rows(t.data, buf.data(), heads, hp.head_dim, row_bytes);
       o.data = buf.data();
     }
-    if (t.n_dims <= 1 && t.type != DType::F32) {  // norms and biases are stored as F32
+    // Norms, biases and the MoE router are stored as F32 (as llama.cpp's converter does).
+    const bool force_f32 = t.n_dims <= 1 || g.ends_with("ffn_gate_inp.weight");
+    if (force_f32 && t.type != DType::F32) {
       auto& buf = owned.emplace_back(static_cast<size_t>(t.n_elements()) * 4);
       const auto* src = static_cast<const uint16_t*>(o.data);
       float* dst = reinterpret_cast<float*>(buf.data());
@@ -225,11 +270,35 @@ void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf, 
       o.data = buf.data();
       o.nbytes = buf.size();
     }
-    if (t.n_dims >= 2) {
+    if (!force_f32) {
       any_f16 |= t.type == DType::F16;
       any_bf16 |= t.type == DType::BF16;
     }
     outs.push_back(std::move(o));
+  }
+
+  for (const auto& [key, list] : experts) {
+    const auto& [layer, kind] = key;
+    const TensorView* first = list[0];
+    for (size_t e = 0; e < list.size(); ++e) {
+      if (!list[e])
+        fail("{}: expert {} of model.layers.{}.mlp.experts.*.{}_proj.weight is missing", st.source(), e,
+             layer, kind);
+      if (list[e]->type != first->type || list[e]->ne != first->ne || list[e]->n_dims != 2)
+        fail("{}: tensor '{}' ({} {}) does not match expert 0 ({} {})", st.source(), list[e]->name,
+             dtype_name(list[e]->type), list[e]->shape_string(), dtype_name(first->type),
+             first->shape_string());
+    }
+    auto& buf = owned.emplace_back(first->nbytes * list.size());
+    for (size_t e = 0; e < list.size(); ++e)
+      std::memcpy(buf.data() + e * first->nbytes, list[e]->data, first->nbytes);
+    any_f16 |= first->type == DType::F16;
+    any_bf16 |= first->type == DType::BF16;
+    outs.push_back({fmt::format("blk.{}.ffn_{}_exps.weight", layer, kind),
+                    first->type,
+                    {first->ne[0], first->ne[1], static_cast<int64_t>(list.size())},
+                    buf.data(),
+                    buf.size()});
   }
 
   for (const char* need : {"token_embd.weight", "output_norm.weight"})
@@ -281,6 +350,11 @@ void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf, 
   if (A != "llama" || hp.head_dim * hp.n_head != hp.n_embd) {
     w.set_u32(A + ".attention.key_length", static_cast<uint32_t>(hp.head_dim));
     w.set_u32(A + ".attention.value_length", static_cast<uint32_t>(hp.head_dim));
+  }
+  if (hp.n_expert > 0) {
+    w.set_u32(A + ".expert_count", static_cast<uint32_t>(hp.n_expert));
+    w.set_u32(A + ".expert_used_count", static_cast<uint32_t>(hp.n_expert_used));
+    w.set_u32(A + ".expert_feed_forward_length", static_cast<uint32_t>(hp.n_ff_exp));
   }
   const bool swa = cfg.architecture() == "mistral" || cfg.find_bool("use_sliding_window").value_or(false);
   if (swa) {

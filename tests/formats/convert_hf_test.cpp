@@ -250,6 +250,57 @@ TEST(ConvertHf, Qwen3QkNorm) {
   EXPECT_EQ(f->get_uint("qwen3.attention.value_length"), 4u);
 }
 
+Synth moe_model(int n_expert, bool bf16) {
+  Synth s = small_model("qwen3_moe", 4, 2, 1, bf16, false, /*qk_norm=*/true);
+  // Replace the dense MLP by a router + experts.
+  std::erase_if(s.tensors, [](const test::StTensor& t) { return t.name.find(".mlp.") != std::string::npos; });
+  s.config["num_experts"] = n_expert;
+  s.config["num_experts_per_tok"] = 2;
+  s.config["moe_intermediate_size"] = 4;
+  s.add("model.layers.0.mlp.gate.weight", {n_expert, 8}, bf16);
+  for (int e = n_expert - 1; e >= 0; --e)  // any order in the file
+    for (const char* k : {"gate", "up", "down"})
+      s.add(fmt::format("model.layers.0.mlp.experts.{}.{}_proj.weight", e, k),
+            k[0] == 'd' ? std::vector<int64_t>{8, 4} : std::vector<int64_t>{4, 8}, bf16);
+  return s;
+}
+
+TEST(ConvertHf, Qwen3MoeStacksExperts) {
+  Synth s = moe_model(3, /*bf16=*/true);
+  s.write(/*shards=*/2);
+  const std::string out = s.dir + "/out.gguf";
+  convert_hf_to_gguf(s.dir, out);
+  const auto f = gguf::File::open(out);
+  EXPECT_EQ(f->get_string("general.architecture"), "qwen3moe");
+  EXPECT_EQ(f->get_uint("qwen3moe.expert_count"), 3u);
+  EXPECT_EQ(f->get_uint("qwen3moe.expert_used_count"), 2u);
+  EXPECT_EQ(f->get_uint("qwen3moe.expert_feed_forward_length"), 4u);
+  const TensorView& router = f->tensor("blk.0.ffn_gate_inp.weight");
+  EXPECT_EQ(router.type, DType::F32);  // router kept in F32
+  EXPECT_EQ(router.ne, (std::array<int64_t, 4>{8, 3, 1, 1}));
+  for (const char* k : {"gate", "up", "down"}) {
+    const TensorView& t = f->tensor(fmt::format("blk.0.ffn_{}_exps.weight", k));
+    EXPECT_EQ(t.type, DType::BF16);
+    EXPECT_EQ(t.n_dims, 3);
+    EXPECT_EQ(t.ne,
+              k[0] == 'd' ? (std::array<int64_t, 4>{4, 8, 3, 1}) : (std::array<int64_t, 4>{8, 4, 3, 1}));
+    for (int e = 0; e < 3; ++e) {
+      const auto& src = find(s, fmt::format("model.layers.0.mlp.experts.{}.{}_proj.weight", e, k));
+      EXPECT_EQ(0, std::memcmp(t.data + e * src.bytes.size(), src.bytes.data(), src.bytes.size())) << k << e;
+    }
+  }
+  EXPECT_EQ(f->find_tensor("blk.0.ffn_gate.weight"), nullptr);
+
+  Synth bad = moe_model(3, false);
+  std::erase_if(bad.tensors, [](const test::StTensor& t) {
+    return t.name == "model.layers.0.mlp.experts.1.up_proj.weight";
+  });
+  bad.write();
+  const std::string e = error_of([&] { convert_hf_to_gguf(bad.dir, bad.dir + "/o.gguf"); });
+  EXPECT_NE(e.find("expert 1 of model.layers.0.mlp.experts.*.up_proj.weight is missing"), std::string::npos)
+      << e;
+}
+
 TEST(ConvertHf, Llama3RopeFreqs) {
   // rope_freqs depends only on head_dim, rope_theta and rope_scaling: use the llama3-ropescaled
   // fixture's values (head_dim 64) and compare with its rope_freqs.weight, bit for bit.
@@ -280,12 +331,19 @@ TEST(ConvertHf, Llama3RopeFreqs) {
 TEST(ConvertHf, Errors) {
   {
     Synth s = small_model("llama");
+    s.add("model.layers.0.mlp.shared_expert.up_proj.weight", {4, 8});
+    s.write();
+    const std::string e = error_of([&] { convert_hf_to_gguf(s.dir, s.dir + "/o.gguf"); });
+    EXPECT_NE(e.find("tensor 'model.layers.0.mlp.shared_expert.up_proj.weight' has no GGUF equivalent"),
+              std::string::npos)
+        << e;
+  }
+  {
+    Synth s = small_model("llama");
     s.add("model.layers.0.mlp.experts.0.up_proj.weight", {4, 8});
     s.write();
     const std::string e = error_of([&] { convert_hf_to_gguf(s.dir, s.dir + "/o.gguf"); });
-    EXPECT_NE(e.find("tensor 'model.layers.0.mlp.experts.0.up_proj.weight' has no GGUF equivalent"),
-              std::string::npos)
-        << e;
+    EXPECT_NE(e.find("is an MoE expert, but the config has no experts"), std::string::npos) << e;
   }
   {
     Synth s = small_model("llama");
