@@ -188,6 +188,107 @@ size_t value_type_size(ValueType t) {
   }
 }
 
+namespace {
+
+// Reads one key/value pair. Values are not decoded, only located and bounds-checked (every
+// string of a string array included, so accessors can decode without checks).
+File::Entry parse_entry(Cursor& c, const std::string& path, uint64_t i) {
+  File::Entry e;
+  e.key_offset = c.pos();
+  std::string_view key = c.read_string([&] { return fmt::format("key of metadata entry #{}", i); });
+  e.key = std::string(key);
+  const size_t type_at = c.pos();
+  const uint32_t type = c.read<uint32_t>([&] { return fmt::format("type of metadata key '{}'", e.key); });
+  if (type > kMaxValueType)
+    fail("{}: metadata key '{}' has unknown value type {} at offset {}", path, e.key, type, type_at);
+  e.type = static_cast<ValueType>(type);
+  if (e.type == ValueType::STRING) {
+    e.offset = c.pos();
+    c.read_string([&] { return fmt::format("string value of metadata key '{}'", e.key); });
+  } else if (e.type == ValueType::ARRAY) {
+    const size_t et_at = c.pos();
+    const uint32_t et = c.read<uint32_t>([&] { return fmt::format("element type of array '{}'", e.key); });
+    if (et > kMaxValueType)
+      fail("{}: metadata array '{}' has unknown element type {} at offset {}", path, e.key, et, et_at);
+    e.elem_type = static_cast<ValueType>(et);
+    if (e.elem_type == ValueType::ARRAY)
+      fail("{}: metadata array '{}' at offset {} contains nested arrays, which are not supported", path,
+           e.key, et_at);
+    const size_t count_at = c.pos();
+    e.count = c.read<uint64_t>([&] { return fmt::format("element count of array '{}'", e.key); });
+    e.offset = c.pos();
+    if (e.elem_type == ValueType::STRING) {
+      if (e.count > c.remaining() / 8)
+        fail(
+            "{}: metadata array '{}' claims {} strings at offset {}, but only {} bytes are left in the "
+            "file",
+            path, e.key, e.count, count_at, c.remaining());
+      // Validate every string length now so accessors can decode without checks.
+      for (uint64_t j = 0; j < e.count; ++j) {
+        if (c.remaining() < 8 || load<uint64_t>(c.here()) > c.remaining() - 8)
+          c.read_string([&] { return fmt::format("string #{} of array '{}'", j, e.key); });  // throws
+        c.skip(8 + load<uint64_t>(c.here()));
+      }
+    } else {
+      const size_t es = value_type_size(e.elem_type);
+      if (e.count > c.remaining() / es)
+        fail(
+            "{}: metadata array '{}' claims {} {} values at offset {}, but only {} bytes are left in the "
+            "file",
+            path, e.key, e.count, value_type_name(e.elem_type), count_at, c.remaining());
+      c.skip(e.count * es);
+    }
+  } else {
+    e.offset = c.pos();
+    const size_t es = value_type_size(e.type);
+    c.need(es, [&] { return fmt::format("value of metadata key '{}'", e.key); });
+    c.skip(es);
+  }
+  return e;
+}
+
+// Reads one tensor info; returns the view (data not yet set) and its data offset.
+std::pair<TensorView, uint64_t> parse_tensor_info(Cursor& c, const std::string& path, uint64_t i,
+                                                  size_t size) {
+  TensorView t;
+  t.name = std::string(c.read_string([&] { return fmt::format("name of tensor #{}", i); }));
+  const size_t nd_at = c.pos();
+  const uint32_t n_dims = c.read<uint32_t>([&] { return fmt::format("n_dims of tensor '{}'", t.name); });
+  if (n_dims > kMaxDims)
+    fail("{}: tensor '{}' has {} dimensions at offset {}, at most {} are supported", path, t.name, n_dims,
+         nd_at, kMaxDims);
+  t.n_dims = static_cast<int>(n_dims);
+  for (uint32_t d = 0; d < n_dims; ++d) {
+    const size_t ne_at = c.pos();
+    const uint64_t ne =
+        c.read<uint64_t>([&] { return fmt::format("dimension {} of tensor '{}'", d, t.name); });
+    if (ne == 0 || ne > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      fail("{}: tensor '{}' has dimension {} = {} at offset {}, expected a positive size", path, t.name, d,
+           static_cast<int64_t>(ne), ne_at);
+    t.ne[d] = static_cast<int64_t>(ne);
+  }
+  const size_t type_at = c.pos();
+  const uint32_t type = c.read<uint32_t>([&] { return fmt::format("type of tensor '{}'", t.name); });
+  const auto info = dtype_info(type);
+  if (!info) fail("{}: tensor '{}' has type id {}, unknown (at offset {})", path, t.name, type, type_at);
+  t.type = info->type;
+  if (t.ne[0] % info->block_size != 0)
+    fail("{}: tensor '{}' has row length {}, which is not a multiple of the {} block size {}", path, t.name,
+         t.ne[0], info->name, info->block_size);
+  // Size in bytes, with overflow checks (each ne <= 2^63, so do it in 128 bits).
+  unsigned __int128 nbytes = static_cast<unsigned __int128>(t.ne[0] / info->block_size) * info->type_size;
+  for (int d = 1; d < kMaxDims; ++d) {
+    nbytes *= static_cast<uint64_t>(t.ne[d]);
+    if (nbytes > size) break;  // cannot fit anyway; reported below
+  }
+  const uint64_t offset = c.read<uint64_t>([&] { return fmt::format("data offset of tensor '{}'", t.name); });
+  t.nbytes = nbytes > std::numeric_limits<size_t>::max() ? std::numeric_limits<size_t>::max()
+                                                         : static_cast<size_t>(nbytes);
+  return {std::move(t), offset};
+}
+
+}  // namespace
+
 std::shared_ptr<const File> File::open(const std::string& path) {
   std::shared_ptr<File> f(new File());
   f->path_ = path;
@@ -234,59 +335,9 @@ void File::parse() {
 
   entries_.reserve(n_kv);
   for (uint64_t i = 0; i < n_kv; ++i) {
-    Entry e;
-    e.key_offset = c.pos();
-    std::string_view key = c.read_string([&] { return fmt::format("key of metadata entry #{}", i); });
-    e.key = std::string(key);
+    Entry e = parse_entry(c, path, i);
     if (entry_index_.count(e.key))
       fail("{}: duplicate metadata key '{}' at offset {}", path, e.key, e.key_offset);
-    const size_t type_at = c.pos();
-    const uint32_t type = c.read<uint32_t>([&] { return fmt::format("type of metadata key '{}'", e.key); });
-    if (type > kMaxValueType)
-      fail("{}: metadata key '{}' has unknown value type {} at offset {}", path, e.key, type, type_at);
-    e.type = static_cast<ValueType>(type);
-    if (e.type == ValueType::STRING) {
-      e.offset = c.pos();
-      c.read_string([&] { return fmt::format("string value of metadata key '{}'", e.key); });
-    } else if (e.type == ValueType::ARRAY) {
-      const size_t et_at = c.pos();
-      const uint32_t et = c.read<uint32_t>([&] { return fmt::format("element type of array '{}'", e.key); });
-      if (et > kMaxValueType)
-        fail("{}: metadata array '{}' has unknown element type {} at offset {}", path, e.key, et, et_at);
-      e.elem_type = static_cast<ValueType>(et);
-      if (e.elem_type == ValueType::ARRAY)
-        fail("{}: metadata array '{}' at offset {} contains nested arrays, which are not supported", path,
-             e.key, et_at);
-      const size_t count_at = c.pos();
-      e.count = c.read<uint64_t>([&] { return fmt::format("element count of array '{}'", e.key); });
-      e.offset = c.pos();
-      if (e.elem_type == ValueType::STRING) {
-        if (e.count > c.remaining() / 8)
-          fail(
-              "{}: metadata array '{}' claims {} strings at offset {}, but only {} bytes are left in the "
-              "file",
-              path, e.key, e.count, count_at, c.remaining());
-        // Validate every string length now so accessors can decode without checks.
-        for (uint64_t j = 0; j < e.count; ++j) {
-          if (c.remaining() < 8 || load<uint64_t>(c.here()) > c.remaining() - 8)
-            c.read_string([&] { return fmt::format("string #{} of array '{}'", j, e.key); });  // throws
-          c.skip(8 + load<uint64_t>(c.here()));
-        }
-      } else {
-        const size_t es = value_type_size(e.elem_type);
-        if (e.count > c.remaining() / es)
-          fail(
-              "{}: metadata array '{}' claims {} {} values at offset {}, but only {} bytes are left in the "
-              "file",
-              path, e.key, e.count, value_type_name(e.elem_type), count_at, c.remaining());
-        c.skip(e.count * es);
-      }
-    } else {
-      e.offset = c.pos();
-      const size_t es = value_type_size(e.type);
-      c.need(es, [&] { return fmt::format("value of metadata key '{}'", e.key); });
-      c.skip(es);
-    }
     entry_index_.emplace(e.key, entries_.size());
     entries_.push_back(std::move(e));
   }
@@ -303,62 +354,24 @@ void File::parse() {
   }
 
   // Tensor infos.
-  struct Pending {
-    uint64_t offset;
-    size_t info_at;
-  };
-  std::vector<Pending> pending;
-  pending.reserve(n_tensors);
+  std::vector<uint64_t> offsets;
+  offsets.reserve(n_tensors);
   tensors_.reserve(n_tensors);
   for (uint64_t i = 0; i < n_tensors; ++i) {
-    TensorView t;
     const size_t info_at = c.pos();
-    t.name = std::string(c.read_string([&] { return fmt::format("name of tensor #{}", i); }));
+    auto [t, offset] = parse_tensor_info(c, path, i, size);
     if (tensor_index_.count(t.name))
       fail("{}: duplicate tensor name '{}' at offset {}", path, t.name, info_at);
-    const size_t nd_at = c.pos();
-    const uint32_t n_dims = c.read<uint32_t>([&] { return fmt::format("n_dims of tensor '{}'", t.name); });
-    if (n_dims > kMaxDims)
-      fail("{}: tensor '{}' has {} dimensions at offset {}, at most {} are supported", path, t.name, n_dims,
-           nd_at, kMaxDims);
-    t.n_dims = static_cast<int>(n_dims);
-    for (uint32_t d = 0; d < n_dims; ++d) {
-      const size_t ne_at = c.pos();
-      const uint64_t ne =
-          c.read<uint64_t>([&] { return fmt::format("dimension {} of tensor '{}'", d, t.name); });
-      if (ne == 0 || ne > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-        fail("{}: tensor '{}' has dimension {} = {} at offset {}, expected a positive size", path, t.name, d,
-             static_cast<int64_t>(ne), ne_at);
-      t.ne[d] = static_cast<int64_t>(ne);
-    }
-    const size_t type_at = c.pos();
-    const uint32_t type = c.read<uint32_t>([&] { return fmt::format("type of tensor '{}'", t.name); });
-    const auto info = dtype_info(type);
-    if (!info) fail("{}: tensor '{}' has type id {}, unknown (at offset {})", path, t.name, type, type_at);
-    t.type = info->type;
-    if (t.ne[0] % info->block_size != 0)
-      fail("{}: tensor '{}' has row length {}, which is not a multiple of the {} block size {}", path, t.name,
-           t.ne[0], info->name, info->block_size);
-    // Size in bytes, with overflow checks (each ne <= 2^63, so do it in 128 bits).
-    unsigned __int128 nbytes = static_cast<unsigned __int128>(t.ne[0] / info->block_size) * info->type_size;
-    for (int d = 1; d < kMaxDims; ++d) {
-      nbytes *= static_cast<uint64_t>(t.ne[d]);
-      if (nbytes > size) break;  // cannot fit anyway; reported below
-    }
-    const uint64_t offset =
-        c.read<uint64_t>([&] { return fmt::format("data offset of tensor '{}'", t.name); });
-    t.nbytes = nbytes > std::numeric_limits<size_t>::max() ? std::numeric_limits<size_t>::max()
-                                                           : static_cast<size_t>(nbytes);
     tensor_index_.emplace(t.name, tensors_.size());
     tensors_.push_back(std::move(t));
-    pending.push_back({offset, info_at});
+    offsets.push_back(offset);
   }
 
   const size_t end_of_infos = c.pos();
   data_offset_ = (end_of_infos + alignment_ - 1) / alignment_ * alignment_;
   for (size_t i = 0; i < tensors_.size(); ++i) {
     TensorView& t = tensors_[i];
-    const uint64_t off = pending[i].offset;
+    const uint64_t off = offsets[i];
     if (off % alignment_ != 0)
       fail("{}: tensor '{}' has data offset {}, which is not a multiple of the alignment {}", path, t.name,
            off, alignment_);
