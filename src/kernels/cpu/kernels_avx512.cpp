@@ -288,7 +288,7 @@ struct RowQ4K {
       const __m512i m4 = _mm512_set1_epi8(0x0F), zero = _mm512_setzero_si512();
       // Lane selectors: chunk c covers sub-blocks 2c (lanes 0-7) and 2c+1 (lanes 8-15).
       __m512i sel[4];
-      for (int c = 0; c < 4; ++c) sel[c] = two_halves(_mm256_set1_epi32(2 * c), _mm256_set1_epi32(2 * c + 1));
+      for (int c = 0; c < 4; ++c) sel[c] = two_halves(_mm256_set1_epi16(2 * c), _mm256_set1_epi16(2 * c + 1));
       const __m128i dup2 = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
       for (int64_t b = 0; b < n / 256; ++b) {
         const uint8_t *scales, *qs;
@@ -304,7 +304,8 @@ struct RowQ4K {
         }
         uint64_t sc8, mn8;
         k4_scales_mins(scales, sc8, mn8);
-        const __m512i sc32 = _mm512_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(sc8)));
+        const __m512i sc16 =
+            _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(sc8))));
         const __m256i mins =
             _mm256_cvtepu8_epi16(_mm_shuffle_epi8(_mm_cvtsi64_si128(static_cast<int64_t>(mn8)), dup2));
         __m512i q[4], scv[4];
@@ -316,15 +317,16 @@ struct RowQ4K {
                                             _mm256_set1_epi8(static_cast<char>(2 << (2 * c))));
             q[c] = _mm512_mask_add_epi8(q[c], _mm512_test_epi8_mask(qh2, bits), q[c], _mm512_set1_epi8(16));
           }
-          scv[c] = _mm512_permutexvar_epi32(sel[c], sc32);
+          scv[c] = _mm512_permutexvar_epi16(sel[c], sc16);
         }
         const float d = h2f(dh), dmin = h2f(dminh);
         for (int t = 0; t < NT; ++t) {
           const BlockQ8_K& ab = a[t][b];
           __m512i s = zero;
           for (int c = 0; c < 4; ++c) {
-            const __m512i p = _mm512_dpbusd_epi32(zero, q[c], _mm512_loadu_si512(ab.qs + 64 * c));
-            s = _mm512_add_epi32(s, _mm512_mullo_epi32(p, scv[c]));
+            // u8 x s8 pairs -> i16 (at most 2*31*127, no saturation), then i16 x scale pairs -> i32.
+            s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(q[c], _mm512_loadu_si512(ab.qs + 64 * c)),
+                                    scv[c]);
           }
           acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(d * ab.d), acc[t]);
           const __m256i ms =
@@ -347,6 +349,13 @@ struct RowQ6K {
       a[t] = reinterpret_cast<const BlockQ8_K*>(act + t * stride);
     }
     const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30), zero = _mm512_setzero_si512();
+    // i16 lane selectors: chunk c (64 levels) covers sub-blocks 4c..4c+3, 8 i16 lanes each.
+    __m512i sel[4];
+    for (int c = 0; c < 4; ++c) {
+      alignas(64) int16_t idx[32];
+      for (int l = 0; l < 32; ++l) idx[l] = static_cast<int16_t>(4 * c + l / 8);
+      sel[c] = _mm512_load_si512(idx);
+    }
     for (int64_t b = 0; b < n / 256; ++b) {
       const auto& wb = reinterpret_cast<const BlockQ6_K*>(w)[b];
       __m512i q[4], scv[4];
@@ -362,20 +371,15 @@ struct RowQ6K {
         q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), hB);
       }
       const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales));
-      for (int c = 0; c < 4; ++c) {
-        const char k = static_cast<char>(4 * c);
-        const __m128i idx = _mm_setr_epi8(k, k, k, k, k + 1, k + 1, k + 1, k + 1, k + 2, k + 2, k + 2, k + 2,
-                                          k + 3, k + 3, k + 3, k + 3);
-        scv[c] = _mm512_cvtepi8_epi32(_mm_shuffle_epi8(sc8, idx));
-      }
       const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+      for (int c = 0; c < 4; ++c) scv[c] = _mm512_permutexvar_epi16(sel[c], _mm512_castsi256_si512(sc16));
       const float d = h2f(wb.d);
       for (int t = 0; t < NT; ++t) {
         const BlockQ8_K& ab = a[t][b];
         __m512i s = zero;
         for (int c = 0; c < 4; ++c) {
-          const __m512i p = _mm512_dpbusd_epi32(zero, q[c], _mm512_loadu_si512(ab.qs + 64 * c));
-          s = _mm512_add_epi32(s, _mm512_mullo_epi32(p, scv[c]));
+          // At most 2*63*127 per i16 pair: no saturation.
+          s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(q[c], _mm512_loadu_si512(ab.qs + 64 * c)), scv[c]);
         }
         // Levels are stored +32: subtract 32 * sum_k sc[k] * bsums[k].
         const __m256i off =
