@@ -2,16 +2,15 @@
 
 #include <cmath>
 #include <cstring>
-#include <deque>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <regex>
 
-#include "core/fp16.h"
 #include "ferrum/error.h"
 #include "formats/gguf_writer.h"
 #include "formats/hf_config.h"
+#include "formats/hf_tensor_sink.h"
 #include "formats/hf_tokenizer_meta.h"
 #include "formats/safetensors.h"
 
@@ -189,12 +188,6 @@ void permute_rows(const uint8_t* src, uint8_t* dst, int64_t n_head, int64_t d, s
                     row_bytes);
 }
 
-std::string dir_name(const std::string& dir) {
-  fs::path p = fs::path(dir).lexically_normal();
-  if (p.filename().empty()) p = p.parent_path();  // "a/b/" -> "a/b"
-  return p.filename().string();
-}
-
 }  // namespace
 
 void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf, const HfConvertOptions& opt) {
@@ -207,16 +200,7 @@ void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf, 
         !gguf_name(name, st.source()).empty())  // dropped buffers (inv_freq) may have any dtype
       fail("{}: tensor '{}' has dtype {}; only F32, F16 and BF16 can be converted", st.source(), name, dtype);
 
-  std::deque<std::vector<uint8_t>> owned;  // converted copies, alive until write()
-  struct Out {
-    std::string name;
-    DType type;
-    std::vector<int64_t> ne;
-    const void* data;
-    size_t nbytes;
-  };
-  std::vector<Out> outs;
-  bool any_f16 = false, any_bf16 = false;
+  hfconv::TensorSink sink;
 
   // Expert matrices are stacked per layer and kind into one 3-D tensor {cols, rows, n_expert}.
   std::map<std::pair<int64_t, std::string>, std::vector<const TensorView*>> experts;
@@ -241,40 +225,22 @@ void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf, 
         fail("{}: tensor '{}' is for layer {}, but num_hidden_layers is {}", st.source(), t.name, layer,
              hp.n_layer);
     }
-    Out o{g, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + std::max(t.n_dims, 1)), t.data,
-          t.nbytes};
     const bool is_q = g.find(".attn_q.") != std::string::npos, is_k = g.find(".attn_k.") != std::string::npos;
+    const void* data = t.data;
     if (hp.permute_qk && (is_q || is_k)) {
       const int64_t heads = is_q ? hp.n_head : hp.n_head_kv;
       const int64_t rows = t.n_dims == 1 ? t.ne[0] : t.rows();
       if (rows != heads * hp.head_dim || t.n_dims > 2)
         fail("{}: tensor '{}' has shape {} ({} rows), expected {} rows ({} heads x head_dim {})", st.source(),
              t.name, t.shape_string(), rows, heads * hp.head_dim, heads, hp.head_dim);
-      const size_t row_bytes = t.nbytes / static_cast<size_t>(rows);
-      auto& buf = owned.emplace_back(t.nbytes);
-      permute_rows(t.data, buf.data(), heads, hp.head_dim, row_bytes);
-      o.data = buf.data();
+      uint8_t* buf = sink.alloc(t.nbytes);
+      permute_rows(t.data, buf, heads, hp.head_dim, t.nbytes / static_cast<size_t>(rows));
+      data = buf;
     }
     // Norms, biases and the MoE router are stored as F32 (as llama.cpp's converter does).
     const bool force_f32 = t.n_dims <= 1 || g.ends_with("ffn_gate_inp.weight");
-    if (force_f32 && t.type != DType::F32) {
-      auto& buf = owned.emplace_back(static_cast<size_t>(t.n_elements()) * 4);
-      const auto* src = static_cast<const uint16_t*>(o.data);
-      float* dst = reinterpret_cast<float*>(buf.data());
-      for (int64_t i = 0; i < t.n_elements(); ++i) {
-        uint16_t v;
-        std::memcpy(&v, src + i, 2);
-        dst[i] = t.type == DType::F16 ? f16_to_f32(v) : bf16_to_f32(v);
-      }
-      o.type = DType::F32;
-      o.data = buf.data();
-      o.nbytes = buf.size();
-    }
-    if (!force_f32) {
-      any_f16 |= t.type == DType::F16;
-      any_bf16 |= t.type == DType::BF16;
-    }
-    outs.push_back(std::move(o));
+    sink.add(g, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + std::max(t.n_dims, 1)), data,
+             t.nbytes, force_f32);
   }
 
   for (const auto& [key, list] : experts) {
@@ -289,23 +255,17 @@ void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf, 
              dtype_name(list[e]->type), list[e]->shape_string(), dtype_name(first->type),
              first->shape_string());
     }
-    auto& buf = owned.emplace_back(first->nbytes * list.size());
+    uint8_t* buf = sink.alloc(first->nbytes * list.size());
     for (size_t e = 0; e < list.size(); ++e)
-      std::memcpy(buf.data() + e * first->nbytes, list[e]->data, first->nbytes);
-    any_f16 |= first->type == DType::F16;
-    any_bf16 |= first->type == DType::BF16;
-    outs.push_back({fmt::format("blk.{}.ffn_{}_exps.weight", layer, kind),
-                    first->type,
-                    {first->ne[0], first->ne[1], static_cast<int64_t>(list.size())},
-                    buf.data(),
-                    buf.size()});
+      std::memcpy(buf + e * first->nbytes, list[e]->data, first->nbytes);
+    sink.add(fmt::format("blk.{}.ffn_{}_exps.weight", layer, kind), first->type,
+             {first->ne[0], first->ne[1], static_cast<int64_t>(list.size())}, buf,
+             first->nbytes * list.size());
   }
 
   for (const char* need : {"token_embd.weight", "output_norm.weight"})
-    if (std::none_of(outs.begin(), outs.end(), [&](const Out& o) { return o.name == need; }))
-      fail("{}: no tensor maps to '{}'", st.source(), need);
-  const auto& emb =
-      *std::find_if(outs.begin(), outs.end(), [](const Out& o) { return o.name == "token_embd.weight"; });
+    if (!sink.find(need)) fail("{}: no tensor maps to '{}'", st.source(), need);
+  const auto& emb = *sink.find("token_embd.weight");
   if (emb.ne.size() != 2 || emb.ne[0] != hp.n_embd)
     fail("{}: model.embed_tokens.weight has {} columns, but hidden_size is {}", st.source(), emb.ne[0],
          hp.n_embd);
@@ -316,25 +276,21 @@ void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf, 
     const std::string type = rs->value("rope_type", rs->value("type", ""));
     if (type == "llama3") {
       rope_freqs = llama3_rope_freqs(*rs, hp.rope_theta, hp.head_dim, cfg.path());
-      outs.push_back({"rope_freqs.weight",
-                      DType::F32,
-                      {static_cast<int64_t>(rope_freqs.size())},
-                      rope_freqs.data(),
-                      rope_freqs.size() * 4});
+      sink.add("rope_freqs.weight", DType::F32, {static_cast<int64_t>(rope_freqs.size())}, rope_freqs.data(),
+               rope_freqs.size() * 4);
     } else if (!type.empty() && type != "default") {
       fail("{}: rope_scaling type '{}' is not supported (only llama3)", cfg.path(), type);
     }
   }
-  std::stable_sort(outs.begin(), outs.end(),
-                   [](const Out& a, const Out& b) { return order_key(a.name) < order_key(b.name); });
+  sink.sort(order_key);
 
   gguf::Writer w;
   const std::string A = hp.arch;
   w.set_string("general.architecture", A);
   w.set_string("general.type", "model");
-  w.set_string("general.name", !opt.name.empty() ? opt.name : dir_name(hf_dir));
+  w.set_string("general.name", !opt.name.empty() ? opt.name : hfconv::dir_name(hf_dir));
   // llama.cpp file types: 0 all F32, 1 mostly F16, 32 mostly BF16.
-  w.set_u32("general.file_type", any_bf16 ? 32 : any_f16 ? 1 : 0);
+  w.set_u32("general.file_type", sink.file_type());
   w.set_u32(A + ".vocab_size", static_cast<uint32_t>(hp.n_vocab));
   w.set_u32(A + ".context_length", static_cast<uint32_t>(hp.n_ctx));
   w.set_u32(A + ".embedding_length", static_cast<uint32_t>(hp.n_embd));
@@ -363,7 +319,7 @@ void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf, 
   }
   if (opt.tokenizer) hf::add_tokenizer_metadata(w, hf_dir, cfg, n_vocab);
 
-  for (const auto& o : outs) w.add_tensor(o.name, o.type, o.ne, o.data, o.nbytes);
+  sink.add_to(w);
   w.write(out_gguf);
 }
 

@@ -1,0 +1,69 @@
+#include "formats/hf_tensor_sink.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include "core/fp16.h"
+#include "ferrum/error.h"
+
+namespace ferrum::hfconv {
+
+uint8_t* TensorSink::alloc(size_t nbytes) {
+  return owned_.emplace_back(nbytes).data();
+}
+
+void TensorSink::add(std::string name, DType type, std::vector<int64_t> ne, const void* data, size_t nbytes,
+                     bool force_f32) {
+  if (force_f32 && type != DType::F32) {
+    if (type != DType::F16 && type != DType::BF16)
+      fail("tensor '{}': cannot convert {} to F32", name, dtype_name(type));
+    const size_t n = nbytes / 2;
+    float* dst = reinterpret_cast<float*>(alloc(n * 4));
+    const auto* src = static_cast<const uint8_t*>(data);
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t v;
+      std::memcpy(&v, src + 2 * i, 2);  // safetensors data need not be aligned
+      dst[i] = type == DType::F16 ? f16_to_f32(v) : bf16_to_f32(v);
+    }
+    outs_.push_back({std::move(name), DType::F32, std::move(ne), dst, n * 4});
+    return;
+  }
+  if (!force_f32) {
+    any_f16_ |= type == DType::F16;
+    any_bf16_ |= type == DType::BF16;
+  }
+  outs_.push_back({std::move(name), type, std::move(ne), data, nbytes});
+}
+
+void TensorSink::add(std::string name, const TensorView& t, bool force_f32) {
+  add(std::move(name), t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + std::max(t.n_dims, 1)),
+      t.data, t.nbytes, force_f32);
+}
+
+const OutTensor* TensorSink::find(std::string_view name) const {
+  for (const auto& o : outs_)
+    if (o.name == name) return &o;
+  return nullptr;
+}
+
+void TensorSink::sort(const std::function<int(const std::string&)>& key) {
+  std::stable_sort(outs_.begin(), outs_.end(),
+                   [&](const OutTensor& a, const OutTensor& b) { return key(a.name) < key(b.name); });
+}
+
+uint32_t TensorSink::file_type() const {
+  return any_bf16_ ? 32 : any_f16_ ? 1 : 0;
+}
+
+void TensorSink::add_to(gguf::Writer& w) const {
+  for (const auto& o : outs_) w.add_tensor(o.name, o.type, o.ne, o.data, o.nbytes);
+}
+
+std::string dir_name(const std::string& dir) {
+  std::filesystem::path p = std::filesystem::path(dir).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();  // "a/b/" -> "a/b"
+  return p.filename().string();
+}
+
+}  // namespace ferrum::hfconv
