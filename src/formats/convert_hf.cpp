@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "ferrum/error.h"
+#include "formats/convert_hf_bert.h"
 #include "formats/gguf_writer.h"
 #include "formats/hf_config.h"
 #include "formats/hf_tensor_sink.h"
@@ -44,8 +45,10 @@ Hparams read_hparams(const hf::Config& c) {
       fail("{}: bad MoE config: num_experts {}, num_experts_per_tok {}, moe_intermediate_size {}", c.path(),
            h.n_expert, h.n_expert_used, h.n_ff_exp);
   } else {
-    fail("{}: architecture '{}' cannot be converted (supported: llama, mistral, qwen2, qwen3, qwen3_moe)",
-         c.path(), a);
+    fail(
+        "{}: architecture '{}' cannot be converted (supported: llama, mistral, qwen2, qwen3, qwen3_moe, "
+        "bert)",
+        c.path(), a);
   }
   h.n_vocab = c.get_int("vocab_size");
   h.n_embd = c.get_int("hidden_size");
@@ -192,6 +195,7 @@ void permute_rows(const uint8_t* src, uint8_t* dst, int64_t n_head, int64_t d, s
 
 void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf, const HfConvertOptions& opt) {
   const hf::Config cfg = hf::Config::load(hf_dir);
+  if (cfg.architecture() == "bert") return hfconv::convert_bert(cfg, hf_dir, out_gguf, opt);
   const Hparams hp = read_hparams(cfg);
   const auto st = safetensors::Tensors::open_dir(hf_dir);
   const bool tied = cfg.find_bool("tie_word_embeddings").value_or(false);

@@ -1,6 +1,7 @@
 // Hugging Face model directory (config.json + safetensors) -> GGUF for the decoder families
 // llama, mistral (written as arch "llama"), qwen2, qwen3 and qwen3_moe (arch "qwen3moe": per-expert
-// matrices stacked into ffn_{gate,up,down}_exps, router as ffn_gate_inp). Tensor dtypes are kept
+// matrices stacked into ffn_{gate,up,down}_exps, router as ffn_gate_inp), and bert (see
+// convert_hf_bert.h). Tensor dtypes are kept
 // (F32/F16/BF16), except 1-D tensors (norms, biases) and the MoE router, written as F32 like llama.cpp does.
 // For llama/mistral the Q/K rows are permuted per head from HF rotate-half order to GGUF's
 // adjacent-pair RoPE order. Llama-3 rope_scaling becomes a rope_freqs.weight tensor.

@@ -354,10 +354,10 @@ TEST(ConvertHf, Errors) {
     EXPECT_NE(e.find("tensor 'model.layers.0.input_layernorm.weight' has dtype F64"), std::string::npos) << e;
   }
   {
-    Synth s = small_model("bert");
+    Synth s = small_model("gemma");
     s.write();
     const std::string e = error_of([&] { convert_hf_to_gguf(s.dir, s.dir + "/o.gguf"); });
-    EXPECT_NE(e.find("architecture 'bert' cannot be converted"), std::string::npos) << e;
+    EXPECT_NE(e.find("architecture 'gemma' cannot be converted"), std::string::npos) << e;
   }
   {
     Synth s = small_model("llama");
@@ -384,6 +384,100 @@ TEST(ConvertHf, Errors) {
     EXPECT_NE(e.find("rope_scaling type 'yarn' is not supported"), std::string::npos) << e;
   }
   EXPECT_FALSE(fs::exists(test::temp_dir() + "/o.gguf"));
+}
+
+}  // namespace
+}  // namespace ferrum
+
+namespace ferrum {
+namespace {
+
+TEST(ConvertHf, BertLayoutVocabAndPooling) {
+  Synth s;
+  const int64_t embd = 8, ff = 16, vocab = 8;
+  s.config = {{"architectures", {"BertModel"}},
+              {"model_type", "bert"},
+              {"hidden_size", embd},
+              {"intermediate_size", ff},
+              {"num_hidden_layers", 1},
+              {"num_attention_heads", 2},
+              {"vocab_size", vocab},
+              {"max_position_embeddings", 16},
+              {"type_vocab_size", 2},
+              {"layer_norm_eps", 1e-12}};
+  for (const char* n : {"embeddings.LayerNorm.bias", "embeddings.LayerNorm.weight"}) s.add(n, {embd}, true);
+  s.add("embeddings.position_embeddings.weight", {16, embd}, true);
+  s.add("embeddings.token_type_embeddings.weight", {2, embd}, true);
+  s.add("embeddings.word_embeddings.weight", {vocab, embd}, true);
+  for (const char* m :
+       {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"}) {
+    s.add(fmt::format("encoder.layer.0.{}.weight", m), {embd, embd}, true);
+    s.add(fmt::format("encoder.layer.0.{}.bias", m), {embd}, true);
+  }
+  for (const char* m : {"attention.output.LayerNorm", "output.LayerNorm"}) {
+    s.add(fmt::format("encoder.layer.0.{}.weight", m), {embd}, true);
+    s.add(fmt::format("encoder.layer.0.{}.bias", m), {embd}, true);
+  }
+  s.add("encoder.layer.0.intermediate.dense.weight", {ff, embd}, true);
+  s.add("encoder.layer.0.intermediate.dense.bias", {ff}, true);
+  s.add("encoder.layer.0.output.dense.weight", {embd, ff}, true);
+  s.add("encoder.layer.0.output.dense.bias", {embd}, true);
+  s.add("pooler.dense.weight", {embd, embd}, true);                                          // dropped
+  s.tensors.push_back({"embeddings.position_ids", "I64", {16}, std::string(16 * 8, '\0')});  // skipped
+  s.write();
+  std::ofstream(s.dir + "/vocab.txt") << "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n##ing\nplay\n";
+  std::ofstream(s.dir + "/modules.json")
+      << R"([{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},
+             {"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"}])";
+  fs::create_directories(s.dir + "/1_Pooling");
+  std::ofstream(s.dir + "/1_Pooling/config.json") << R"({"pooling_mode_cls_token": true})";
+
+  const std::string out = s.dir + "/out.gguf";
+  convert_hf_to_gguf(s.dir, out);
+  const auto f = gguf::File::open(out);
+  EXPECT_EQ(f->get_string("general.architecture"), "bert");
+  EXPECT_EQ(f->get_uint("general.file_type"), 32u);
+  EXPECT_EQ(f->get_uint("bert.attention.head_count"), 2u);
+  EXPECT_FALSE(f->get_bool("bert.attention.causal"));
+  EXPECT_EQ(f->get_uint("bert.pooling_type"), 2u);  // CLS
+  EXPECT_FLOAT_EQ(static_cast<float>(f->get_float("bert.attention.layer_norm_epsilon")), 1e-12f);
+  EXPECT_EQ(f->get_uint("tokenizer.ggml.token_type_count"), 2u);
+  EXPECT_EQ(f->get_string("tokenizer.ggml.model"), "bert");
+  EXPECT_EQ(f->get_string_array("tokenizer.ggml.tokens"),
+            (std::vector<std::string>{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "\xe2\x96\x81the", "ing",
+                                      "\xe2\x96\x81play"}));
+  EXPECT_EQ(f->get_int_array("tokenizer.ggml.token_type"), (std::vector<int64_t>{3, 3, 3, 3, 3, 1, 1, 1}));
+  EXPECT_EQ(f->get_uint("tokenizer.ggml.bos_token_id"), 2u);
+  EXPECT_EQ(f->get_uint("tokenizer.ggml.cls_token_id"), 2u);
+  EXPECT_EQ(f->get_uint("tokenizer.ggml.seperator_token_id"), 3u);
+  EXPECT_EQ(f->get_uint("tokenizer.ggml.unknown_token_id"), 1u);
+  EXPECT_EQ(f->get_uint("tokenizer.ggml.padding_token_id"), 0u);
+  EXPECT_EQ(f->get_uint("tokenizer.ggml.mask_token_id"), 4u);
+
+  std::vector<std::string> names;
+  for (const auto& t : f->tensors()) names.push_back(t.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"token_embd.weight",           "token_types.weight",
+                                             "position_embd.weight",        "token_embd_norm.weight",
+                                             "token_embd_norm.bias",        "blk.0.attn_q.weight",
+                                             "blk.0.attn_q.bias",           "blk.0.attn_k.weight",
+                                             "blk.0.attn_k.bias",           "blk.0.attn_v.weight",
+                                             "blk.0.attn_v.bias",           "blk.0.attn_output.weight",
+                                             "blk.0.attn_output.bias",      "blk.0.attn_output_norm.weight",
+                                             "blk.0.attn_output_norm.bias", "blk.0.ffn_up.weight",
+                                             "blk.0.ffn_up.bias",           "blk.0.ffn_down.weight",
+                                             "blk.0.ffn_down.bias",         "blk.0.layer_output_norm.weight",
+                                             "blk.0.layer_output_norm.bias"}));
+  EXPECT_EQ(f->tensor("token_embd.weight").type, DType::BF16);
+  EXPECT_EQ(f->tensor("position_embd.weight").type, DType::F32);  // llama.cpp keeps it F32
+  EXPECT_EQ(f->tensor("token_types.weight").type, DType::F32);
+  EXPECT_EQ(f->tensor("blk.0.ffn_up.weight").ne, (std::array<int64_t, 4>{8, 16, 1, 1}));
+  const auto& src = find(s, "encoder.layer.0.attention.self.key.weight");
+  EXPECT_EQ(0, std::memcmp(f->tensor("blk.0.attn_k.weight").data, src.bytes.data(), src.bytes.size()));
+
+  // Vocabulary size must match the embedding.
+  std::ofstream(s.dir + "/vocab.txt") << "[PAD]\n[UNK]\n";
+  const std::string e = error_of([&] { convert_hf_to_gguf(s.dir, out); });
+  EXPECT_NE(e.find("the vocabulary has 2 tokens, but word_embeddings has 8 rows"), std::string::npos) << e;
 }
 
 }  // namespace
