@@ -1,0 +1,49 @@
+// Hyper-parameters of a model, independent of the file format it came from.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ferrum {
+
+enum class Arch { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe, Bert };
+
+const char* arch_name(Arch a);
+
+struct ModelConfig {
+  Arch arch = Arch::Llama;
+  std::string name;  // general.name or directory name
+  int n_layer = 0;
+  int n_embd = 0;
+  int n_head = 0;
+  int n_head_kv = 0;
+  int head_dim = 0;
+  int n_ff = 0;
+  int n_vocab = 0;
+  int n_ctx_train = 0;
+  float norm_eps = 1e-5f;
+
+  // RoPE
+  float rope_theta = 10000.0f;
+  float rope_freq_scale = 1.0f;             // linear scaling: angle *= freq_scale
+  std::vector<float> rope_freq_factors;     // Llama-3 scaling: angle /= factor[i] (empty = none)
+  bool rope_interleaved = true;             // adjacent pairs (GGUF llama) vs rotate-half (HF, qwen)
+  int n_rot = 0;                            // dims rotated per head (= head_dim)
+
+  int sliding_window = 0;  // Mistral; 0 = none
+  bool qkv_bias = false;   // Qwen2
+  bool qk_norm = false;    // Qwen3
+  bool tied_embeddings = false;
+
+  // Mixture of experts (Qwen3-MoE)
+  int n_expert = 0;
+  int n_expert_used = 0;
+  int n_ff_expert = 0;
+  bool norm_topk_prob = false;
+
+  int q_dim() const { return n_head * head_dim; }
+  int kv_dim() const { return n_head_kv * head_dim; }
+};
+
+}  // namespace ferrum

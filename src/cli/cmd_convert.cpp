@@ -1,0 +1,54 @@
+// `ferrum convert` (llama2.c checkpoint or Hugging Face directory -> GGUF) and `ferrum quantize`.
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "engine/loader.h"
+#include "ferrum/error.h"
+#include "formats/convert_hf.h"
+#include "formats/convert_llama2c.h"
+#include "models/quantize.h"
+#include "models/registry.h"
+
+namespace ferrum::cli {
+
+Runner add_convert(CLI::App& app) {
+  struct Flags {
+    std::string in, out, tokenizer;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* sub = app.add_subcommand("convert", "convert a llama2.c checkpoint or a Hugging Face directory to GGUF");
+  sub->add_option("input", f->in, "llama2.c checkpoint (.bin) or Hugging Face model directory")->required();
+  sub->add_option("output", f->out, "output GGUF file")->required();
+  sub->add_option("--tokenizer", f->tokenizer, "llama2.c tokenizer.bin (default: beside the checkpoint)");
+  return [f] {
+    const ModelFormat fmt = detect_format(f->in);
+    if (fmt == ModelFormat::Gguf) fail("{}: is already a GGUF file (use `ferrum quantize` to change its type)", f->in);
+    if (fmt == ModelFormat::Llama2c) {
+      convert_llama2c_to_gguf(f->in, llama2c_tokenizer_path(f->in, f->tokenizer), f->out);
+    } else {
+      convert_hf_to_gguf(f->in, f->out);
+    }
+    std::fprintf(stderr, "wrote %s\n", f->out.c_str());
+    return 0;
+  };
+}
+
+Runner add_quantize(CLI::App& app) {
+  struct Flags {
+    std::string in, out, type;
+    int threads = 0;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* sub = app.add_subcommand("quantize", "rewrite a GGUF model with its weights in another type");
+  sub->add_option("input", f->in, "input GGUF")->required();
+  sub->add_option("output", f->out, "output GGUF")->required();
+  sub->add_option("type", f->type, "Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_M, Q5_K_M, F16, BF16, F32")->required();
+  sub->add_option("-t,--threads", f->threads, "worker threads");
+  return [f] {
+    const int n = quantize_model(f->in, f->out, f->type, f->threads);
+    std::fprintf(stderr, "wrote %s (%d tensors converted)\n", f->out.c_str(), n);
+    return 0;
+  };
+}
+
+}  // namespace ferrum::cli

@@ -1,0 +1,102 @@
+// `ferrum info`: architecture, shapes, tensor types and memory of a model.
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "engine/loader.h"
+#include "ferrum/error.h"
+
+namespace ferrum::cli {
+namespace {
+
+nlohmann::json describe(const ModelFiles& m) {
+  const ModelConfig& c = m.config;
+  nlohmann::json j;
+  j["format"] = format_name(m.format);
+  j["architecture"] = arch_name(c.arch);
+  j["name"] = c.name;
+  j["n_layer"] = c.n_layer;
+  j["n_embd"] = c.n_embd;
+  j["n_head"] = c.n_head;
+  j["n_head_kv"] = c.n_head_kv;
+  j["head_dim"] = c.head_dim;
+  j["n_ff"] = c.n_ff;
+  j["n_vocab"] = c.n_vocab;
+  j["context_length"] = c.n_ctx_train;
+  j["rope"] = {{"theta", c.rope_theta},
+               {"layout", c.rope_interleaved ? "interleaved" : "rotate-half"},
+               {"freq_scale", c.rope_freq_scale},
+               {"llama3_freq_factors", !c.rope_freq_factors.empty() || m.weights.find("rope_freqs.weight")}};
+  j["norm_eps"] = c.norm_eps;
+  if (c.sliding_window) j["sliding_window"] = c.sliding_window;
+  j["qkv_bias"] = c.qkv_bias;
+  j["qk_norm"] = c.qk_norm;
+  j["tied_embeddings"] = c.tied_embeddings;
+  if (c.n_expert) j["experts"] = {{"count", c.n_expert}, {"used", c.n_expert_used}, {"ffn", c.n_ff_expert}};
+  std::map<std::string, std::pair<int, size_t>> types;
+  int64_t params = 0;
+  for (const auto& [name, t] : m.weights.all()) {
+    auto& e = types[dtype_name(t.type)];
+    e.first++;
+    e.second += t.nbytes;
+    params += t.n_elements();
+  }
+  for (const auto& [name, e] : types) j["tensor_types"][name] = {{"tensors", e.first}, {"bytes", e.second}};
+  j["n_params"] = params;
+  j["weight_bytes"] = m.weights.total_bytes();
+  // F32 KV cache per token: K and V for every layer.
+  j["kv_bytes_per_token_f32"] = static_cast<int64_t>(2) * c.n_layer * c.kv_dim() * 4;
+  return j;
+}
+
+}  // namespace
+
+Runner add_info(CLI::App& app) {
+  struct Flags {
+    std::string model, tokenizer;
+    bool json = false, tensors = false, metadata = false;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* sub = app.add_subcommand("info", "show a model's architecture, shapes, tensor types and memory");
+  sub->add_option("model", f->model, "GGUF file, Hugging Face directory, or llama2.c checkpoint")->required();
+  sub->add_option("--tokenizer", f->tokenizer, "llama2.c tokenizer.bin");
+  sub->add_flag("--json", f->json, "print JSON");
+  sub->add_flag("--tensors", f->tensors, "list every tensor");
+  sub->add_flag("--metadata", f->metadata, "include GGUF metadata");
+  return [f] {
+    ModelFiles m = open_model_files(f->model, f->tokenizer);
+    nlohmann::json j = describe(m);
+    if (f->tensors) {
+      for (const auto& [name, t] : m.weights.all())
+        j["tensors"].push_back({{"name", name}, {"type", dtype_name(t.type)}, {"shape", t.shape_string()}, {"bytes", t.nbytes}});
+    }
+    if (f->metadata && m.gguf) j["metadata"] = m.gguf->metadata_json();
+    if (f->json) {
+      std::printf("%s\n", j.dump(2).c_str());
+      return 0;
+    }
+    std::printf("model:        %s (%s)\n", f->model.c_str(), j["format"].get<std::string>().c_str());
+    std::printf("architecture: %s  name: %s\n", j["architecture"].get<std::string>().c_str(), j["name"].get<std::string>().c_str());
+    const ModelConfig& c = m.config;
+    std::printf("layers %d, hidden %d, heads %d (kv %d, head dim %d), ffn %d, vocab %d, context %d\n", c.n_layer, c.n_embd,
+                c.n_head, c.n_head_kv, c.head_dim, c.n_ff, c.n_vocab, c.n_ctx_train);
+    std::printf("rope: theta %g, %s%s%s\n", c.rope_theta, c.rope_interleaved ? "interleaved pairs" : "rotate-half",
+                j["rope"]["llama3_freq_factors"].get<bool>() ? ", llama3 frequency factors" : "",
+                c.rope_freq_scale != 1.0f ? fmt::format(", linear scale {}", c.rope_freq_scale).c_str() : "");
+    if (c.n_expert) std::printf("experts: %d, %d used per token, expert ffn %d\n", c.n_expert, c.n_expert_used, c.n_ff_expert);
+    if (c.sliding_window) std::printf("sliding window: %d\n", c.sliding_window);
+    std::printf("parameters: %lld, weights %.2f MiB\n", static_cast<long long>(j["n_params"].get<int64_t>()),
+                m.weights.total_bytes() / 1048576.0);
+    for (const auto& [type, e] : j["tensor_types"].items())
+      std::printf("  %-5s %4d tensors %10.2f MiB\n", type.c_str(), e["tensors"].get<int>(), e["bytes"].get<size_t>() / 1048576.0);
+    std::printf("KV cache (F32): %lld bytes per token\n", static_cast<long long>(j["kv_bytes_per_token_f32"].get<int64_t>()));
+    if (f->tensors)
+      for (const auto& t : j["tensors"])
+        std::printf("  %-40s %-5s %s\n", t["name"].get<std::string>().c_str(), t["type"].get<std::string>().c_str(),
+                    t["shape"].get<std::string>().c_str());
+    return 0;
+  };
+}
+
+}  // namespace ferrum::cli

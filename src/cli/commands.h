@@ -1,0 +1,34 @@
+// Sub-commands of the `ferrum` binary. Each registers its flags on a CLI11 sub-app and returns a
+// runner that is called after parsing.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+#include "ferrum/model.h"
+
+namespace ferrum::cli {
+
+using Runner = std::function<int()>;
+
+// Flags shared by every command that loads a model.
+struct ModelFlags {
+  std::string model;
+  std::string tokenizer;  // llama2.c only
+  int threads = 0;
+  std::string precision = "fast";
+  int64_t kv_capacity = 0;
+  void add(CLI::App* app, bool model_optional);
+  ModelOptions options() const;
+  // The model path, or the bundled default model when none was given.
+  std::string model_path() const;
+};
+
+Runner add_run(CLI::App& app);
+Runner add_eval(CLI::App& app);
+Runner add_info(CLI::App& app);
+Runner add_convert(CLI::App& app);
+Runner add_quantize(CLI::App& app);
+
+}  // namespace ferrum::cli

@@ -1,0 +1,34 @@
+#include "cli/commands.h"
+#include "ferrum/error.h"
+
+namespace ferrum::cli {
+
+void ModelFlags::add(CLI::App* app, bool model_optional) {
+  auto* opt = app->add_option("model", model,
+                              "GGUF file, Hugging Face directory, or llama2.c checkpoint" +
+                                  std::string(model_optional ? " (default: the bundled stories260K model)" : ""));
+  if (!model_optional) opt->required();
+  app->add_option("--tokenizer", tokenizer, "llama2.c tokenizer.bin (default: beside the checkpoint)");
+  app->add_option("-t,--threads", threads, "worker threads (default: all cores)");
+  app->add_option("--precision", precision, "matmul activations: 'fast' (quantized like llama.cpp) or 'exact' (F32)")
+      ->check(CLI::IsMember({"fast", "exact"}));
+  app->add_option("--kv-capacity", kv_capacity, "KV cache tokens per sequence (default: min(context, 4096))");
+}
+
+ModelOptions ModelFlags::options() const {
+  ModelOptions o;
+  o.n_threads = threads;
+  o.precision = precision == "exact" ? Precision::Exact : Precision::Fast;
+  o.kv_capacity = kv_capacity;
+  return o;
+}
+
+std::string ModelFlags::model_path() const {
+#ifdef FERRUM_DEFAULT_MODEL
+  if (model.empty()) return FERRUM_DEFAULT_MODEL;
+#endif
+  if (model.empty()) fail("no model given");
+  return model;
+}
+
+}  // namespace ferrum::cli

@@ -1,0 +1,69 @@
+#include "engine/loader.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "ferrum/error.h"
+#include "formats/convert_llama2c.h"
+
+namespace fs = std::filesystem;
+
+namespace ferrum {
+
+std::string llama2c_tokenizer_path(const std::string& checkpoint, const std::string& explicit_path) {
+  if (!explicit_path.empty()) return explicit_path;
+  const fs::path dir = fs::path(checkpoint).parent_path();
+  for (const char* name : {"tokenizer.bin", "tok512.bin", "tok32000.bin"}) {
+    fs::path p = dir / name;
+    if (fs::exists(p)) return p.string();
+  }
+  fail("{}: looks like a llama2.c checkpoint, but no tokenizer.bin was found beside it (pass --tokenizer)", checkpoint);
+}
+
+namespace {
+
+// llama2.c checkpoints are converted to a temporary GGUF (ferrum's own converter) and loaded
+// from there; the file is unlinked at once and lives on in the mapping.
+std::shared_ptr<const gguf::File> open_llama2c_as_gguf(const std::string& path, const std::string& tok) {
+  const std::string tmp = (fs::temp_directory_path() / fmt::format("ferrum-l2c-{}-{}.gguf", getpid(),
+                                                                   reinterpret_cast<uintptr_t>(&path)))
+                              .string();
+  convert_llama2c_to_gguf(path, llama2c_tokenizer_path(path, tok), tmp);
+  auto f = gguf::File::open(tmp);
+  fs::remove(tmp);
+  return f;
+}
+
+}  // namespace
+
+ModelFiles open_model_files(const std::string& path, const std::string& tokenizer_path) {
+  const ModelFormat fmt = detect_format(path);
+  if (fmt == ModelFormat::HuggingFace) {
+    HfModel hf = load_hf_dir(path);
+    return ModelFiles{std::move(hf.config), std::move(hf.weights), fmt, nullptr};
+  }
+  auto g = fmt == ModelFormat::Gguf ? gguf::File::open(path) : open_llama2c_as_gguf(path, tokenizer_path);
+  ModelConfig cfg = config_from_gguf(*g);
+  WeightSet w = weights_from_gguf(g);
+  return ModelFiles{std::move(cfg), std::move(w), fmt, g};
+}
+
+LoadedModel load_model(const std::string& path, const ModelOptions& opts, const std::string& tokenizer_path) {
+  ModelFiles files = open_model_files(path, tokenizer_path);
+  LoadedModel lm;
+  lm.path = path;
+  lm.format = files.format;
+  if (files.gguf) {
+    lm.tokenizer = Tokenizer::from_gguf(*files.gguf);
+  } else {
+    lm.tokenizer = Tokenizer::from_hf_dir(path);
+  }
+  lm.model = create_model(std::move(files.config), std::move(files.weights), opts);
+  if (lm.tokenizer->n_vocab() > lm.model->config().n_vocab)
+    fail("{}: the tokenizer has {} tokens but the model's vocabulary has only {}", path, lm.tokenizer->n_vocab(),
+         lm.model->config().n_vocab);
+  return lm;
+}
+
+}  // namespace ferrum

@@ -1,0 +1,141 @@
+#include "models/registry.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "ferrum/error.h"
+#include "models/llama_model.h"
+
+namespace fs = std::filesystem;
+
+namespace ferrum {
+
+const char* arch_name(Arch a) {
+  switch (a) {
+    case Arch::Llama: return "llama";
+    case Arch::Mistral: return "mistral";
+    case Arch::Qwen2: return "qwen2";
+    case Arch::Qwen3: return "qwen3";
+    case Arch::Qwen3Moe: return "qwen3moe";
+    case Arch::Bert: return "bert";
+  }
+  return "?";
+}
+
+const char* format_name(ModelFormat f) {
+  switch (f) {
+    case ModelFormat::Gguf: return "gguf";
+    case ModelFormat::HuggingFace: return "huggingface";
+    case ModelFormat::Llama2c: return "llama2.c";
+  }
+  return "?";
+}
+
+ModelFormat detect_format(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) fail("{}: no such file or directory", path);
+  if (fs::is_directory(path, ec)) {
+    if (!fs::exists(fs::path(path) / "config.json", ec))
+      fail("{}: a model directory needs a config.json (Hugging Face layout)", path);
+    return ModelFormat::HuggingFace;
+  }
+  std::ifstream f(path, std::ios::binary);
+  char magic[4] = {0, 0, 0, 0};
+  f.read(magic, 4);
+  if (f.gcount() == 4 && std::string(magic, 4) == "GGUF") return ModelFormat::Gguf;
+  // A .gguf file without the magic is a corrupt GGUF (the reader names what is wrong), not a checkpoint.
+  if (fs::path(path).extension() == ".gguf") return ModelFormat::Gguf;
+  return ModelFormat::Llama2c;
+}
+
+Arch parse_arch(const std::string& raw, const std::string& source) {
+  std::string n;
+  for (char c : raw) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (n == "llama" || n == "llamaforcausallm") return Arch::Llama;
+  if (n == "mistral" || n == "mistralforcausallm") return Arch::Mistral;
+  if (n == "qwen2" || n == "qwen2forcausallm") return Arch::Qwen2;
+  if (n == "qwen3" || n == "qwen3forcausallm") return Arch::Qwen3;
+  if (n == "qwen3moe" || n == "qwen3_moe" || n == "qwen3moeforcausallm") return Arch::Qwen3Moe;
+  if (n == "bert" || n == "bertmodel" || n == "bertformaskedlm") return Arch::Bert;
+  fail("{}: unknown architecture '{}' (supported: llama, mistral, qwen2, qwen3, qwen3moe, bert)", source, raw);
+}
+
+ModelConfig config_from_gguf(const gguf::File& f) {
+  ModelConfig c;
+  const std::string arch = f.get_string("general.architecture");
+  c.arch = parse_arch(arch, f.path());
+  c.name = f.find_string("general.name").value_or(fs::path(f.path()).stem().string());
+  auto key = [&](const char* k) { return arch + "." + k; };
+  auto req_int = [&](const char* k) {
+    const uint64_t v = f.get_uint(key(k));
+    if (v == 0 || v > (1u << 30)) fail("{}: metadata key '{}' has invalid value {}", f.path(), key(k), v);
+    return static_cast<int>(v);
+  };
+  c.n_layer = req_int("block_count");
+  c.n_embd = req_int("embedding_length");
+  c.n_head = req_int("attention.head_count");
+  c.n_head_kv = static_cast<int>(f.find_uint(key("attention.head_count_kv")).value_or(c.n_head));
+  c.n_ctx_train = static_cast<int>(f.find_uint(key("context_length")).value_or(2048));
+  c.n_ff = static_cast<int>(f.find_uint(key("feed_forward_length")).value_or(0));
+  c.head_dim = static_cast<int>(f.find_uint(key("attention.key_length")).value_or(c.n_embd / c.n_head));
+  c.n_rot = static_cast<int>(f.find_uint(key("rope.dimension_count")).value_or(c.head_dim));
+  c.rope_theta = static_cast<float>(f.find_float(key("rope.freq_base")).value_or(10000.0));
+  if (c.arch == Arch::Bert) {
+    c.norm_eps = static_cast<float>(f.find_float(key("attention.layer_norm_epsilon")).value_or(1e-12));
+  } else {
+    c.norm_eps = static_cast<float>(f.find_float(key("attention.layer_norm_rms_epsilon")).value_or(1e-5));
+  }
+  if (auto st = f.find_string(key("rope.scaling.type")); st && *st == "linear") {
+    const double factor = f.find_float(key("rope.scaling.factor")).value_or(1.0);
+    if (factor <= 0) fail("{}: rope.scaling.factor must be positive, got {}", f.path(), factor);
+    c.rope_freq_scale = static_cast<float>(1.0 / factor);
+  } else if (auto lin = f.find_float(key("rope.scale_linear"))) {
+    c.rope_freq_scale = static_cast<float>(1.0 / *lin);
+  }
+  c.sliding_window = static_cast<int>(f.find_uint(key("attention.sliding_window")).value_or(0));
+  c.rope_interleaved = c.arch == Arch::Llama || c.arch == Arch::Mistral;
+  c.qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe;
+  c.qkv_bias = c.arch == Arch::Qwen2;
+  if (c.arch == Arch::Qwen3Moe) {
+    c.n_expert = static_cast<int>(f.get_uint(key("expert_count")));
+    c.n_expert_used = static_cast<int>(f.get_uint(key("expert_used_count")));
+    c.n_ff_expert = static_cast<int>(f.get_uint(key("expert_feed_forward_length")));
+    c.norm_topk_prob = true;  // llama.cpp always renormalises for qwen3moe
+  }
+  const TensorView& emb = f.tensor("token_embd.weight");
+  c.n_vocab = static_cast<int>(f.find_uint(key("vocab_size")).value_or(emb.ne[1]));
+  c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
+  if (c.n_head_kv <= 0 || c.n_head % c.n_head_kv != 0)
+    fail("{}: head_count {} is not a multiple of head_count_kv {}", f.path(), c.n_head, c.n_head_kv);
+  if (c.n_rot > c.head_dim || c.n_rot % 2 != 0)
+    fail("{}: rope.dimension_count {} is invalid for head size {}", f.path(), c.n_rot, c.head_dim);
+  return c;
+}
+
+WeightSet weights_from_gguf(std::shared_ptr<const gguf::File> f) {
+  WeightSet w(f->path());
+  for (const TensorView& t : f->tensors()) {
+    if (!dtype_info(t.type).supported)
+      fail("{}: tensor '{}' has type {}, which ferrum does not support", f->path(), t.name, dtype_name(t.type));
+    w.add(t);
+  }
+  w.keep_alive(f);
+  return w;
+}
+
+std::unique_ptr<Model> create_model(ModelConfig cfg, WeightSet weights, const ModelOptions& opts) {
+  switch (cfg.arch) {
+    case Arch::Llama:
+    case Arch::Mistral:
+    case Arch::Qwen2:
+    case Arch::Qwen3:
+      if (cfg.n_ff <= 0) fail("{}: feed_forward_length is missing", weights.source());
+      return std::make_unique<LlamaModel>(std::move(cfg), std::move(weights), opts);
+    case Arch::Qwen3Moe:
+    case Arch::Bert:
+      fail("{}: architecture '{}' can be inspected but not run yet", weights.source(), arch_name(cfg.arch));
+  }
+  fail("unreachable");
+}
+
+}  // namespace ferrum

@@ -1,0 +1,39 @@
+// Architecture detection and model construction from any supported source: a GGUF file, a
+// Hugging Face directory (config.json + safetensors) or a llama2.c checkpoint.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "ferrum/model.h"
+#include "formats/gguf.h"
+#include "models/weights.h"
+
+namespace ferrum {
+
+enum class ModelFormat { Gguf, HuggingFace, Llama2c };
+const char* format_name(ModelFormat f);
+
+// Directory with config.json -> HuggingFace; file starting with "GGUF" -> Gguf; otherwise a
+// llama2.c checkpoint. Throws for a missing path.
+ModelFormat detect_format(const std::string& path);
+
+// Parses an architecture name from GGUF general.architecture or HF model_type/architectures.
+// Throws "unknown architecture '<name>'" listing the supported ones.
+Arch parse_arch(const std::string& name, const std::string& source);
+
+ModelConfig config_from_gguf(const gguf::File& f);
+WeightSet weights_from_gguf(std::shared_ptr<const gguf::File> f);
+
+// Config + weights from a Hugging Face directory, under GGUF tensor names; q/k/v and gate/up
+// are fused into single matrices at load.
+struct HfModel {
+  ModelConfig config;
+  WeightSet weights;
+};
+HfModel load_hf_dir(const std::string& dir);
+
+// Builds the model implementation for cfg.arch.
+std::unique_ptr<Model> create_model(ModelConfig cfg, WeightSet weights, const ModelOptions& opts);
+
+}  // namespace ferrum

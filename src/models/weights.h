@@ -1,0 +1,42 @@
+// The set of weight tensors of a model under canonical (GGUF) names, whatever file format they
+// came from. Views point into memory-mapped files or into buffers this object owns (tensors fused
+// or converted at load).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace ferrum {
+
+class WeightSet {
+ public:
+  explicit WeightSet(std::string source = "") : source_(std::move(source)) {}
+
+  const std::string& source() const { return source_; }
+  void add(TensorView t) { tensors_[t.name] = std::move(t); }
+  const TensorView* find(const std::string& name) const;
+  // Throws "<source>: tensor '<name>' is missing".
+  const TensorView& get(const std::string& name) const;
+  // Like get(), and checks the shape (ne order); throws naming expected and actual shapes.
+  const TensorView& get(const std::string& name, std::vector<int64_t> ne) const;
+  const std::map<std::string, TensorView>& all() const { return tensors_; }
+
+  // Keeps an object (a file mapping) alive as long as the weights.
+  void keep_alive(std::shared_ptr<const void> owner) { owners_.push_back(std::move(owner)); }
+  // Allocates an owned buffer of n bytes (64-byte aligned) for a derived tensor.
+  uint8_t* allocate(size_t n);
+
+  size_t total_bytes() const;
+
+ private:
+  std::string source_;
+  std::map<std::string, TensorView> tensors_;
+  std::vector<std::shared_ptr<const void>> owners_;
+  std::vector<std::unique_ptr<uint8_t[], void (*)(uint8_t*)>> buffers_;
+};
+
+}  // namespace ferrum

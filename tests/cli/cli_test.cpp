@@ -1,0 +1,153 @@
+// End-to-end tests of the ferrum binary: the bundled model, eval output, and clear errors on bad
+// input (one error line, non-zero exit, never a crash).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "formats/gguf.h"
+#include "formats/gguf_writer.h"
+#include "test_util.h"
+
+namespace fs = std::filesystem;
+
+namespace ferrum::test {
+namespace {
+
+std::string read_file(const std::string& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+std::string bundled() { return std::string(FERRUM_SOURCE_DIR) + "/models/stories260K.gguf"; }
+
+// A single line on stderr starting with "ferrum: error:", containing every needle.
+void expect_clean_error(const RunResult& r, std::initializer_list<std::string> needles) {
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("ferrum: error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  for (const auto& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << "missing '" << n << "' in: " << r.err;
+}
+
+TEST(Cli, GreedyFromEmptyPromptReproducesLlama2cGolden) {
+  auto r = run_ferrum("run --prompt '' --temperature 0 --max-tokens 200");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string golden = read_file(data_path("models/stories260K/golden_greedy_noprompt_200steps.txt"));
+  EXPECT_EQ(r.out, golden + "\n");
+}
+
+TEST(Cli, RunWithNoArgumentsPrintsAStory) {
+  auto r = run_ferrum("run --max-tokens 64 --seed 7");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(r.out.size(), 100u);
+  // The same seed reproduces the same text; another seed (almost surely) does not.
+  EXPECT_EQ(run_ferrum("run --max-tokens 64 --seed 7").out, r.out);
+  EXPECT_NE(run_ferrum("run --max-tokens 64 --seed 8").out, r.out);
+}
+
+TEST(Cli, LlamaCheckpointRunsLikeItsGgufConversion) {
+  // tok512.bin sits beside the checkpoint and is found without --tokenizer.
+  const std::string ckpt = data_path("models/stories260K/stories260K.bin");
+  auto a = run_ferrum("run '" + ckpt + "' --prompt 'Once upon a time' --temperature 0 --max-tokens 40");
+  auto b = run_ferrum("run --prompt 'Once upon a time' --temperature 0 --max-tokens 40");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST(Cli, EvalWritesTopkJsonMatchingReference) {
+  const std::string dir = temp_dir();
+  auto r = run_ferrum("eval '" + bundled() + "' --prompt 'Once upon a time, there was' --top-k 8 --out " + dir +
+                      "/out.json --logits-npy " + dir + "/out.npy");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(read_file(dir + "/out.json"));
+  EXPECT_EQ(j["tokens"], nlohmann::json({1, 403, 407, 261, 378, 432, 383, 286}));
+  EXPECT_EQ(j["k"], 8);
+  auto ref = load_npy(data_path("models/stories260K/logits/p2.npy"));
+  auto got = load_npy(dir + "/out.npy");
+  ASSERT_EQ(got.shape, ref.shape);
+  for (size_t i = 0; i < ref.data.size(); ++i) ASSERT_NEAR(got.data[i], ref.data[i], 1e-4) << i;
+  for (size_t t = 0; t < 8; ++t) {
+    const int top = j["top_ids"][t][0];
+    EXPECT_FLOAT_EQ(j["top_logits"][t][0].get<float>(), got.data[t * 512 + top]);
+  }
+  fs::remove_all(dir);
+}
+
+// --- bad input ---------------------------------------------------------------------------
+
+class BadInput : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = temp_dir(); }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& n) { return dir_ + "/" + n; }
+  std::string dir_;
+};
+
+TEST_F(BadInput, MissingFile) { expect_clean_error(run_ferrum("run /nonexistent.gguf"), {"/nonexistent.gguf"}); }
+
+TEST_F(BadInput, WrongMagic) {
+  std::string data = read_file(bundled());
+  data[0] = 'X';
+  std::ofstream(path("m.gguf"), std::ios::binary) << data;
+  expect_clean_error(run_ferrum("info '" + path("m.gguf") + "'"), {path("m.gguf"), "magic"});
+}
+
+TEST_F(BadInput, TruncatedGguf) {
+  const std::string data = read_file(bundled());
+  for (size_t cut : {size_t(10), size_t(100), size_t(5000), data.size() / 2, data.size() - 1}) {
+    std::ofstream(path("t.gguf"), std::ios::binary) << data.substr(0, cut);
+    auto r = run_ferrum("run '" + path("t.gguf") + "' --prompt hi --max-tokens 1");
+    expect_clean_error(r, {path("t.gguf")});
+  }
+}
+
+TEST_F(BadInput, UnknownArchitectureAndMissingTensor) {
+  auto src = gguf::File::open(bundled());
+  {
+    gguf::Writer w;
+    w.copy_metadata_from(*src);
+    w.set_string("general.architecture", "gpt-neo-9000");
+    for (const auto& t : src->tensors()) w.add_tensor(t);
+    w.write(path("arch.gguf"));
+  }
+  expect_clean_error(run_ferrum("run '" + path("arch.gguf") + "' --prompt hi"), {"unknown architecture", "gpt-neo-9000"});
+  {
+    gguf::Writer w;
+    w.copy_metadata_from(*src);
+    for (const auto& t : src->tensors())
+      if (t.name != "blk.3.ffn_up.weight") w.add_tensor(t);
+    w.write(path("missing.gguf"));
+  }
+  expect_clean_error(run_ferrum("run '" + path("missing.gguf") + "' --prompt hi"), {"blk.3.ffn_up.weight", "missing"});
+}
+
+TEST_F(BadInput, TensorShapeDoesNotMatchModel) {
+  auto src = gguf::File::open(bundled());
+  gguf::Writer w;
+  w.copy_metadata_from(*src);
+  for (const auto& t : src->tensors()) {
+    if (t.name == "blk.0.attn_q.weight") {
+      // Same bytes, transposed-looking shape that does not fit the model.
+      w.add_tensor(t.name, t.type, {t.ne[0] / 2, t.ne[1] * 2}, t.data, t.nbytes);
+    } else {
+      w.add_tensor(t);
+    }
+  }
+  w.write(path("shape.gguf"));
+  expect_clean_error(run_ferrum("run '" + path("shape.gguf") + "' --prompt hi"), {"blk.0.attn_q.weight", "shape"});
+}
+
+TEST_F(BadInput, ConfigFieldOfWrongType) {
+  fs::create_directories(path("hf"));
+  std::ofstream(path("hf/config.json")) << R"({"model_type": "llama", "hidden_size": "256", "num_hidden_layers": 2,
+    "num_attention_heads": 4, "vocab_size": 512, "intermediate_size": 512})";
+  expect_clean_error(run_ferrum("info '" + path("hf") + "'"), {"hidden_size"});
+}
+
+TEST_F(BadInput, BadSamplingParameter) {
+  expect_clean_error(run_ferrum("run --prompt hi --top-p 1.5"), {"top_p"});
+}
+
+}  // namespace
+}  // namespace ferrum::test

@@ -1,0 +1,80 @@
+#include "model_test_util.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+
+namespace ferrum::test {
+
+std::string model_file(const std::string& model, const std::string& rel) { return unxz("models/" + model + "/" + rel); }
+
+std::string hf_dir(const std::string& model, const std::string& sub) {
+  const fs::path src = data_path("models/" + model + "/" + sub);
+  const fs::path dst = fs::temp_directory_path() / "ferrum-test-cache" / "hf" / (model + "-" + sub);
+  fs::create_directories(dst);
+  for (const auto& e : fs::directory_iterator(src)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() > 3 && name.compare(name.size() - 3, 3, ".xz") == 0) {
+      const std::string plain = unxz("models/" + model + "/" + sub + "/" + name.substr(0, name.size() - 3));
+      const fs::path target = dst / name.substr(0, name.size() - 3);
+      if (!fs::exists(target)) fs::copy_file(plain, target);
+    } else if (!fs::exists(dst / name)) {
+      fs::copy_file(e.path(), dst / name);
+    }
+  }
+  return dst.string();
+}
+
+nlohmann::json load_json(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error("cannot open " + path);
+  return nlohmann::json::parse(f);
+}
+
+std::vector<int32_t> prompt_ids(const std::string& model, const std::string& pid) {
+  auto ref = load_json(data_path("models/" + model + "/reference.json"));
+  for (const auto& p : ref["prompts"])
+    if (p["id"] == pid) return p["token_ids"].get<std::vector<int32_t>>();
+  throw std::runtime_error("no prompt " + pid + " in " + model);
+}
+
+std::unique_ptr<Model> open_model(const std::string& path, Precision prec, int threads) {
+  ModelFiles files = open_model_files(path);
+  ModelOptions o;
+  o.precision = prec;
+  o.n_threads = threads;
+  o.kv_capacity = 4096;
+  return create_model(std::move(files.config), std::move(files.weights), o);
+}
+
+std::vector<float> all_logits(Model& m, const std::vector<int32_t>& ids) {
+  std::vector<float> out(ids.size() * m.config().n_vocab);
+  m.reset();
+  m.prefill(0, ids, out.data(), true);
+  m.reset();
+  return out;
+}
+
+Diff compare(const std::vector<float>& a, const std::vector<float>& b, int64_t rows, int64_t cols) {
+  Diff d;
+  d.rows = rows;
+  double sum = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t ia = 0, ib = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      const double x = a[r * cols + c], y = b[r * cols + c];
+      const double e = std::fabs(x - y);
+      d.max_abs = std::max(d.max_abs, e);
+      sum += e;
+      if (a[r * cols + c] > a[r * cols + ia]) ia = c;
+      if (b[r * cols + c] > b[r * cols + ib]) ib = c;
+    }
+    d.argmax_agree += ia == ib;
+  }
+  d.mean_abs = sum / static_cast<double>(rows * cols);
+  return d;
+}
+
+}  // namespace ferrum::test
