@@ -270,6 +270,45 @@ struct Row32 {
   };
 };
 
+// Decode (one token): one block per step in ymm, four independent accumulators per row.
+template <typename U>
+void row32_one(const uint8_t* w, int64_t n, const uint8_t* act, float* y) {
+  const auto* wb = reinterpret_cast<const typename U::Block*>(w);
+  const Q8Act a(act, n);
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  float off[4] = {};
+  const __m256i zero = _mm256_setzero_si256();
+  auto step = [&](int64_t b, int u) {
+    float d, c;
+    __m256i q = U::q(wb[b], d, c);
+    __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * b));
+    if constexpr (U::kSigned) {
+      av = _mm256_mask_sub_epi8(av, _mm256_movepi8_mask(q), zero, av);
+      q = _mm256_abs_epi8(q);
+    }
+    const __m256i p = _mm256_dpbusd_epi32(zero, q, av);
+    acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * a.d[b]), acc[u]);
+    if constexpr (!U::kSigned) off[u] += c * a.s[b];
+  };
+  const int64_t nb = n / 32;
+  int64_t b = 0;
+  for (; b + 4 <= nb; b += 4)
+    for (int u = 0; u < 4; ++u) step(b + u, u);
+  for (; b < nb; ++b) step(b, 0);
+  *y = hsum256(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]))) +
+       ((off[0] + off[1]) + (off[2] + off[3]));
+}
+
+template <typename U>
+void row32_tile(const uint8_t* w, size_t ws, int nr, int64_t n, const uint8_t* act, size_t as, int nt,
+                float* y, int64_t ldy) {
+  if (nt == 1) {
+    for (int r = 0; r < nr; ++r) row32_one<U>(w + r * ws, n, act, y + r);
+    return;
+  }
+  tile_fn2<Row32<U>::template K>(w, ws, nr, n, act, as, nt, y, ldy);
+}
+
 // ---------------------------------------------------------------- K-quants x Q8_K
 
 template <bool kFive>
@@ -456,10 +495,10 @@ void row_fn(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int 
 
 const IsaKernels kAvx512 = {"avx512",
                             dot_f32,
-                            tile_fn2<Row32<UnpackQ4_0>::K>,
-                            tile_fn2<Row32<UnpackQ5<BlockQ5_0, false>>::K>,
-                            tile_fn2<Row32<UnpackQ5<BlockQ5_1, true>>::K>,
-                            tile_fn2<Row32<UnpackQ8_0>::K>,
+                            row32_tile<UnpackQ4_0>,
+                            row32_tile<UnpackQ5<BlockQ5_0, false>>,
+                            row32_tile<UnpackQ5<BlockQ5_1, true>>,
+                            row32_tile<UnpackQ8_0>,
                             rows_of<row_fn<RowQ4K<false>::K>>,
                             rows_of<row_fn<RowQ4K<true>::K>>,
                             rows_of<row_fn<RowQ6K>>,
