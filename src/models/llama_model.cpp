@@ -38,7 +38,7 @@ const float* LlamaModel::f32_tensor(const std::string& name, int64_t n, bool req
 }
 
 void LlamaModel::bind_weights() {
-  const int64_t d = cfg_.n_embd, qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), ff = cfg_.n_ff;
+  const int64_t d = cfg_.n_embd, qd = cfg_.q_dim(), kvd = cfg_.kv_dim();
   tok_embd_ = weights_.get("token_embd.weight", {d, cfg_.n_vocab});
   output_norm_ = f32_tensor("output_norm.weight", d);
   if (const TensorView* out = weights_.find("output.weight")) {
@@ -82,13 +82,7 @@ void LlamaModel::bind_weights() {
     }
     L.wo = weights_.get(blk(l, "attn_output.weight"), {qd, d});
     L.ffn_norm = f32_tensor(blk(l, "ffn_norm.weight"), d);
-    if (weights_.find(blk(l, "ffn_gate_up.weight"))) {
-      L.gate_up.push_back({weights_.get(blk(l, "ffn_gate_up.weight"), {d, 2 * ff}), 0});
-    } else {
-      L.gate_up.push_back({weights_.get(blk(l, "ffn_gate.weight"), {d, ff}), 0});
-      L.gate_up.push_back({weights_.get(blk(l, "ffn_up.weight"), {d, ff}), ff});
-    }
-    L.down = weights_.get(blk(l, "ffn_down.weight"), {ff, d});
+    L.ffn = make_feed_forward(cfg_, weights_, l);
   }
 }
 
@@ -126,8 +120,6 @@ void LlamaModel::ensure_workspace(int64_t n) {
   qkv_.resize(n * (qd + 2 * kvd));
   attn_.resize(n * qd);
   tmp_.resize(n * std::max<int64_t>(d, cfg_.n_vocab));
-  gu_.resize(n * 2 * cfg_.n_ff);
-  act_.resize(n * cfg_.n_ff);
   rope_.resize(n * cfg_.n_rot);
   ws_tokens_ = n;
 }
@@ -161,7 +153,7 @@ void LlamaModel::decode(int seq, int32_t token, int64_t pos, float* logits) {
 
 void LlamaModel::forward_chunk(Sequence& s, const int32_t* tokens, int64_t n, float* logits, bool all_logits) {
   ensure_workspace(n);
-  const int64_t d = cfg_.n_embd, qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), ff = cfg_.n_ff, hd = cfg_.head_dim;
+  const int64_t d = cfg_.n_embd, qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), hd = cfg_.head_dim;
   const int64_t wqkv = qd + 2 * kvd;
   const int64_t pos0 = s.len;
   const float eps = cfg_.norm_eps;
@@ -216,9 +208,8 @@ void LlamaModel::forward_chunk(Sequence& s, const int32_t* tokens, int64_t n, fl
     kernels::add_inplace(x_.data(), tmp_.data(), n * d);
 
     for (int64_t t = 0; t < n; ++t) kernels::rms_norm(&x_[t * d], L.ffn_norm, &h_[t * d], d, eps);
-    for (const Part& p : L.gate_up) matmul(p.w, h_.data(), d, n, gu_.data() + p.col, 2 * ff);
-    for (int64_t t = 0; t < n; ++t) kernels::swiglu(&gu_[t * 2 * ff], &gu_[t * 2 * ff + ff], &act_[t * ff], ff);
-    matmul(L.down, act_.data(), ff, n, tmp_.data(), d);
+    FfnContext fctx{pool_, kprec_, mm_scratch_};
+    L.ffn->forward(h_.data(), n, tmp_.data(), fctx);
     kernels::add_inplace(x_.data(), tmp_.data(), n * d);
   }
   s.len = pos0 + n;

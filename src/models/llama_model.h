@@ -11,6 +11,7 @@
 #include "ferrum/model.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/matmul.h"
+#include "models/feed_forward.h"
 #include "models/weights.h"
 
 namespace ferrum {
@@ -44,8 +45,7 @@ class LlamaModel : public Model {
     const float* k_norm = nullptr;
     TensorView wo;
     const float* ffn_norm = nullptr;
-    std::vector<Part> gate_up;  // gate at col 0, up at col n_ff
-    TensorView down;
+    std::unique_ptr<FeedForward> ffn;  // dense SwiGLU or mixture of experts
   };
   struct Sequence {
     int64_t len = 0;
@@ -74,7 +74,7 @@ class LlamaModel : public Model {
 
   // Workspace, grown to the largest chunk seen (never per token).
   int64_t ws_tokens_ = 0;
-  std::vector<float> x_, h_, qkv_, attn_, tmp_, gu_, act_, rope_;
+  std::vector<float> x_, h_, qkv_, attn_, tmp_, rope_;
   kernels::MatmulScratch mm_scratch_;
   kernels::AttentionScratch attn_scratch_;
 };
