@@ -1,8 +1,8 @@
 // Rank-driven BPE on one pre-token: start from characters (bytes for byte-level vocabularies),
 // merge the adjacent pair with the lowest merge rank (ties: leftmost) until none applies.
 // Linked list + priority queue with lazy invalidation: O(n log n) per pre-token.
+#include <algorithm>
 #include <array>
-#include <queue>
 
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
@@ -92,26 +92,26 @@ void bpe_encode_word(const TokenizerImpl& t, std::string_view word, std::vector<
   if (syms.empty()) return;
   syms.back().next = -1;
 
-  auto lookup = [&](int32_t a, int32_t b) -> const std::pair<int32_t, int32_t>* {
-    auto it = t.merges.find((uint64_t(uint32_t(a)) << 32) | uint32_t(b));
-    return it == t.merges.end() ? nullptr : &it->second;
+  auto lookup = [&](int32_t a, int32_t b) {
+    return t.merges.find((uint64_t(uint32_t(a)) << 32) | uint32_t(b));
   };
-  std::vector<Cand> storage;
-  storage.reserve(syms.size());
-  std::priority_queue<Cand> queue(std::less<Cand>(), std::move(storage));
+  thread_local std::vector<Cand> heap;  // binary heap, reused across words
+  heap.clear();
   auto try_add = [&](int left) {
     if (left < 0) return;
     const int right = syms[left].next;
     if (right < 0) return;
     if (const auto* m = lookup(syms[left].id, syms[right].id)) {
-      queue.push({m->first, left, syms[left].id, syms[right].id});
+      heap.push_back({m->first, left, syms[left].id, syms[right].id});
+      std::push_heap(heap.begin(), heap.end());
     }
   };
   for (int i = 0; i + 1 < static_cast<int>(syms.size()); ++i) try_add(i);
 
-  while (!queue.empty()) {
-    const Cand c = queue.top();
-    queue.pop();
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end());
+    const Cand c = heap.back();
+    heap.pop_back();
     Sym& l = syms[c.left];
     if (l.id != c.left_id || l.next < 0) continue;
     Sym& r = syms[l.next];

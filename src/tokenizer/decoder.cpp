@@ -1,5 +1,7 @@
 #include "tokenizer/decoder.h"
 
+#include <algorithm>
+
 #include "ferrum/error.h"
 
 namespace ferrum::tok {
@@ -11,6 +13,15 @@ namespace {
 size_t run_pass(const CleanupPass& pass, const std::string& buf, bool final, std::string& out) {
   size_t i = 0;
   while (i < buf.size()) {
+    // Fast path: copy up to the next byte that can start a pattern.
+    size_t next = std::string::npos;
+    for (const auto& r : pass.rules) next = std::min(next, buf.find(r.first[0], i));
+    if (next == std::string::npos) next = buf.size();
+    if (next > i) {
+      out.append(buf, i, next - i);
+      i = next;
+      continue;
+    }
     bool matched = false, partial = false;
     for (const auto& [pat, rep] : pass.rules) {
       if (buf.compare(i, pat.size(), pat) == 0) {
@@ -33,6 +44,9 @@ size_t run_pass(const CleanupPass& pass, const std::string& buf, bool final, std
 
 std::string apply_cleanup(const std::vector<CleanupPass>& passes, std::string s) {
   for (const auto& p : passes) {
+    bool hit = false;
+    for (const auto& r : p.rules) hit = hit || s.find(r.first) != std::string::npos;
+    if (!hit) continue;
     std::string out;
     out.reserve(s.size());
     run_pass(p, s, true, out);
@@ -45,6 +59,10 @@ DecodeState::DecodeState(const TokenizerImpl& t, bool skip_special, bool clean_u
     : t_(t), skip_(skip_special), pending_(clean_up_spaces ? t.cleanup.size() : 0) {}
 
 void DecodeState::run_passes(std::string text, bool final, std::string& out) {
+  if (pending_.empty()) {
+    out += text;
+    return;
+  }
   for (size_t k = 0; k < pending_.size(); ++k) {
     std::string& buf = pending_[k];
     buf += text;

@@ -151,7 +151,7 @@ std::unique_ptr<TokenizerImpl> load_gguf(const gguf::File& f) {
 
   if (t->algo == Algo::Bpe) {
     const auto merges = f.get_string_array_views("tokenizer.ggml.merges");
-    t->merges.reserve(merges.size() * 2);
+    t->merges.reserve(merges.size());
     for (size_t r = 0; r < merges.size(); ++r) {
       const std::string_view m = merges[r];
       const size_t sp = m.find(' ', 1);

@@ -426,7 +426,7 @@ std::unique_ptr<TokenizerImpl> load_hf_dir(const std::string& dir) {
   // Merges: "a b" strings or ["a", "b"] pairs; rank = position.
   if (t->algo == Algo::Bpe && model.contains("merges")) {
     const json& merges = model["merges"];
-    t->merges.reserve(merges.size() * 2);
+    t->merges.reserve(merges.size());
     for (size_t r = 0; r < merges.size(); ++r) {
       const json& m = merges[r];
       std::string a, b;

@@ -5,6 +5,7 @@
 
 #include "ferrum/error.h"
 #include "tokenizer/decoder.h"
+#include "tokenizer/special_split.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
 
@@ -65,11 +66,18 @@ int parse_byte_token(const std::string& s) {
 }
 
 void replace_all(std::string& s, std::string_view from, std::string_view to) {
+  size_t hit = s.find(from);
+  if (hit == std::string::npos) return;
+  std::string out;
+  out.reserve(s.size() + s.size() / 4);
   size_t pos = 0;
-  while ((pos = s.find(from, pos)) != std::string::npos) {
-    s.replace(pos, from.size(), to);
-    pos += to.size();
+  for (; hit != std::string::npos; hit = s.find(from, pos)) {
+    out.append(s, pos, hit - pos);
+    out.append(to);
+    pos = hit + from.size();
   }
+  out.append(s, pos);
+  s.swap(out);
 }
 
 }  // namespace
@@ -194,6 +202,8 @@ void TokenizerImpl::finalize() {
       a.rstrip = !(s == "<unk>" || s == "<s>" || s == "<|endoftext|>");
     }
   }
+  splitter = std::make_shared<tok::SpecialSplitter>();
+  splitter->build(added, text);
 
   // BOS/EOS policy (llama.cpp); the HF loader sets prefix/suffix from the post-processor.
   if (sem == Semantics::LlamaCpp) {
@@ -210,89 +220,6 @@ void TokenizerImpl::finalize() {
 }
 
 namespace {
-
-struct Fragment {
-  int32_t id;  // >= 0: a matched special token
-  size_t b, e;
-};
-
-bool is_space_byte(char c) {
-  return std::isspace(static_cast<unsigned char>(c)) != 0;
-}
-
-// llama.cpp's tokenizer_st_partition: each special token in turn (longest first) splits every
-// remaining text fragment at all its occurrences.
-void partition_llamacpp(const TokenizerImpl& t, std::string_view text, bool parse_special,
-                        std::vector<Fragment>& frags) {
-  frags.assign(1, {-1, 0, text.size()});
-  std::vector<Fragment> next;
-  for (const tok::AddedToken& a : t.added) {
-    if (a.special && !parse_special) continue;
-    const std::string& tt = t.text[a.id];
-    if (tt.empty() || text.find(tt) == std::string_view::npos) continue;
-    next.clear();
-    for (const Fragment& f : frags) {
-      if (f.id >= 0) {
-        next.push_back(f);
-        continue;
-      }
-      size_t b = f.b;
-      const size_t e = f.e;
-      for (;;) {
-        const size_t hit = text.substr(0, e).find(tt, b);
-        if (hit == std::string_view::npos) break;
-        size_t le = hit;
-        if (a.lstrip) {
-          while (le > b && is_space_byte(text[le - 1])) --le;
-        }
-        if (le > b) next.push_back({-1, b, le});
-        next.push_back({a.id, hit, hit + tt.size()});
-        b = hit + tt.size();
-        if (a.rstrip) {
-          while (b < e && is_space_byte(text[b])) ++b;
-        }
-      }
-      if (b < e) next.push_back({-1, b, e});
-    }
-    frags.swap(next);
-  }
-}
-
-// HF added-vocabulary split: leftmost-longest match of all added tokens.
-void partition_hf(const TokenizerImpl& t, std::string_view text, bool parse_special,
-                  std::vector<Fragment>& frags) {
-  struct Hit {
-    size_t b, e;
-    const tok::AddedToken* a;
-  };
-  std::vector<Hit> hits;
-  for (const tok::AddedToken& a : t.added) {
-    if (a.special && !parse_special) continue;
-    const std::string& tt = t.text[a.id];
-    if (tt.empty()) continue;
-    for (size_t p = text.find(tt); p != std::string_view::npos; p = text.find(tt, p + tt.size())) {
-      hits.push_back({p, p + tt.size(), &a});
-    }
-  }
-  std::stable_sort(hits.begin(), hits.end(),
-                   [](const Hit& x, const Hit& y) { return x.b < y.b || (x.b == y.b && x.e > y.e); });
-  frags.clear();
-  size_t pos = 0;
-  for (const Hit& h : hits) {
-    if (h.b < pos) continue;
-    size_t b = h.b, e = h.e;
-    if (h.a->lstrip) {
-      while (b > pos && is_space_byte(text[b - 1])) --b;
-    }
-    if (h.a->rstrip) {
-      while (e < text.size() && is_space_byte(text[e])) ++e;
-    }
-    if (b > pos) frags.push_back({-1, pos, b});
-    frags.push_back({h.a->id, b, e});
-    pos = e;
-  }
-  if (pos < text.size()) frags.push_back({-1, pos, text.size()});
-}
 
 void escape_spaces(std::string& s) {
   replace_all(s, " ", "\xE2\x96\x81");
@@ -324,17 +251,34 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
   out.reserve(text.size() / 3 + 4);
   if (add_special) out.insert(out.end(), t.prefix_ids.begin(), t.prefix_ids.end());
 
-  std::vector<Fragment> frags;
-  if (t.sem == Semantics::LlamaCpp) {
-    partition_llamacpp(t, text, parse_special, frags);
-  } else {
-    partition_hf(t, text, parse_special, frags);
-  }
+  std::vector<tok::Fragment> frags;
+  t.splitter->split(text, parse_special, t.sem == Semantics::LlamaCpp, frags);
 
+  // Per-call cache of BPE results by pre-token (words repeat a lot in real text).
+  std::unordered_map<std::string, std::pair<uint32_t, uint32_t>, tok::StrHash, std::equal_to<>> cache;
+  std::vector<int32_t> cached_ids;
+  auto encode_word = [&](std::string_view w) {
+    constexpr size_t kMaxCachedWord = 64;
+    if (w.size() > kMaxCachedWord) {
+      tok::bpe_encode_word(t, w, out);
+      return;
+    }
+    auto it = cache.find(w);
+    if (it == cache.end()) {
+      const size_t start = out.size();
+      tok::bpe_encode_word(t, w, out);
+      const auto off = static_cast<uint32_t>(cached_ids.size());
+      cached_ids.insert(cached_ids.end(), out.begin() + start, out.end());
+      cache.emplace(std::string(w), std::make_pair(off, static_cast<uint32_t>(out.size() - start)));
+      return;
+    }
+    out.insert(out.end(), cached_ids.begin() + it->second.first,
+               cached_ids.begin() + it->second.first + it->second.second);
+  };
   bool prev_special = true;  // llama.cpp SPM: a space prefix at the start and after specials
   std::string buf;
   std::vector<std::pair<size_t, size_t>> spans;
-  for (const Fragment& f : frags) {
+  for (const tok::Fragment& f : frags) {
     if (f.id >= 0) {
       out.push_back(f.id);
       prev_special = true;
@@ -355,7 +299,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
           buf.assign(frag);
           tok::pre_tokenize(t.pretok, buf, spans, f.b == 0);
           for (const auto& [b, e] : spans) {
-            tok::bpe_encode_word(t, std::string_view(buf).substr(b, e - b), out);
+            encode_word(std::string_view(buf).substr(b, e - b));
           }
           break;
         case Algo::WordPiece:
@@ -370,7 +314,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
         if (t.algo == Algo::WordPiece) {
           tok::wordpiece_encode_word(t, w, out);
         } else {
-          tok::bpe_encode_word(t, w, out);
+          encode_word(w);
         }
       }
     }

@@ -2,6 +2,7 @@
 // algorithms (SentencePiece-style merges, BPE, WordPiece).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -53,6 +54,55 @@ struct AddedToken {
 };
 
 // Decode-time text clean-up: each pass is a set of literal replacements applied left to right.
+class SpecialSplitter;
+
+// Open-addressing hash map (token pair -> (rank, merged id)) for the BPE inner loop.
+class MergeMap {
+ public:
+  void reserve(size_t n) {
+    size_t cap = 16;
+    while (cap < n * 2) cap <<= 1;
+    keys_.assign(cap, kEmpty);
+    vals_.assign(cap, {0, 0});
+    size_ = 0;
+  }
+  // Keeps the first value inserted for a key.
+  void emplace(uint64_t key, std::pair<int32_t, int32_t> v) {
+    if ((size_ + 1) * 2 > keys_.size()) grow();
+    size_t i = slot(key);
+    if (keys_[i] == key) return;
+    keys_[i] = key;
+    vals_[i] = v;
+    ++size_;
+  }
+  const std::pair<int32_t, int32_t>* find(uint64_t key) const {
+    if (keys_.empty()) return nullptr;
+    const size_t i = slot(key);
+    return keys_[i] == key ? &vals_[i] : nullptr;
+  }
+  size_t size() const { return size_; }
+
+ private:
+  static constexpr uint64_t kEmpty = ~uint64_t(0);
+  size_t slot(uint64_t key) const {
+    const size_t mask = keys_.size() - 1;
+    size_t i = static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+    while (keys_[i] != kEmpty && keys_[i] != key) i = (i + 1) & mask;
+    return i;
+  }
+  void grow() {
+    std::vector<uint64_t> k = std::move(keys_);
+    std::vector<std::pair<int32_t, int32_t>> v = std::move(vals_);
+    reserve(std::max<size_t>(16, k.size()));
+    for (size_t i = 0; i < k.size(); ++i) {
+      if (k[i] != kEmpty) emplace(k[i], v[i]);
+    }
+  }
+  std::vector<uint64_t> keys_;
+  std::vector<std::pair<int32_t, int32_t>> vals_;
+  size_t size_ = 0;
+};
+
 struct CleanupPass {
   std::vector<std::pair<std::string, std::string>> rules;
 };
@@ -81,14 +131,15 @@ struct TokenizerImpl {
   // special / added tokens matched in text, longest first (llama.cpp: filled by finalize()
   // from the token types; HF: from added_tokens)
   std::vector<tok::AddedToken> added;
-  bool phi3_rstrip = false;  // llama.cpp forces RSTRIP on phi-3's special tokens
+  bool phi3_rstrip = false;                        // llama.cpp forces RSTRIP on phi-3's special tokens
+  std::shared_ptr<tok::SpecialSplitter> splitter;  // built by finalize() over `added`
 
   // SPM
   bool add_space_prefix = true;  // llama.cpp: " " before text at start and after specials
   int32_t byte_token[256];       // <0xXX> (SPM/byte fallback) or byte-level char token; -1 none
 
   // BPE
-  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges;  // (left,right) -> (rank,id)
+  tok::MergeMap merges;  // (left,right) -> (rank, merged id)
   bool byte_level = false;
   bool ignore_merges = false;
   bool byte_fallback = false;
