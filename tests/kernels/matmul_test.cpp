@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "ferrum/error.h"
@@ -204,7 +205,7 @@ namespace {
 TEST(Matmul, ActivationQuantizersIdenticalAcrossIsas) {
   auto x = test::gaussian(1024, 71);
   for (int j = 0; j < 32; ++j) x[j] = j == 0 ? 127.0f : 0.5f * static_cast<float>(j - 16);  // exact ties
-  for (int j = 256; j < 512; ++j) x[j] = 0.0f;                                               // zero blocks
+  for (int j = 256; j < 512; ++j) x[j] = 0.0f;                                              // zero blocks
   const IsaKernels& s = scalar_kernels();
   std::vector<uint8_t> ref32(q8act_bytes(1024)), ref_k(4 * sizeof(BlockQ8_K));
   s.quantize_q8_1f(x.data(), ref32.data(), 1024);
@@ -221,6 +222,39 @@ TEST(Matmul, ActivationQuantizersIdenticalAcrossIsas) {
     k.quantize_q8_k(x.data(), reinterpret_cast<BlockQ8_K*>(ak.data()), 1024);
     EXPECT_EQ(a32, ref32) << isa;
     EXPECT_EQ(ak, ref_k) << isa;
+  }
+}
+
+}  // namespace
+}  // namespace ferrum::kernels
+
+namespace ferrum::kernels {
+namespace {
+
+// The Exact path's F16 conversion of every ISA equals the bit-exact core conversion (all 65536
+// values; NaNs only need to stay NaN).
+TEST(Matmul, F16ConversionExactOnEveryIsa) {
+  std::vector<uint16_t> h(65536);
+  for (int i = 0; i < 65536; ++i) h[i] = static_cast<uint16_t>(i);
+  std::vector<float> ref(65536), out(65536);
+  dequantize_row(DType::F16, h.data(), ref.data(), 65536);
+  for (const char* isa : {"scalar", "avx2", "avx512"}) {
+    if (!isa_supported(isa)) continue;
+    const std::string name = isa;
+    const IsaKernels& k = name == "scalar" ? scalar_kernels()
+                          : name == "avx2" ? avx2_kernels()
+                                           : avx512_kernels();
+    k.f16_to_f32(h.data() + 1, out.data() + 1, 65535);  // odd offset/length: exercises the tails
+    for (int i = 1; i < 65536; ++i) {
+      if (std::isnan(ref[i])) {
+        ASSERT_TRUE(std::isnan(out[i])) << isa << " " << i;
+        continue;
+      }
+      uint32_t a, b;
+      std::memcpy(&a, &out[i], 4);
+      std::memcpy(&b, &ref[i], 4);
+      ASSERT_EQ(a, b) << isa << " half " << i;
+    }
   }
 }
 

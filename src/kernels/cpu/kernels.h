@@ -48,6 +48,8 @@ struct IsaKernels {
   // Activation preparation; the same numbers on every ISA (round half to even everywhere).
   void (*quantize_q8_1f)(const float* x, uint8_t* y, int64_t n);  // Q8Act layout
   void (*quantize_q8_k)(const float* x, BlockQ8_K* y, int64_t n);
+  // Exact F16 -> F32 row conversion (the Exact path's dequantization of F16 weights).
+  void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
 };
 
 const IsaKernels& scalar_kernels();

@@ -301,6 +301,13 @@ struct RowQ6K {
   }
 };
 
+void f16_row(const uint16_t* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
+  for (; i < n; ++i) y[i] = f16_to_f32(x[i]);
+}
+
 template <template <int> class K>
 void row_fn(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
   tile_dispatch<K>(nt, w, n, act, stride, y, ldy);
@@ -323,7 +330,8 @@ const IsaKernels& avx2_kernels() {
                                rows_of<row_fn<FloatRow<1, 0>::K>>,
                                rows_of<row_fn<FloatRow<0, 0>::K>>,
                                scalar_kernels().quantize_q8_1f,
-                               scalar_kernels().quantize_q8_k};
+                               scalar_kernels().quantize_q8_k,
+                               f16_row};
   return k;
 }
 

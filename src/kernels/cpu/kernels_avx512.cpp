@@ -488,6 +488,13 @@ void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
   }
 }
 
+void f16_row(const uint16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x + i)));
+  }
+}
+
 template <template <int> class K>
 void row_fn(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
   tile_dispatch<K>(nt, w, n, act, stride, y, ldy);
@@ -506,7 +513,8 @@ const IsaKernels kAvx512 = {"avx512",
                             tile_fn<FloatTile<true>::K>,
                             tile_fn<FloatTile<false>::K>,
                             quantize_q8_1f,
-                            quantize_q8_k};
+                            quantize_q8_k,
+                            f16_row};
 
 }  // namespace
 

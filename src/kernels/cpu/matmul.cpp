@@ -111,7 +111,10 @@ void run_exact(const TensorView& W, int64_t rb, int64_t re, const float* x, int6
               float* buf = bufs + static_cast<size_t>(ith) * cols;
               for (int64_t r = r0; r < r1; ++r) {
                 const float* w = reinterpret_cast<const float*>(W.row(rb + r));
-                if (W.type != DType::F32) {
+                if (W.type == DType::F16) {
+                  k.f16_to_f32(reinterpret_cast<const uint16_t*>(W.row(rb + r)), buf, cols);
+                  w = buf;
+                } else if (W.type != DType::F32) {
                   dequantize_row(W.type, W.row(rb + r), buf, cols);
                   w = buf;
                 }
