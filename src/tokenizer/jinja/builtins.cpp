@@ -181,6 +181,7 @@ Value f_join(const Value& v, CallArgs& a) {
 Value f_first(const Value& v, CallArgs&) {
   if (v.is_generator()) {  // next(iter(gen)) takes one item
     auto& it = v.iter_obj();
+    if (!it.error.empty()) raise("TypeError", it.error);
     if (it.pos < it.items.size()) return it.items[it.pos++];
     return Value::undefined("No first item, sequence was empty.");
   }
@@ -270,7 +271,11 @@ Value dict_items(const Value& v) {
 
 Value f_items(const Value& v, CallArgs&) {
   if (v.is_undefined()) return Value::generator({}, "do_items");
-  if (!v.is_mapping()) return Value::generator({}, "do_items");  // Python raises only once iterated
+  if (!v.is_mapping()) {
+    Value g = Value::generator({}, "do_items");
+    g.iter_obj().error = "Can only get item pairs from a mapping.";  // raised once iterated, as in Python
+    return g;
+  }
   return Value::generator(dict_items(v).items(), "do_items");
 }
 

@@ -166,6 +166,7 @@ std::vector<Value> iterate(const Value& v) {
     }
     case Value::Kind::Iterator: {
       auto& it = v.iter_obj();
+      if (!it.error.empty()) raise("TypeError", it.error);
       if (it.type == IterObj::Type::View) return it.items;
       std::vector<Value> rest(it.items.begin() + static_cast<long>(it.pos), it.items.end());
       it.pos = it.items.size();  // a generator is consumed by iterating it
@@ -224,6 +225,7 @@ bool contains(const Value& c, const Value& item) {
       return c.dict_obj().find_key(item) != nullptr;
     case Value::Kind::Iterator: {
       auto& it = c.iter_obj();
+      if (!it.error.empty()) raise("TypeError", it.error);
       for (size_t i = it.pos; i < it.items.size(); ++i) {
         if (it.items[i].equals(item)) {
           if (it.type == IterObj::Type::Generator) it.pos = i + 1;  // consumed up to the match

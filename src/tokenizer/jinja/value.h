@@ -44,7 +44,8 @@ struct IterObj {
   std::string type_name;  // "generator", "list_reverseiterator", "dict_items", ...
   std::string origin;     // generator function name for repr ("do_map")
   std::vector<Value> items;
-  size_t pos = 0;  // generators: items before pos were consumed
+  size_t pos = 0;     // generators: items before pos were consumed
+  std::string error;  // a TypeError the generator raises once iterated (Python generator bodies run lazily)
 };
 
 struct CallArgs {

@@ -153,6 +153,7 @@ CASES = [
     ("err_view_tojson", "{{ {'a': 1}.items() | tojson }}", {}),
     ("err_markup_add_none", "{{ 'a'|safe + none }}", {}),
     ("err_unknown_filter_runtime", "{% if true %}{{ 1 | from_json }}{% endif %}", {}),
+    ("err_items_not_mapping", "{% set g = 'abc' | items %}ok{% for k, v in g %}{% endfor %}", {}),
     ("err_unhashable_key", "{{ {[1]: 2} }}", {}),
     ("err_element_msg", "{{ l[5].x }}", {"l": [1]}),
     ("err_none_element_msg", "{{ n[0].x }}", {"n": None}),
