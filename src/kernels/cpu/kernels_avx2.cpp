@@ -80,31 +80,72 @@ inline float load1(const uint8_t* w, int64_t i) {
   return kKind == 1 ? f16_to_f32(h) : bf16_to_f32(h);
 }
 
-// kAct: activation kind (0 = F32, 2 = BF16).
+// NR rows x NT tokens (NR <= 2: 16 ymm registers); kAct: activation kind (0 = F32, 2 = BF16).
 template <int kKind, int kAct>
-struct FloatRow {
-  template <int NT>
+struct FloatTile {
+  template <int NR, int NT>
   struct K {
-    static void run(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
-      __m256 acc[NT][2];
-      for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+    static void run(const uint8_t* w, size_t ws, int64_t n, const uint8_t* act, size_t stride, float* y,
+                    int64_t ldy) {
+      // U interleaved accumulator sets hide the fma latency when there are few (row, token) pairs.
+      constexpr int U = NR * NT >= 4 ? 1 : 2;
+      __m256 acc[NR][NT][U];
+      for (int t = 0; t < NT; ++t)
+        for (int r = 0; r < NR; ++r)
+          for (int u = 0; u < U; ++u) acc[r][t][u] = _mm256_setzero_ps();
       int64_t i = 0;
-      for (; i + 16 <= n; i += 16) {
-        const __m256 w0 = load8<kKind>(w, i), w1 = load8<kKind>(w, i + 8);
-        for (int t = 0; t < NT; ++t) {
-          const uint8_t* a = act + t * stride;
-          acc[t][0] = _mm256_fmadd_ps(w0, load8<kAct>(a, i), acc[t][0]);
-          acc[t][1] = _mm256_fmadd_ps(w1, load8<kAct>(a, i + 8), acc[t][1]);
+      for (; i + 8 * U <= n; i += 8 * U) {
+        for (int u = 0; u < U; ++u) {
+          __m256 wv[NR];
+          for (int r = 0; r < NR; ++r) wv[r] = load8<kKind>(w + r * ws, i + 8 * u);
+          for (int t = 0; t < NT; ++t) {
+            const __m256 av = load8<kAct>(act + t * stride, i + 8 * u);
+            for (int r = 0; r < NR; ++r) acc[r][t][u] = _mm256_fmadd_ps(wv[r], av, acc[r][t][u]);
+          }
         }
       }
-      for (int t = 0; t < NT; ++t) {
-        float s = hsum(_mm256_add_ps(acc[t][0], acc[t][1]));
-        for (int64_t j = i; j < n; ++j) s += load1<kKind>(w, j) * load1<kAct>(act + t * stride, j);
-        y[t * ldy] = s;
+      for (; i + 8 <= n; i += 8) {
+        __m256 wv[NR];
+        for (int r = 0; r < NR; ++r) wv[r] = load8<kKind>(w + r * ws, i);
+        for (int t = 0; t < NT; ++t) {
+          const __m256 av = load8<kAct>(act + t * stride, i);
+          for (int r = 0; r < NR; ++r) acc[r][t][0] = _mm256_fmadd_ps(wv[r], av, acc[r][t][0]);
+        }
       }
+      for (int t = 0; t < NT; ++t)
+        for (int r = 0; r < NR; ++r)
+          for (int u = 1; u < U; ++u) acc[r][t][0] = _mm256_add_ps(acc[r][t][0], acc[r][t][u]);
+      for (int t = 0; t < NT; ++t)
+        for (int r = 0; r < NR; ++r) {
+          float s = hsum(acc[r][t][0]);
+          for (int64_t j = i; j < n; ++j) s += load1<kKind>(w + r * ws, j) * load1<kAct>(act + t * stride, j);
+          y[t * ldy + r] = s;
+        }
     }
   };
 };
+
+template <template <int, int> class K, int NR>
+void tile_nt(const uint8_t* w, size_t ws, int64_t n, const uint8_t* act, size_t as, int nt, float* y,
+             int64_t ldy) {
+  switch (nt) {
+    case 1:
+      return K<NR, 1>::run(w, ws, n, act, as, y, ldy);
+    case 2:
+      return K<NR, 2>::run(w, ws, n, act, as, y, ldy);
+    case 3:
+      return K<NR, 3>::run(w, ws, n, act, as, y, ldy);
+    default:
+      return K<NR, 4>::run(w, ws, n, act, as, y, ldy);
+  }
+}
+// Rows two at a time.
+template <template <int, int> class K>
+void tile_fn2(const uint8_t* w, size_t ws, int nr, int64_t n, const uint8_t* act, size_t as, int nt, float* y,
+              int64_t ldy) {
+  for (; nr >= 2; nr -= 2, w += 2 * ws, y += 2) tile_nt<K, 2>(w, ws, n, act, as, nt, y, ldy);
+  if (nr) tile_nt<K, 1>(w, ws, n, act, as, nt, y, ldy);
+}
 
 // ---------------------------------------------------------------- 32-element blocks x Q8Act
 
@@ -326,9 +367,9 @@ const IsaKernels& avx2_kernels() {
                                rows_of<row_fn<RowQ4K<false>::K>>,
                                rows_of<row_fn<RowQ4K<true>::K>>,
                                rows_of<row_fn<RowQ6K>>,
-                               rows_of<row_fn<FloatRow<2, 2>::K>>,
-                               rows_of<row_fn<FloatRow<1, 0>::K>>,
-                               rows_of<row_fn<FloatRow<0, 0>::K>>,
+                               tile_fn2<FloatTile<2, 2>::K>,
+                               tile_fn2<FloatTile<1, 0>::K>,
+                               tile_fn2<FloatTile<0, 0>::K>,
                                scalar_kernels().quantize_q8_1f,
                                scalar_kernels().quantize_q8_k,
                                f16_row};
