@@ -55,8 +55,8 @@ std::string apply_cleanup(const std::vector<CleanupPass>& passes, std::string s)
   return s;
 }
 
-DecodeState::DecodeState(const TokenizerImpl& t, bool skip_special, bool clean_up_spaces)
-    : t_(t), skip_(skip_special), pending_(clean_up_spaces ? t.cleanup.size() : 0) {}
+DecodeState::DecodeState(const TokenizerImpl& t, bool skip_special, bool clean_up_spaces, bool at_text_start)
+    : t_(t), skip_(skip_special), first_(at_text_start), pending_(clean_up_spaces ? t.cleanup.size() : 0) {}
 
 void DecodeState::run_passes(std::string text, bool final, std::string& out) {
   if (pending_.empty()) {

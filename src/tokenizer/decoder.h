@@ -12,10 +12,11 @@ namespace ferrum::tok {
 
 class DecodeState {
  public:
-  DecodeState(const TokenizerImpl& t, bool skip_special, bool clean_up_spaces = true);
+  DecodeState(const TokenizerImpl& t, bool skip_special, bool clean_up_spaces = true,
+              bool at_text_start = true);
   // Appends the text made final by this token to out.
   void push(int32_t id, std::string& out);
-  // Appends everything still held back and resets to the initial state.
+  // Appends everything still held back; the next token starts a new text.
   void finish(std::string& out);
 
  private:

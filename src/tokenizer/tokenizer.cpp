@@ -394,8 +394,8 @@ std::string Tokenizer::kind() const {
 
 // ---- StreamDecoder ----
 
-StreamDecoder::StreamDecoder(const Tokenizer& tok, bool skip_special)
-    : state_(std::make_unique<tok::DecodeState>(tok.impl(), skip_special)) {}
+StreamDecoder::StreamDecoder(const Tokenizer& tok, bool skip_special, bool at_text_start)
+    : state_(std::make_unique<tok::DecodeState>(tok.impl(), skip_special, true, at_text_start)) {}
 StreamDecoder::~StreamDecoder() = default;
 
 namespace {

@@ -82,9 +82,13 @@ class Tokenizer {
 // emits a partial UTF-8 character (incomplete sequences are held back until completed; bytes
 // that can never complete are flushed as they are), and applies the same leading-space rule and
 // clean-up as Tokenizer::decode, so the concatenation of push()es and flush() equals decode().
+//
+// at_text_start: the first pushed token starts the text (SentencePiece drops its leading space,
+// WordPiece puts no space before it). Pass false when the stream continues earlier text, e.g.
+// generated tokens after a prompt, so that " there" keeps its space.
 class StreamDecoder {
  public:
-  explicit StreamDecoder(const Tokenizer& tok, bool skip_special = false);
+  explicit StreamDecoder(const Tokenizer& tok, bool skip_special = false, bool at_text_start = true);
   ~StreamDecoder();
   std::string push(int32_t id);
   std::string flush();  // everything still held back; the decoder can then be reused

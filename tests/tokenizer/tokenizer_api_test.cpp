@@ -124,6 +124,24 @@ TEST(TokenizerApi, StreamDecoderHoldsPartialUtf8) {
   EXPECT_EQ(all, "\xF0\x9F\x98\x80 ok");
 }
 
+TEST(TokenizerApi, StreamDecoderContinuation) {
+  const Tokenizer& t = test::gguf_tokenizer("llama-spm");
+  const auto ids = t.encode("there was", false, false);  // "▁there", "▁was"
+  StreamDecoder fresh(t, true);
+  StreamDecoder cont(t, true, /*at_text_start=*/false);
+  std::string a, b;
+  for (int32_t id : ids) a += fresh.push(id), b += cont.push(id);
+  a += fresh.flush();
+  b += cont.flush();
+  EXPECT_EQ(a, "there was");
+  EXPECT_EQ(b, " there was");
+  // skip_special drops BOS; the first text piece after it loses its space.
+  StreamDecoder sd(t, true);
+  std::string c = sd.push(t.bos_id());
+  for (int32_t id : ids) c += sd.push(id);
+  EXPECT_EQ(c + sd.flush(), "there was");
+}
+
 TEST(TokenizerApi, StreamDecoderCleanup) {
   const Tokenizer& t = test::hf_tokenizer("gpt2-rebuilt-from-gguf");
   for (const char* s : {"Hello , world ! It 's fine .", "a ' b", "do n't", "x ?? 0", "end ."}) {
