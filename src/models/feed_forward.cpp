@@ -4,6 +4,7 @@
 
 #include "ferrum/error.h"
 #include "kernels/cpu/elementwise.h"
+#include "models/moe.h"
 
 namespace ferrum {
 
@@ -33,7 +34,7 @@ void DenseFeedForward::forward(const float* x, int64_t n, float* out, FfnContext
 }
 
 std::unique_ptr<FeedForward> make_feed_forward(const ModelConfig& cfg, const WeightSet& w, int layer) {
-  if (cfg.n_expert > 0) fail("{}: mixture-of-experts layers are not implemented yet", w.source());
+  if (cfg.n_expert > 0) return std::make_unique<MoeFeedForward>(cfg, w, layer);
   return std::make_unique<DenseFeedForward>(cfg, w, layer);
 }
 

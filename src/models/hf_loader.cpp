@@ -96,6 +96,21 @@ ModelConfig config_from_hf(const hf::Config& c, const std::string& dir) {
   return m;
 }
 
+void check_moe_config(const hf::Config& c, const ModelConfig& m, const std::string& dir) {
+  if (m.n_expert <= 0 || m.n_ff_expert <= 0)
+    fail("{}/config.json: num_experts ({}) and moe_intermediate_size ({}) must be positive", dir, m.n_expert,
+         m.n_ff_expert);
+  if (m.n_expert_used <= 0 || m.n_expert_used > m.n_expert)
+    fail("{}/config.json: num_experts_per_tok ({}) must be between 1 and num_experts ({})", dir, m.n_expert_used,
+         m.n_expert);
+  // Every layer must be sparse: dense MLP layers inside a MoE model are not supported.
+  if (c.find_int("decoder_sparse_step").value_or(1) != 1)
+    fail("{}/config.json: decoder_sparse_step other than 1 is not supported", dir);
+  if (const nlohmann::json* v = c.json().contains("mlp_only_layers") ? &c.json()["mlp_only_layers"] : nullptr;
+      v && !v->is_null() && !(v->is_array() && v->empty()))
+    fail("{}/config.json: mlp_only_layers (dense layers in a MoE model) is not supported", dir);
+}
+
 class HfBuilder {
  public:
   HfBuilder(std::shared_ptr<const safetensors::Tensors> st, WeightSet& w) : st_(std::move(st)), w_(w) {}
@@ -128,6 +143,36 @@ class HfBuilder {
     v.ne = {t.n_elements(), 1, 1, 1};
     v.data = reinterpret_cast<const uint8_t*>(dst);
     v.nbytes = t.n_elements() * sizeof(float);
+    w_.add(v);
+  }
+  // A matrix converted to F32 (same shape).
+  void matrix_f32(const std::string& hf_name, const std::string& name) {
+    const TensorView& t = get(hf_name);
+    if (t.n_dims != 2) fail("{}: tensor '{}' should be a matrix, has shape {}", st_->source(), hf_name, t.shape_string());
+    float* dst = reinterpret_cast<float*>(w_.allocate(t.n_elements() * sizeof(float)));
+    dequantize_row(t.type, t.data, dst, t.n_elements());
+    TensorView v;
+    v.name = name;
+    v.type = DType::F32;
+    v.n_dims = 2;
+    v.ne = {t.ne[0], t.ne[1], 1, 1};
+    v.data = reinterpret_cast<const uint8_t*>(dst);
+    v.nbytes = t.n_elements() * sizeof(float);
+    w_.add(v);
+  }
+  // Stacks equally shaped matrices into one 3-D tensor (ne = [cols, rows, count]), e.g. the
+  // experts of a MoE layer.
+  void stack(const std::vector<std::string>& hf_names, const std::string& name) {
+    fuse(hf_names, name);
+    const TensorView& f = *w_.find(name);
+    const TensorView& first = get(hf_names[0]);
+    for (const auto& n : hf_names)
+      if (get(n).ne[1] != first.ne[1])
+        fail("{}: tensor '{}' has shape {}, expected the shape of '{}' ({})", st_->source(), n, get(n).shape_string(),
+             hf_names[0], first.shape_string());
+    TensorView v = f;
+    v.n_dims = 3;
+    v.ne = {first.ne[0], first.ne[1], static_cast<int64_t>(hf_names.size()), 1};
     w_.add(v);
   }
   // Concatenates the rows of several matrices (same type and width) into one tensor.
@@ -175,8 +220,9 @@ HfModel load_hf_dir(const std::string& dir) {
   auto st = std::make_shared<const safetensors::Tensors>(safetensors::Tensors::open_dir(dir));
   out.weights.keep_alive(st);
   HfBuilder b(st, out.weights);
-  if (m.arch == Arch::Bert || m.arch == Arch::Qwen3Moe)
-    fail("{}: architecture '{}' can be inspected but not run from a Hugging Face directory yet", dir, arch_name(m.arch));
+  if (m.arch == Arch::Bert)
+    fail("{}: BERT is an encoder: load it with load_bert() / `ferrum embed`, not as a decoder", dir);
+  if (m.arch == Arch::Qwen3Moe) check_moe_config(cfg, m, dir);
 
   b.alias("model.embed_tokens.weight", "token_embd.weight");
   b.vector_f32("model.norm.weight", "output_norm.weight");
@@ -203,8 +249,21 @@ HfModel load_hf_dir(const std::string& dir) {
       b.vector_f32(L + "self_attn.q_norm.weight", B + "attn_q_norm.weight");
       b.vector_f32(L + "self_attn.k_norm.weight", B + "attn_k_norm.weight");
     }
-    b.fuse({L + "mlp.gate_proj.weight", L + "mlp.up_proj.weight"}, B + "ffn_gate_up.weight");
-    b.alias(L + "mlp.down_proj.weight", B + "ffn_down.weight");
+    if (m.arch == Arch::Qwen3Moe) {
+      // Per-expert matrices stacked into GGUF's [n_embd, n_ff_exp, n_expert] layout; router in F32.
+      auto experts = [&](const char* proj) {
+        std::vector<std::string> names;
+        for (int e = 0; e < m.n_expert; ++e) names.push_back(fmt::format("{}mlp.experts.{}.{}.weight", L, e, proj));
+        return names;
+      };
+      b.stack(experts("gate_proj"), B + "ffn_gate_exps.weight");
+      b.stack(experts("up_proj"), B + "ffn_up_exps.weight");
+      b.stack(experts("down_proj"), B + "ffn_down_exps.weight");
+      b.matrix_f32(L + "mlp.gate.weight", B + "ffn_gate_inp.weight");
+    } else {
+      b.fuse({L + "mlp.gate_proj.weight", L + "mlp.up_proj.weight"}, B + "ffn_gate_up.weight");
+      b.alias(L + "mlp.down_proj.weight", B + "ffn_down.weight");
+    }
   }
   return out;
 }

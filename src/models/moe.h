@@ -1,0 +1,56 @@
+// Mixture-of-experts feed-forward block (Qwen3-MoE): a linear router picks the top-k of n_expert
+// SwiGLU experts per token, whose outputs are summed with the (optionally renormalized) router
+// probabilities. Expert weights stay in their file type, stacked as in GGUF (ffn_{gate,up}_exps
+// ne = [n_embd, n_ff_exp, n_expert], ffn_down_exps ne = [n_ff_exp, n_embd, n_expert]); expert e is
+// the row range [e*rows, (e+1)*rows) of the stacked matrix.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "models/feed_forward.h"
+
+namespace ferrum {
+
+// Routing of one forward call of one layer: for token t < n_tokens, slot s < k:
+// experts[t*k + s] and weights[t*k + s] (slots in descending router probability).
+struct MoeRouting {
+  int layer = 0;
+  int64_t n_tokens = 0;
+  int k = 0;
+  const int32_t* experts = nullptr;
+  const float* weights = nullptr;
+  const float* router_logits = nullptr;  // n_tokens x n_expert
+  int n_expert = 0;
+};
+// Process-wide observer of every MoE routing decision (tests, debugging); empty = none. Not
+// thread-safe to change while a model runs.
+using MoeTraceFn = std::function<void(const MoeRouting&)>;
+void set_moe_trace(MoeTraceFn fn);
+
+// Top-k selection over one token's router logits: softmax over all n experts, the k largest
+// probabilities (ties go to the smaller index), renormalized to sum 1 when `renormalize`.
+void moe_select(const float* logits, int n, int k, bool renormalize, int32_t* ids, float* weights,
+                float* probs_tmp);
+
+class MoeFeedForward : public FeedForward {
+ public:
+  MoeFeedForward(const ModelConfig& cfg, const WeightSet& w, int layer);
+  void forward(const float* x, int64_t n, float* out, FfnContext& ctx) override;
+
+ private:
+  int layer_;
+  int64_t n_embd_, n_ff_, n_expert_;
+  int k_;
+  bool renorm_;
+  TensorView router_, gate_, up_, down_;
+
+  // Grow-only workspace (no allocation once the largest batch has been seen).
+  std::vector<float> logits_, probs_, weights_;
+  std::vector<int32_t> ids_;
+  std::vector<int32_t> count_, offset_, order_;  // (token, slot) pairs grouped by expert
+  std::vector<float> xe_, gu_, act_, ye_, slot_out_;
+};
+
+}  // namespace ferrum
