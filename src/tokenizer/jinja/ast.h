@@ -67,7 +67,8 @@ struct Stmt {
     Break,
     Continue,
     Do,
-    Scope
+    Scope,
+    With
   };
   K k;
   int line = 0, col = 0;
@@ -81,7 +82,8 @@ struct Stmt {
   Body else_body;                  // For else / If else
   std::string name;                // Macro name
   std::vector<MacroParam> params;  // Macro / CallBlock (caller) parameters
-  bool references_caller = false;
+  bool recursive = false;          // For ... recursive
+  std::vector<std::pair<std::string, ExprPtr>> assigns;  // With a = x, b = y
 };
 
 }  // namespace ferrum::jinja

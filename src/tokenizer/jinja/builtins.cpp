@@ -536,6 +536,47 @@ Value f_batch(const Value& v, CallArgs& a) {
   return Value::generator(std::move(out), "do_batch");
 }
 
+Value f_slice(const Value& v, CallArgs& a) {
+  ArgBinder b(a, "slice", {"slices", "fill_with"});
+  int64_t slices = need_int(b.get(0), "slices");
+  if (slices <= 0 || slices > 100000) raise("ValueError", "slice count must be between 1 and 100000");
+  auto seq = iterate(v);
+  int64_t length = static_cast<int64_t>(seq.size());
+  int64_t per = length / slices, extra = length % slices, offset = 0;
+  std::vector<Value> out;
+  for (int64_t k = 0; k < slices; ++k) {
+    int64_t start = offset + k * per;
+    if (k < extra) ++offset;
+    int64_t end = offset + (k + 1) * per;
+    std::vector<Value> part(seq.begin() + start, seq.begin() + end);
+    if (b.get(1) && !b.get(1)->is_none() && k >= extra) part.push_back(*b.get(1));
+    out.push_back(Value::list(std::move(part)));
+  }
+  return Value::generator(std::move(out), "do_slice");
+}
+
+Value f_truncate(const Value& v, CallArgs& a) {
+  ArgBinder b(a, "truncate", {"length", "killwords", "end", "leeway"});
+  std::string s = soft_str(v);
+  int64_t length = b.get(0) ? need_int(b.get(0), "length") : 255;
+  bool killwords = b.get_or(1, Value(false)).truthy();
+  std::string end = b.get(2) ? soft_str(*b.get(2)) : "...";
+  int64_t leeway =
+      b.get(3) && !b.get(3)->is_none() ? need_int(b.get(3), "leeway") : 5;  // truncate.leeway policy
+  int64_t end_len = static_cast<int64_t>(text::cp_count(end));
+  if (length < end_len)
+    raise("AssertionError", fmt::format("expected length >= {}, got {}", end_len, length));
+  if (leeway < 0) raise("AssertionError", fmt::format("expected leeway >= 0, got {}", leeway));
+  auto off = text::cp_offsets(s);
+  int64_t n = static_cast<int64_t>(off.size()) - 1;
+  if (n <= length + leeway) return Value(s);
+  std::string head = s.substr(0, off[static_cast<size_t>(length - end_len)]);
+  if (killwords) return Value(head + end);
+  size_t sp = head.rfind(' ');
+  if (sp != std::string::npos) head.resize(sp);
+  return Value(head + end);
+}
+
 Value f_escape(const Value& v, CallArgs&) {
   if (v.is_markup()) return v;
   return Value::markup(text::html_escape(soft_str(v)));
@@ -622,6 +663,8 @@ const std::unordered_map<std::string, FilterFn>& filters() {
       {"center", f_center},
       {"format", f_format},
       {"attr", f_attr},
+      {"slice", f_slice},
+      {"truncate", f_truncate},
       {"pprint", f_pprint},
   };
   return m;
@@ -1135,6 +1178,10 @@ bool call_method(const Value& obj, const std::string& name, CallArgs& args, Valu
 
 Value call_value(const Value& fn, CallArgs& args) {
   if (fn.is_function()) return fn.func().fn(args);
+  if (fn.is_dict() && fn.dict_obj().tag == DictObj::Tag::Loop) {  // loop(children) in a recursive for
+    if (const Value* f = fn.dict_obj().find("__call__")) return f->func().fn(args);
+    raise_type_error("'LoopContext' object is not callable");
+  }
   if (fn.is_undefined()) fail_undefined(fn);
   raise_type_error("'{}' object is not callable", fn.type_name());
 }

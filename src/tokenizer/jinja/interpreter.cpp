@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "tokenizer/jinja/builtins.h"
 #include "tokenizer/jinja/error.h"
 #include "tokenizer/jinja/ops.h"
@@ -83,6 +85,11 @@ void Interpreter::assign(const Stmt& s, Scope* scope, Value v) {
 
 Interpreter::Flow Interpreter::exec_for(const Stmt& s, Scope* scope, std::string& out) {
   Value iterable = eval(*s.expr, scope);
+  run_loop(s, scope, iterable, 1, out);
+  return Flow::Normal;
+}
+
+void Interpreter::run_loop(const Stmt& s, Scope* scope, const Value& iterable, int depth, std::string& out) {
   std::vector<Value> items = iterate(iterable);
   if (s.cond) {
     std::vector<Value> kept;
@@ -96,14 +103,33 @@ Interpreter::Flow Interpreter::exec_for(const Stmt& s, Scope* scope, std::string
   if (items.empty()) {
     line_ = s.line;
     exec_body(s.else_body, new_scope(scope), out);
-    return Flow::Normal;
+    return;
+  }
+  // loop.changed(*values) remembers the last values across iterations.
+  auto last_changed = std::make_shared<std::optional<Value>>();
+  Value changed = Value::function("changed", [last_changed](CallArgs& a) {
+    Value v = Value::list(a.pos, true);
+    if (*last_changed && (*last_changed)->equals(v)) return Value(false);
+    *last_changed = v;
+    return Value(true);
+  });
+  Value recurse;
+  if (s.recursive) {
+    if (++call_depth_ > kMaxCallDepth)
+      raise("RecursionError", "maximum recursion depth exceeded in recursive loop");
+    recurse = Value::function("loop", [this, &s, scope, depth](CallArgs& a) {
+      if (a.pos.size() != 1 || !a.kw.empty()) raise_type_error("loop() takes exactly one iterable argument");
+      std::string sub;
+      run_loop(s, scope, a.pos[0], depth + 1, sub);
+      return Value(std::move(sub));
+    });
   }
   const int64_t n = static_cast<int64_t>(items.size());
   for (int64_t i = 0; i < n; ++i) {
     Scope* sc = new_scope(scope);
     Value loop = Value::dict(DictObj::Tag::Loop);
     auto& d = loop.dict_obj().items;
-    d.reserve(11);
+    d.reserve(13);
     d.emplace_back("index", Value(i + 1));
     d.emplace_back("index0", Value(i));
     d.emplace_back("revindex", Value(n - i));
@@ -111,16 +137,18 @@ Interpreter::Flow Interpreter::exec_for(const Stmt& s, Scope* scope, std::string
     d.emplace_back("first", Value(i == 0));
     d.emplace_back("last", Value(i == n - 1));
     d.emplace_back("length", Value(n));
-    d.emplace_back("depth", Value(1));
-    d.emplace_back("depth0", Value(0));
+    d.emplace_back("depth", Value(depth));
+    d.emplace_back("depth0", Value(depth - 1));
     d.emplace_back("previtem", i > 0 ? items[i - 1] : Value::undefined("there is no previous item"));
     d.emplace_back("nextitem", i + 1 < n ? items[i + 1] : Value::undefined("there is no next item"));
+    d.emplace_back("changed", changed);
+    if (s.recursive) d.emplace_back("__call__", recurse);
     sc->set("loop", std::move(loop));
     bind_targets(s.targets, items[i], sc);
     Flow f = exec_body(s.body, sc, out);
     if (f == Flow::Break) break;
   }
-  return Flow::Normal;
+  if (s.recursive) --call_depth_;
 }
 
 Interpreter::Flow Interpreter::exec(const Stmt& s, Scope* scope, std::string& out) {
@@ -180,6 +208,14 @@ Interpreter::Flow Interpreter::exec(const Stmt& s, Scope* scope, std::string& ou
       return Flow::Normal;
     case Stmt::K::Scope:
       return exec_body(s.body, scope, out);
+    case Stmt::K::With: {
+      // Values are evaluated in the outer scope, then bound in a new one.
+      Scope* sc = new_scope(scope);
+      std::vector<Value> vals;
+      for (auto& kv : s.assigns) vals.push_back(eval(*kv.second, scope));
+      for (size_t i = 0; i < vals.size(); ++i) sc->set(s.assigns[i].first, std::move(vals[i]));
+      return exec_body(s.body, sc, out);
+    }
   }
   return Flow::Normal;
 }

@@ -40,6 +40,7 @@ class Interpreter {
   Flow exec_body(const Body& body, Scope* scope, std::string& out);
   Flow exec(const Stmt& s, Scope* scope, std::string& out);
   Flow exec_for(const Stmt& s, Scope* scope, std::string& out);
+  void run_loop(const Stmt& s, Scope* scope, const Value& iterable, int depth, std::string& out);
   void assign(const Stmt& s, Scope* scope, Value v);
   void bind_targets(const std::vector<std::string>& targets, const Value& item, Scope* scope);
   Value eval(const Expr& e, Scope* scope);

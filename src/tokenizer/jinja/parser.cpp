@@ -209,7 +209,10 @@ class Parser {
         next();
         s->cond = parse_expression(true);
       }
-      if (is_name("recursive")) fail_at(cur(), "recursive for loops are not supported");
+      if (is_name("recursive")) {
+        next();
+        s->recursive = true;
+      }
       expect_block_end();
       ++loop_depth_;
       s->body = parse_body({"else", "endfor"}, found, "for");
@@ -292,6 +295,20 @@ class Parser {
       expect_block_end();
       return s;
     }
+    if (w == "with") {
+      auto s = new_stmt(Stmt::K::With, kw);
+      while (cur().type != Tok::BlockEnd) {
+        std::string target = expect_name("a variable name");
+        expect_op("=");
+        s->assigns.emplace_back(target, parse_expression(true));
+        if (!is_op(",")) break;
+        next();
+      }
+      expect_block_end();
+      s->body = parse_body({"endwith"}, found, "with");
+      expect_block_end();
+      return s;
+    }
     if (w == "do") {
       auto s = new_stmt(Stmt::K::Do, kw);
       s->expr = parse_tuple(true);
@@ -305,8 +322,8 @@ class Parser {
       expect_block_end();
       return s;
     }
-    static const char* closers[] = {"endif",     "endfor", "endset", "endmacro",      "endcall",
-                                    "endfilter", "elif",   "else",   "endgeneration", "endraw"};
+    static const char* closers[] = {"endif", "endfor", "endset",        "endmacro", "endcall", "endfilter",
+                                    "elif",  "else",   "endgeneration", "endraw",   "endwith"};
     for (const char* c : closers)
       if (w == c) fail_at(kw, fmt::format("unexpected '{}' (no open block it can close)", w));
     fail_at(kw, fmt::format("unsupported or unknown tag '{}'", w));
@@ -747,6 +764,10 @@ class Parser {
         case Stmt::K::CallBlock:
           for (auto& p : s.params) check_expr(p.default_value.get(), false);
           if (s.k == Stmt::K::CallBlock) check_expr(s.expr.get(), soft);
+          check_body(s.body, false);
+          break;
+        case Stmt::K::With:
+          for (auto& kv : s.assigns) check_expr(kv.second.get(), soft);
           check_body(s.body, false);
           break;
         case Stmt::K::SetBlock:

@@ -267,6 +267,10 @@ void to_str_impl(const Value& v, std::string& out, bool repr) {
     }
     case K::Dict: {
       auto& d = v.dict_obj();
+      if (d.tag == DictObj::Tag::Loop) {
+        out += "<LoopContext " + d.find("index")->to_str() + "/" + d.find("length")->to_str() + ">";
+        return;
+      }
       if (d.tag == DictObj::Tag::Namespace) out += "<Namespace ";
       out += '{';
       for (size_t i = 0; i < d.items.size(); ++i) {

@@ -157,6 +157,10 @@ CASES = [
     ("err_unhashable_key", "{{ {[1]: 2} }}", {}),
     ("err_element_msg", "{{ l[5].x }}", {"l": [1]}),
     ("err_none_element_msg", "{{ n[0].x }}", {"n": None}),
+    ("with_block", "{% set a = 1 %}{% with a = 2, b = a %}{{ a }}{{ b }}{% endwith %}{{ a }}{{ b is defined }}", {}),
+    ("recursive_loop", "{% for n in tree recursive %}[{{ n.name }}@{{ loop.depth }}{% if n.children %}:{{ loop(n.children) }}{% endif %}]{% endfor %}", {"tree": [{"name": "a", "children": [{"name": "b", "children": [{"name": "c"}]}, {"name": "d"}]}, {"name": "e"}]}),
+    ("loop_changed", "{% for x in [1, 1, 2, 2, 1] %}{{ loop.changed(x) }} {% endfor %}{% for x in [1] %}{{ loop }}{% endfor %}", {}),
+    ("f_slice_truncate", "{{ [1, 2, 3, 4, 5] | slice(2) | list }} {{ [1, 2, 3, 4] | slice(3, 'x') | list }} {{ 'hello world foo bar' | truncate(9, leeway=0) }} {{ 'hello world' | truncate(9, true, leeway=0) }} {{ 'hello world foo bar' | truncate(12) }} {{ 'short' | truncate(3, end='') }}", {}),
     # errors Python raises (type and message must match)
     ("err_raise_exception", "{{ raise_exception('Bad role: ' ~ role) }}", {"role": "tool"}),
     ("err_in_none", "{{ 'a' in none }}", {}),
