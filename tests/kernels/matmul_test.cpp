@@ -193,6 +193,14 @@ TEST(Matmul, BadArgumentsThrow) {
   v.ne[0] = 60;  // not a multiple of the block size
   EXPECT_THROW(matmul(v, x.data(), 64, 1, y.data(), 4, pool, Precision::Fast, s), Error);
   EXPECT_THROW(force_isa("neon"), Error);
+  try {
+    v.name = "blk.3.ffn_up.weight";
+    matmul(v, x.data(), 64, 1, y.data(), 4, pool, Precision::Fast, s);
+    FAIL() << "no error";
+  } catch (const Error& e) {  // the message names the tensor and what was expected
+    EXPECT_NE(std::string(e.what()).find("blk.3.ffn_up.weight"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("block size 32"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

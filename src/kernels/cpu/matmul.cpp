@@ -16,7 +16,8 @@ constexpr int64_t kRowChunk = 16;     // rows per work item: a chunk stays in L1
 constexpr int64_t kTokenGroup = 64;   // tokens per work item (Fast)
 constexpr int64_t kExactGroup = 256;  // tokens per work item (Exact: one dequantization per row and group)
 
-enum class Act { Q8_1F, Q8_K, BF16, F32 };
+// Activation formats: Q8Act (32-element weight types), Q8_K (K-quants), BF16, plain F32.
+enum class Act { Q8_32, Q8_K, BF16, F32 };
 
 struct FastKernel {
   TileFn fn;
@@ -26,13 +27,13 @@ struct FastKernel {
 FastKernel fast_kernel(const IsaKernels& k, DType t) {
   switch (t) {
     case DType::Q4_0:
-      return {k.q4_0, Act::Q8_1F};
+      return {k.q4_0, Act::Q8_32};
     case DType::Q5_0:
-      return {k.q5_0, Act::Q8_1F};
+      return {k.q5_0, Act::Q8_32};
     case DType::Q5_1:
-      return {k.q5_1, Act::Q8_1F};
+      return {k.q5_1, Act::Q8_32};
     case DType::Q8_0:
-      return {k.q8_0, Act::Q8_1F};
+      return {k.q8_0, Act::Q8_32};
     case DType::Q4_K:
       return {k.q4_k, Act::Q8_K};
     case DType::Q5_K:
@@ -56,6 +57,10 @@ void check_args(const TensorView& W, int64_t rb, int64_t re, const float* x, int
     fail("matmul: tensor '{}' has type {}, which has no matmul kernel", W.name, dtype_name(W.type));
   const int64_t cols = W.cols();
   if (cols <= 0 || W.rows() < 0) fail("matmul: tensor '{}' has bad shape {}", W.name, W.shape_string());
+  const uint32_t bs = dtype_info(W.type).block_size;
+  if (cols % bs != 0)
+    fail("matmul: tensor '{}' {} has {} inputs per row, not a multiple of the block size {}", W.name,
+         dtype_name(W.type), cols, bs);
   const size_t need = W.row_bytes() * static_cast<size_t>(W.rows());  // throws on a partial block
   if (W.rows() > 0 && !W.data) fail("matmul: tensor '{}' has no data", W.name);
   if (W.nbytes < need)
@@ -131,7 +136,7 @@ void run_fast(const TensorView& W, int64_t rb, int64_t re, const float* x, int64
   const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
   size_t stride = static_cast<size_t>(ldx) * sizeof(float);
   if (fk.act != Act::F32) {
-    size_t row = fk.act == Act::Q8_1F  ? q8act_bytes(cols)
+    size_t row = fk.act == Act::Q8_32  ? q8act_bytes(cols)
                  : fk.act == Act::Q8_K ? static_cast<size_t>(cols / 256) * sizeof(BlockQ8_K)
                                        : static_cast<size_t>(cols) * 2;
     stride = (row + 63) / 64 * 64;
@@ -140,7 +145,7 @@ void run_fast(const TensorView& W, int64_t rb, int64_t re, const float* x, int64
       for (int64_t t = t0; t < t1; ++t) {
         const float* xt = x + t * ldx;
         uint8_t* out = buf + t * stride;
-        if (fk.act == Act::Q8_1F)
+        if (fk.act == Act::Q8_32)
           k.quantize_q8_1f(xt, out, cols);
         else if (fk.act == Act::Q8_K)
           k.quantize_q8_k(xt, reinterpret_cast<BlockQ8_K*>(out), cols);
