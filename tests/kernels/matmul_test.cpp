@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include "ferrum/error.h"
@@ -264,6 +266,27 @@ TEST(Matmul, F16ConversionExactOnEveryIsa) {
       ASSERT_EQ(a, b) << isa << " half " << i;
     }
   }
+}
+
+}  // namespace
+}  // namespace ferrum::kernels
+
+namespace ferrum::kernels {
+namespace {
+
+// FERRUM_ISA picks the kernels at first use: re-run this test binary with it set.
+TEST(Matmul, EnvironmentSelectsIsa) {
+  if (const char* want = std::getenv("FERRUM_TEST_EXPECT_ISA")) {
+    EXPECT_STREQ(active_isa(), want);
+    return;
+  }
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string filter = " --gtest_filter=Matmul.EnvironmentSelectsIsa >/dev/null 2>&1";
+  EXPECT_EQ(std::system(("FERRUM_ISA=scalar FERRUM_TEST_EXPECT_ISA=scalar '" + self + "'" + filter).c_str()), 0);
+  EXPECT_NE(std::system(("FERRUM_ISA=scalar FERRUM_TEST_EXPECT_ISA=avx2 '" + self + "'" + filter).c_str()), 0)
+      << "the check itself must be able to fail";
+  if (isa_supported("avx512"))
+    EXPECT_EQ(std::system(("FERRUM_ISA=avx512 FERRUM_TEST_EXPECT_ISA=avx512 '" + self + "'" + filter).c_str()), 0);
 }
 
 }  // namespace
