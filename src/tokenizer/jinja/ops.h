@@ -33,8 +33,4 @@ bool compare_order(const std::string& op, const Value& a, const Value& b);
 int compare_values(const Value& a, const Value& b);
 Value negate(const Value& v);
 
-// Python str % args (printf-style formatting) and str.format.
-std::string percent_format(const std::string& fmt, const Value& args);
-std::string str_format(const std::string& fmt, const CallArgs& args);
-
 }  // namespace ferrum::jinja
