@@ -95,6 +95,31 @@ void TokenizerImpl::finalize() {
     max_token_len = std::max(max_token_len, text[i].size());
   }
 
+  // SPM merges stay inside "▁"-started segments unless some token has "▁" after another char.
+  spm_word_local = true;
+  for (const std::string& s : text) {
+    for (size_t p = s.find("\xE2\x96\x81", 1); p != std::string::npos; p = s.find("\xE2\x96\x81", p + 3)) {
+      if (p < 3 || s.compare(p - 3, 3, "\xE2\x96\x81") != 0) spm_word_local = false;
+    }
+  }
+
+  // SPM: every way to write a token as the concatenation of two tokens.
+  spm_pairs = tok::MergeMap();
+  if (algo == Algo::Spm) {
+    spm_pairs.reserve(n * 4);
+    for (size_t i = 0; i < n; ++i) {
+      const std::string_view s = text[i];
+      if (find(s) != static_cast<int32_t>(i)) continue;  // duplicate text
+      for (size_t k = unicode::utf8_len(static_cast<uint8_t>(s[0])); k < s.size();
+           k += unicode::utf8_len(static_cast<uint8_t>(s[k]))) {
+        const int32_t a = find(s.substr(0, k)), b = find(s.substr(k));
+        if (a >= 0 && b >= 0) {
+          spm_pairs.emplace((uint64_t(uint32_t(a)) << 32) | uint32_t(b), {static_cast<int32_t>(i), 0});
+        }
+      }
+    }
+  }
+
   // End-of-generation set (and llama.cpp's retyping by text).
   eog_flag.assign(n, 0);
   for (const char* s : kEogTexts) {

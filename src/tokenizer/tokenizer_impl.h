@@ -136,6 +136,8 @@ struct TokenizerImpl {
 
   // SPM
   bool add_space_prefix = true;  // llama.cpp: " " before text at start and after specials
+  bool spm_word_local = false;   // no token has "▁" after another char (see spm.cpp)
+  tok::MergeMap spm_pairs;       // (token a, token b) -> (token a+b, 0)
   int32_t byte_token[256];       // <0xXX> (SPM/byte fallback) or byte-level char token; -1 none
 
   // BPE
