@@ -18,7 +18,7 @@ struct ModelFlags {
   std::string tokenizer;  // llama2.c only
   int threads = 0;
   std::string precision = "fast";
-  int64_t kv_capacity = 0;
+  KvOptions kv;
   void add(CLI::App* app, bool model_optional);
   ModelOptions options() const;
   // The model path, or the bundled default model when none was given.

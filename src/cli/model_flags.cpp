@@ -12,14 +12,21 @@ void ModelFlags::add(CLI::App* app, bool model_optional) {
   app->add_option("-t,--threads", threads, "worker threads (default: all cores)");
   app->add_option("--precision", precision, "matmul activations: 'fast' (quantized like llama.cpp) or 'exact' (F32)")
       ->check(CLI::IsMember({"fast", "exact"}));
-  app->add_option("--kv-capacity", kv_capacity, "KV cache tokens per sequence (default: min(context, 4096))");
+  app->add_option("--kv-capacity", kv.capacity, "KV cache tokens per sequence (default: min(context, 4096))");
+  app->add_option("--kv-layout", kv.layout, "KV cache layout: contiguous or paged (blocks of 16 tokens)")
+      ->check(CLI::IsMember({"contiguous", "paged"}));
+  app->add_option("--kv-type", kv.type, "KV cache element type: f32, f16, bf16 or int8")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "int8"}));
+  app->add_option("--kv-pool", kv.pool_tokens, "KV pool size in tokens over all sequences (paged)");
+  app->add_flag("--prefix-cache", kv.prefix_cache, "reuse cached prompt prefixes (needs --kv-layout paged)");
 }
 
 ModelOptions ModelFlags::options() const {
   ModelOptions o;
   o.n_threads = threads;
   o.precision = precision == "exact" ? Precision::Exact : Precision::Fast;
-  o.kv_capacity = kv_capacity;
+  o.kv = kv;
+  o.kv.apply_env();
   return o;
 }
 

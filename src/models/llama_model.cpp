@@ -14,14 +14,46 @@ namespace {
 std::string blk(int l, const char* name) { return fmt::format("blk.{}.{}", l, name); }
 }  // namespace
 
+runtime::KvCacheOptions kv_cache_options(const KvOptions& o, int64_t default_capacity) {
+  runtime::KvCacheOptions r;
+  if (o.layout == "contiguous") {
+    r.layout = runtime::KvLayout::Contiguous;
+  } else if (o.layout == "paged") {
+    r.layout = runtime::KvLayout::Paged;
+  } else {
+    fail("KV layout '{}' is not known (use contiguous or paged)", o.layout);
+  }
+  if (o.type == "f32") {
+    r.type = kernels::KvType::F32;
+  } else if (o.type == "f16") {
+    r.type = kernels::KvType::F16;
+  } else if (o.type == "bf16") {
+    r.type = kernels::KvType::BF16;
+  } else if (o.type == "int8") {
+    r.type = kernels::KvType::INT8;
+  } else {
+    fail("KV type '{}' is not known (use f32, f16, bf16 or int8)", o.type);
+  }
+  if (o.capacity < 0) fail("KV capacity must be positive, got {}", o.capacity);
+  if (o.pool_tokens < 0) fail("KV pool size must be positive, got {}", o.pool_tokens);
+  r.seq_capacity = o.capacity > 0 ? o.capacity : default_capacity;
+  r.pool_tokens = o.pool_tokens;
+  r.prefix_cache = o.prefix_cache;
+  if (o.prefix_cache && r.layout != runtime::KvLayout::Paged) fail("the prefix cache needs --kv-layout paged");
+  return r;
+}
+
 LlamaModel::LlamaModel(ModelConfig cfg, WeightSet weights, ModelOptions opts)
     : cfg_(std::move(cfg)),
       weights_(std::move(weights)),
       opts_(opts),
-      capacity_(opts.kv_capacity > 0 ? opts.kv_capacity : std::min<int64_t>(cfg_.n_ctx_train > 0 ? cfg_.n_ctx_train : 4096, 4096)),
       pool_(opts.n_threads),
-      kprec_(opts.precision == Precision::Exact ? kernels::Precision::Exact : kernels::Precision::Fast) {
+      kprec_(opts.precision == Precision::Exact ? kernels::Precision::Exact : kernels::Precision::Fast),
+      kv_(cfg_.n_layer, cfg_.n_head_kv, cfg_.head_dim,
+          kv_cache_options(opts.kv, std::min<int64_t>(cfg_.n_ctx_train > 0 ? cfg_.n_ctx_train : 4096, 4096))) {
   if (opts_.max_batch <= 0) opts_.max_batch = 256;
+  opts_.kv.capacity = kv_.options().seq_capacity;
+  opts_.kv.pool_tokens = kv_.options().pool_tokens;
   bind_weights();
 }
 
@@ -86,30 +118,21 @@ void LlamaModel::bind_weights() {
   }
 }
 
-LlamaModel::Sequence& LlamaModel::sequence(int seq) {
-  auto it = seqs_.find(seq);
-  if (it != seqs_.end()) return it->second;
-  Sequence& s = seqs_[seq];
-  s.k.resize(cfg_.n_layer);
-  s.v.resize(cfg_.n_layer);
-  return s;
-}
-
-int64_t LlamaModel::seq_len(int seq) const {
-  auto it = seqs_.find(seq);
-  return it == seqs_.end() ? 0 : it->second.len;
-}
-
 void LlamaModel::truncate_kv(int seq, int64_t new_len) {
-  auto it = seqs_.find(seq);
-  if (it == seqs_.end()) fail("truncate_kv: unknown sequence {}", seq);
-  if (new_len < 0 || new_len > it->second.len)
-    fail("truncate_kv: sequence {} has {} tokens, cannot truncate to {}", seq, it->second.len, new_len);
-  it->second.len = new_len;
+  if (!kv_.has(seq)) fail("truncate_kv: unknown sequence {}", seq);
+  kv_.truncate(seq, new_len);
 }
 
-void LlamaModel::release(int seq) {
-  if (seqs_.erase(seq) == 0) fail("release: unknown sequence {}", seq);
+void LlamaModel::prepare(int seq, int64_t max_tokens) { kv_.reserve(seq, max_tokens); }
+
+KvUsage LlamaModel::kv_usage() const {
+  const runtime::KvStats s = kv_.stats();
+  return KvUsage{s.seq_capacity, s.block_tokens, s.total_blocks, s.free_blocks, s.used_tokens, s.sequences,
+                 s.bytes_per_token, s.pool_bytes};
+}
+
+nlohmann::json LlamaModel::metrics_json() const {
+  return {{"kv", kv_.metrics_json()}, {"forward_calls", forward_calls_}, {"forward_tokens", forward_tokens_}};
 }
 
 void LlamaModel::ensure_workspace(int64_t n) {
@@ -121,6 +144,7 @@ void LlamaModel::ensure_workspace(int64_t n) {
   attn_.resize(n * qd);
   tmp_.resize(n * std::max<int64_t>(d, cfg_.n_vocab));
   rope_.resize(n * cfg_.n_rot);
+  pos_.resize(n);
   ws_tokens_ = n;
 }
 
@@ -128,41 +152,46 @@ void LlamaModel::matmul(const TensorView& w, const float* x, int64_t ldx, int64_
   kernels::matmul(w, x, ldx, n, y, ldy, pool_, kprec_, mm_scratch_);
 }
 
-void LlamaModel::prefill(int seq, std::span<const int32_t> tokens, float* logits, bool all_logits) {
-  if (tokens.empty()) fail("prefill: no tokens for sequence {}", seq);
-  for (int32_t t : tokens)
-    if (t < 0 || t >= cfg_.n_vocab) fail("token id {} is out of range (vocabulary has {} tokens)", t, cfg_.n_vocab);
-  Sequence& s = sequence(seq);
-  if (s.len + static_cast<int64_t>(tokens.size()) > capacity_)
-    throw CapacityError(fmt::format("sequence {}: {} cached + {} new tokens exceed the KV capacity of {} tokens", seq,
-                                    s.len, tokens.size(), capacity_));
-  const int64_t n = tokens.size();
-  for (int64_t b = 0; b < n; b += opts_.max_batch) {
-    const int64_t m = std::min(opts_.max_batch, n - b);
-    const bool last = b + m == n;
-    float* out = all_logits ? logits + b * cfg_.n_vocab : (last ? logits : nullptr);
-    forward_chunk(s, tokens.data() + b, m, out, all_logits);
-  }
-}
-
-void LlamaModel::decode(int seq, int32_t token, int64_t pos, float* logits) {
-  const int64_t have = seq_len(seq);
-  if (pos != have) fail("decode: position {} does not match sequence {} length {}", pos, seq, have);
-  prefill(seq, std::span<const int32_t>(&token, 1), logits, false);
-}
-
-void LlamaModel::forward_chunk(Sequence& s, const int32_t* tokens, int64_t n, float* logits, bool all_logits) {
-  ensure_workspace(n);
+void LlamaModel::unified_forward(std::span<const SeqTokens> items, float* logits) {
+  if (items.empty()) return;
   const int64_t d = cfg_.n_embd, qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), hd = cfg_.head_dim;
   const int64_t wqkv = qd + 2 * kvd;
-  const int64_t pos0 = s.len;
   const float eps = cfg_.norm_eps;
 
-  for (int64_t t = 0; t < n; ++t) dequantize_row(tok_embd_.type, tok_embd_.row(tokens[t]), &x_[t * d], d);
+  // Validate, then reserve cache room for every item at once (all or nothing).
+  requests_.clear();
+  int64_t n = 0;
+  for (const SeqTokens& it : items) {
+    if (it.tokens.empty()) fail("forward: no tokens for sequence {}", it.seq);
+    for (const auto& r : requests_)
+      if (r.first == it.seq) fail("forward: sequence {} appears twice in one batch", it.seq);
+    for (int32_t t : it.tokens)
+      if (t < 0 || t >= cfg_.n_vocab) fail("token id {} is out of range (vocabulary has {} tokens)", t, cfg_.n_vocab);
+    requests_.emplace_back(it.seq, kv_.len(it.seq) + static_cast<int64_t>(it.tokens.size()));
+    n += it.tokens.size();
+  }
+  kv_.reserve(requests_);
+  ensure_workspace(n);
 
+  // Embeddings and RoPE angles of every token.
   const float* ffac = cfg_.rope_freq_factors.empty() ? nullptr : cfg_.rope_freq_factors.data();
-  for (int64_t t = 0; t < n; ++t)
-    kernels::rope_cache(&rope_[t * cfg_.n_rot], pos0 + t, cfg_.n_rot, cfg_.rope_theta, cfg_.rope_freq_scale, ffac);
+  jobs_.resize(items.size());
+  for (size_t i = 0, off = 0; i < items.size(); ++i) {
+    const int64_t pos0 = kv_.len(items[i].seq);
+    for (size_t t = 0; t < items[i].tokens.size(); ++t, ++off) {
+      const int32_t tok = items[i].tokens[t];
+      dequantize_row(tok_embd_.type, tok_embd_.row(tok), &x_[off * d], d);
+      pos_[off] = pos0 + t;
+      kernels::rope_cache(&rope_[off * cfg_.n_rot], pos_[off], cfg_.n_rot, cfg_.rope_theta, cfg_.rope_freq_scale, ffac);
+    }
+    kernels::AttentionJob& j = jobs_[i];
+    j.q = qkv_.data() + (off - items[i].tokens.size()) * wqkv;
+    j.ldq = wqkv;
+    j.n_tok = items[i].tokens.size();
+    j.pos0 = pos0;
+    j.out = attn_.data() + (off - items[i].tokens.size()) * qd;
+    j.ldo = qd;
+  }
 
   kernels::AttentionParams ap;
   ap.n_head = cfg_.n_head;
@@ -170,6 +199,7 @@ void LlamaModel::forward_chunk(Sequence& s, const int32_t* tokens, int64_t n, fl
   ap.head_dim = cfg_.head_dim;
   ap.scale = 1.0f / std::sqrt(static_cast<float>(hd));
   ap.sliding_window = cfg_.sliding_window;
+  FfnContext fctx{pool_, kprec_, mm_scratch_};
 
   for (int l = 0; l < cfg_.n_layer; ++l) {
     Layer& L = layers_[l];
@@ -190,35 +220,34 @@ void LlamaModel::forward_chunk(Sequence& s, const int32_t* tokens, int64_t n, fl
         kernels::rope_apply(kh, cs, cfg_.n_rot, cfg_.rope_interleaved);
       }
     }
-    // Append K and V of this chunk to the cache.
-    std::vector<float>& K = s.k[l];
-    std::vector<float>& V = s.v[l];
-    const size_t need = static_cast<size_t>((pos0 + n) * kvd);
-    if (K.size() < need) {
-      const size_t cap = std::min<size_t>(std::max(need, K.size() * 2), static_cast<size_t>(capacity_ * kvd));
-      K.resize(cap);
-      V.resize(cap);
+    for (size_t i = 0, off = 0; i < items.size(); ++i) {
+      for (size_t t = 0; t < items[i].tokens.size(); ++t, ++off)
+        kv_.write(l, items[i].seq, pos_[off], &qkv_[off * wqkv + qd], &qkv_[off * wqkv + qd + kvd]);
+      jobs_[i].kv = kv_.view(l, items[i].seq);
     }
-    for (int64_t t = 0; t < n; ++t) {
-      std::memcpy(&K[(pos0 + t) * kvd], &qkv_[t * wqkv + qd], kvd * sizeof(float));
-      std::memcpy(&V[(pos0 + t) * kvd], &qkv_[t * wqkv + qd + kvd], kvd * sizeof(float));
-    }
-    kernels::attention(ap, qkv_.data(), wqkv, n, pos0, K.data(), V.data(), kvd, attn_.data(), qd, pool_, attn_scratch_);
+    kernels::attention(ap, jobs_.data(), static_cast<int>(jobs_.size()), pool_, attn_scratch_);
     matmul(L.wo, attn_.data(), qd, n, tmp_.data(), d);
     kernels::add_inplace(x_.data(), tmp_.data(), n * d);
 
     for (int64_t t = 0; t < n; ++t) kernels::rms_norm(&x_[t * d], L.ffn_norm, &h_[t * d], d, eps);
-    FfnContext fctx{pool_, kprec_, mm_scratch_};
     L.ffn->forward(h_.data(), n, tmp_.data(), fctx);
     kernels::add_inplace(x_.data(), tmp_.data(), n * d);
   }
-  s.len = pos0 + n;
+  for (const SeqTokens& it : items) kv_.append(it.seq, it.tokens);
+  ++forward_calls_;
+  forward_tokens_ += n;
 
-  if (!logits) return;
-  const int64_t first = all_logits ? 0 : n - 1;
-  const int64_t rows = n - first;
-  for (int64_t t = first; t < n; ++t) kernels::rms_norm(&x_[t * d], output_norm_, &h_[(t - first) * d], d, eps);
-  matmul(output_, h_.data(), d, rows, logits, cfg_.n_vocab);
+  // Final norm of the rows that need logits, packed, then one output matmul.
+  int64_t rows = 0;
+  for (size_t i = 0, off = 0; i < items.size(); off += items[i].tokens.size(), ++i) {
+    const int64_t m = items[i].tokens.size();
+    const int64_t first = items[i].all_logits ? 0 : (items[i].want_logits ? m - 1 : m);
+    for (int64_t t = first; t < m; ++t, ++rows) kernels::rms_norm(&x_[(off + t) * d], output_norm_, &h_[rows * d], d, eps);
+  }
+  if (rows > 0) {
+    if (!logits) fail("forward: logits requested but no output buffer given");
+    matmul(output_, h_.data(), d, rows, logits, cfg_.n_vocab);
+  }
 }
 
 }  // namespace ferrum

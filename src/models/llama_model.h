@@ -1,10 +1,9 @@
-// The Llama-family decoder: Llama 1/2/3, Mistral, Qwen2/2.5, Qwen3 as variants of one
-// implementation (RoPE layout and scaling, q/k/v biases, per-head QK-norm, sliding window, GQA,
-// tied embeddings), all taken from ModelConfig and the weights present.
+// The Llama-family decoder: Llama 1/2/3, Mistral, Qwen2/2.5, Qwen3 (and Qwen3-MoE through its
+// feed-forward block) as variants of one implementation: RoPE layout and scaling, q/k/v biases,
+// per-head QK-norm, sliding window, GQA, tied embeddings, all from ModelConfig and the weights.
 #pragma once
 
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -13,6 +12,7 @@
 #include "kernels/cpu/matmul.h"
 #include "models/feed_forward.h"
 #include "models/weights.h"
+#include "runtime/kv_cache.h"
 
 namespace ferrum {
 
@@ -22,13 +22,17 @@ class LlamaModel : public Model {
 
   const ModelConfig& config() const override { return cfg_; }
   const ModelOptions& options() const override { return opts_; }
-  void prefill(int seq, std::span<const int32_t> tokens, float* logits, bool all_logits) override;
-  void decode(int seq, int32_t token, int64_t pos, float* logits) override;
-  int64_t seq_len(int seq) const override;
+  void unified_forward(std::span<const SeqTokens> items, float* logits) override;
+  int64_t seq_len(int seq) const override { return kv_.len(seq); }
   void truncate_kv(int seq, int64_t new_len) override;
-  void release(int seq) override;
-  void reset() override { seqs_.clear(); }
-  int64_t kv_capacity() const override { return capacity_; }
+  void release(int seq) override { kv_.release(seq); }
+  void reset() override { kv_.reset(); }
+  void prepare(int seq, int64_t max_tokens) override;
+  bool can_fit(std::span<const std::pair<int, int64_t>> seq_lengths) const override { return kv_.can_reserve(seq_lengths); }
+  int64_t reuse_prefix(int seq, std::span<const int32_t> prompt) override { return kv_.reuse_prefix(seq, prompt); }
+  int64_t kv_capacity() const override { return kv_.options().seq_capacity; }
+  KvUsage kv_usage() const override;
+  nlohmann::json metrics_json() const override;
   size_t weight_bytes() const override { return weights_.total_bytes(); }
 
  private:
@@ -39,44 +43,43 @@ class LlamaModel : public Model {
   };
   struct Layer {
     const float* attn_norm = nullptr;
-    std::vector<Part> qkv;  // one fused part, or q, k, v
-    const float* bias_qkv = nullptr;  // q|k|v biases concatenated (owned by weights_) or null
+    std::vector<Part> qkv;            // one fused part, or q, k, v
+    const float* bias_qkv = nullptr;  // q|k|v biases concatenated, or null
     const float* q_norm = nullptr;
     const float* k_norm = nullptr;
     TensorView wo;
     const float* ffn_norm = nullptr;
     std::unique_ptr<FeedForward> ffn;  // dense SwiGLU or mixture of experts
   };
-  struct Sequence {
-    int64_t len = 0;
-    std::vector<std::vector<float>> k, v;  // per layer: len * kv_dim
-  };
 
   void bind_weights();
   const float* f32_tensor(const std::string& name, int64_t n, bool required = true);
-  Sequence& sequence(int seq);
-  void forward_chunk(Sequence& s, const int32_t* tokens, int64_t n, float* logits, bool all_logits);
   void matmul(const TensorView& w, const float* x, int64_t ldx, int64_t n, float* y, int64_t ldy);
   void ensure_workspace(int64_t n);
 
   ModelConfig cfg_;
   WeightSet weights_;
   ModelOptions opts_;
-  int64_t capacity_;
   ThreadPool pool_;
   kernels::Precision kprec_;
+  runtime::KvCache kv_;
 
   TensorView tok_embd_, output_;
   const float* output_norm_ = nullptr;
   std::vector<Layer> layers_;
 
-  std::unordered_map<int, Sequence> seqs_;
-
-  // Workspace, grown to the largest chunk seen (never per token).
+  // Workspace, grown to the largest batch seen (never per token).
   int64_t ws_tokens_ = 0;
   std::vector<float> x_, h_, qkv_, attn_, tmp_, rope_;
+  std::vector<int64_t> pos_;
+  std::vector<kernels::AttentionJob> jobs_;
+  std::vector<std::pair<int, int64_t>> requests_;
   kernels::MatmulScratch mm_scratch_;
   kernels::AttentionScratch attn_scratch_;
+  int64_t forward_calls_ = 0, forward_tokens_ = 0;
 };
+
+// Parses KvOptions (layout/type names) into the runtime's options; throws naming a bad value.
+runtime::KvCacheOptions kv_cache_options(const KvOptions& o, int64_t default_capacity);
 
 }  // namespace ferrum

@@ -45,7 +45,7 @@ std::unique_ptr<Model> open_model(const std::string& path, Precision prec, int t
   ModelOptions o;
   o.precision = prec;
   o.n_threads = threads;
-  o.kv_capacity = 4096;
+  o.kv.capacity = 4096;
   return create_model(std::move(files.config), std::move(files.weights), o);
 }
 

@@ -1,5 +1,8 @@
 // Causal (optionally sliding-window) multi-head attention of a chunk of query tokens against one
-// sequence's KV cache, GQA-aware. Scores are computed in F32, softmax sums in double.
+// sequence's KV cache, GQA-aware: each K/V row is read (and converted) once per KV head and used
+// by every query head of its group. The cache may be contiguous or paged (a block table), and
+// hold F32, F16, BF16 or INT8 (per token and head scale) elements. Scores are F32, softmax sums
+// in double.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +11,29 @@
 #include "core/thread_pool.h"
 
 namespace ferrum::kernels {
+
+enum class KvType : int { F32 = 0, F16 = 1, BF16 = 2, INT8 = 3 };
+const char* kv_type_name(KvType t);
+// Bytes of one cached row (all KV heads of one token); INT8 rows carry one float scale per head.
+size_t kv_row_bytes(KvType t, int n_head_kv, int head_dim);
+// Converts a row of n_head_kv*head_dim floats into the cache format (dst: kv_row_bytes bytes).
+void kv_store_row(KvType t, const float* src, uint8_t* dst, int n_head_kv, int head_dim);
+// Reads head h of a cached row back as floats.
+void kv_load_head(KvType t, const uint8_t* row, int h, int n_head_kv, int head_dim, float* out);
+
+// One sequence's K or V rows for one layer: row j lives in block table[j / block_tokens] at
+// offset (j % block_tokens) * row_bytes from base + block * block_bytes.
+struct KvSeqView {
+  const uint8_t* k_base = nullptr;
+  const uint8_t* v_base = nullptr;
+  const int32_t* table = nullptr;
+  int64_t block_tokens = 0;
+  size_t block_bytes = 0;
+  size_t row_bytes = 0;
+  KvType type = KvType::F32;
+  const uint8_t* k_row(int64_t j) const { return k_base + table[j / block_tokens] * block_bytes + (j % block_tokens) * row_bytes; }
+  const uint8_t* v_row(int64_t j) const { return v_base + table[j / block_tokens] * block_bytes + (j % block_tokens) * row_bytes; }
+};
 
 struct AttentionParams {
   int n_head = 0;
@@ -18,15 +44,24 @@ struct AttentionParams {
 };
 
 struct AttentionScratch {
-  std::vector<float> scores;  // n_threads * max kv length, grow-only
+  std::vector<float> buf;  // per thread: scores (group x kv_len) + K/V row + accumulators; grow-only
 };
 
-// q:   n_tok rows of n_head*head_dim floats (row stride ldq)
-// k,v: kv_len rows of n_head_kv*head_dim floats (row stride ldkv); row j holds position j
-// out: n_tok rows of n_head*head_dim floats (row stride ldo)
-// Query t is at position pos0 + t and sees keys [lo, pos0 + t].
-void attention(const AttentionParams& p, const float* q, int64_t ldq, int64_t n_tok, int64_t pos0, const float* k,
-               const float* v, int64_t ldkv, float* out, int64_t ldo, ThreadPool& pool, AttentionScratch& scratch);
+// One query chunk of one sequence: query t (row t of q, stride ldq) is at position pos0 + t and
+// sees cached positions [lo, pos0 + t]; results go to row t of out (stride ldo).
+struct AttentionJob {
+  const float* q = nullptr;
+  int64_t ldq = 0;
+  int64_t n_tok = 0;
+  int64_t pos0 = 0;
+  KvSeqView kv;
+  float* out = nullptr;
+  int64_t ldo = 0;
+};
+
+// Runs several jobs (e.g. the sequences of a mixed batch) in one parallel pass.
+void attention(const AttentionParams& p, const AttentionJob* jobs, int n_jobs, ThreadPool& pool,
+               AttentionScratch& scratch);
 
 // Dot product of two float vectors (vectorisable, 8 partial sums).
 float dot_f32(const float* a, const float* b, int64_t n);

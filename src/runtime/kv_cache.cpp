@@ -1,0 +1,374 @@
+#include "runtime/kv_cache.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+
+#include "ferrum/error.h"
+
+namespace ferrum::runtime {
+namespace {
+
+inline uint64_t mix64(uint64_t x) {  // splitmix64 finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Bytes of memory available to this process now (MemAvailable), or 0 if unknown.
+size_t available_memory() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  size_t kb;
+  std::string unit;
+  while (f >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return 0;
+}
+
+}  // namespace
+
+uint64_t KvCache::chain_hash(uint64_t parent, const int32_t* tokens, int n) {
+  uint64_t h = mix64(parent ^ 0x5eed);
+  for (int i = 0; i < n; ++i) h = mix64(h ^ static_cast<uint32_t>(tokens[i]));
+  return h;
+}
+
+KvCache::KvCache(int n_layer, int n_head_kv, int head_dim, KvCacheOptions opts)
+    : n_layer_(n_layer), n_head_kv_(n_head_kv), head_dim_(head_dim), opts_(opts) {
+  if (opts_.seq_capacity <= 0) fail("KV capacity must be positive, got {}", opts_.seq_capacity);
+  if (opts_.block_tokens <= 0) fail("KV block size must be positive, got {}", opts_.block_tokens);
+  row_bytes_ = kernels::kv_row_bytes(opts_.type, n_head_kv, head_dim);
+  if (opts_.pool_tokens <= 0) {
+    // Default: room for 4 full-length sequences, but at most a quarter of the free memory.
+    int64_t tokens = opts_.seq_capacity * 4;
+    const size_t avail = available_memory();
+    if (avail > 0) tokens = std::min<int64_t>(tokens, static_cast<int64_t>(avail / 4 / bytes_per_token()));
+    opts_.pool_tokens = std::max<int64_t>(tokens, opts_.seq_capacity);
+  }
+  if (opts_.layout == KvLayout::Paged) {
+    const int64_t n_blocks = (opts_.pool_tokens + opts_.block_tokens - 1) / opts_.block_tokens;
+    if (n_blocks > INT32_MAX) fail("KV pool of {} tokens is too large", opts_.pool_tokens);
+    block_bytes_ = row_bytes_ * opts_.block_tokens;
+    alloc_ = BlockAllocator(static_cast<int32_t>(n_blocks));
+    k_pool_.resize(n_layer);
+    v_pool_.resize(n_layer);
+    for (int l = 0; l < n_layer; ++l) {
+      k_pool_[l].reset(new uint8_t[n_blocks * block_bytes_]);
+      v_pool_[l].reset(new uint8_t[n_blocks * block_bytes_]);
+    }
+  } else {
+    opts_.prefix_cache = false;  // needs shared blocks
+    block_bytes_ = row_bytes_ * opts_.seq_capacity;
+    max_contiguous_seqs_ = std::max<int64_t>(1, opts_.pool_tokens / opts_.seq_capacity);
+  }
+}
+
+KvCache::Seq& KvCache::get(int seq) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) fail("unknown sequence {}", seq);
+  return it->second;
+}
+
+const KvCache::Seq& KvCache::get(int seq) const {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) fail("unknown sequence {}", seq);
+  return it->second;
+}
+
+int64_t KvCache::len(int seq) const {
+  auto it = seqs_.find(seq);
+  return it == seqs_.end() ? 0 : static_cast<int64_t>(it->second.tokens.size());
+}
+
+int32_t KvCache::blocks_needed(const Seq* s, int64_t new_len) const {
+  const int64_t bt = opts_.block_tokens;
+  const int64_t have = s ? static_cast<int64_t>(s->table.size()) : 0;
+  int64_t need = std::max<int64_t>(0, (new_len + bt - 1) / bt - have);
+  // Copy-on-write of a shared, partly filled last block.
+  if (s && new_len > static_cast<int64_t>(s->tokens.size())) {
+    const int64_t len = s->tokens.size();
+    if (len % bt != 0 && alloc_.refcount(s->table[len / bt]) > 1) ++need;
+  }
+  return static_cast<int32_t>(need);
+}
+
+int32_t KvCache::evictable() const {
+  int32_t n = 0;
+  for (const auto& [h, e] : prefix_) n += alloc_.refcount(e.block) == 1;
+  return n;
+}
+
+bool KvCache::ensure_free(int32_t n) {
+  if (alloc_.free_count() >= n) return true;
+  if (alloc_.free_count() + evictable() < n) return false;
+  for (auto it = lru_.begin(); it != lru_.end() && alloc_.free_count() < n;) {
+    auto e = prefix_.find(*it);
+    if (alloc_.refcount(e->second.block) == 1) {
+      alloc_.decref(e->second.block);
+      prefix_.erase(e);
+      it = lru_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return alloc_.free_count() >= n;
+}
+
+bool KvCache::can_reserve(std::span<const std::pair<int, int64_t>> requests) const {
+  int64_t need = 0, new_seqs = 0;
+  for (const auto& [seq, new_len] : requests) {
+    if (new_len > opts_.seq_capacity) return false;
+    auto it = seqs_.find(seq);
+    const Seq* s = it == seqs_.end() ? nullptr : &it->second;
+    if (!s) ++new_seqs;
+    if (opts_.layout == KvLayout::Paged) need += blocks_needed(s, new_len);
+  }
+  if (opts_.layout == KvLayout::Contiguous) return static_cast<int64_t>(seqs_.size()) + new_seqs <= max_contiguous_seqs_;
+  return need <= alloc_.free_count() + evictable();
+}
+
+void KvCache::reserve(std::span<const std::pair<int, int64_t>> requests) {
+  int64_t need = 0, new_seqs = 0;
+  for (const auto& [seq, new_len] : requests) {
+    if (new_len > opts_.seq_capacity)
+      throw CapacityError(fmt::format("sequence {}: {} tokens exceed the KV capacity of {} tokens per sequence", seq,
+                                      new_len, opts_.seq_capacity));
+    auto it = seqs_.find(seq);
+    const Seq* s = it == seqs_.end() ? nullptr : &it->second;
+    if (!s) ++new_seqs;
+    if (opts_.layout == KvLayout::Paged) need += blocks_needed(s, new_len);
+  }
+  if (opts_.layout == KvLayout::Contiguous) {
+    if (static_cast<int64_t>(seqs_.size()) + new_seqs > max_contiguous_seqs_)
+      throw CapacityError(fmt::format("KV cache is full: {} sequences of {} tokens already held (pool of {} tokens)",
+                                      seqs_.size(), opts_.seq_capacity, opts_.pool_tokens));
+  } else if (!ensure_free(static_cast<int32_t>(need))) {
+    throw CapacityError(fmt::format("KV pool exhausted: {} more blocks of {} tokens needed, {} free", need,
+                                    opts_.block_tokens, alloc_.free_count()));
+  }
+  for (const auto& [seq, new_len] : requests) {
+    Seq& s = seqs_[seq];
+    if (opts_.layout == KvLayout::Contiguous) {
+      if (s.table.empty()) {
+        s.table.push_back(0);
+        s.k.resize(n_layer_);
+        s.v.resize(n_layer_);
+      }
+      if (new_len > s.reserved) {
+        const int64_t rows = std::min<int64_t>(opts_.seq_capacity, std::max<int64_t>(new_len, s.reserved * 2));
+        for (int l = 0; l < n_layer_; ++l) {
+          s.k[l].resize(rows * row_bytes_);
+          s.v[l].resize(rows * row_bytes_);
+        }
+        s.reserved = rows;
+      }
+      continue;
+    }
+    const int64_t len = s.tokens.size();
+    if (new_len > len && len % opts_.block_tokens != 0) make_writable(s, len);
+    const int64_t bt = opts_.block_tokens;
+    const int32_t more = static_cast<int32_t>(std::max<int64_t>(0, (new_len + bt - 1) / bt - static_cast<int64_t>(s.table.size())));
+    const bool ok = alloc_.allocate(more, s.table);
+    FERRUM_ASSERT(ok, "block allocation failed after the free check");
+    s.reserved = static_cast<int64_t>(s.table.size()) * bt;
+  }
+}
+
+void KvCache::make_writable(Seq& s, int64_t pos) {
+  const int64_t bi = pos / opts_.block_tokens;
+  const int32_t old = s.table[bi];
+  if (alloc_.refcount(old) == 1) return;
+  std::vector<int32_t> fresh;
+  const bool ok = alloc_.allocate(1, fresh);
+  FERRUM_ASSERT(ok, "no block for copy-on-write");
+  for (int l = 0; l < n_layer_; ++l) {
+    std::memcpy(k_pool_[l].get() + fresh[0] * block_bytes_, k_pool_[l].get() + old * block_bytes_, block_bytes_);
+    std::memcpy(v_pool_[l].get() + fresh[0] * block_bytes_, v_pool_[l].get() + old * block_bytes_, block_bytes_);
+  }
+  alloc_.decref(old);
+  s.table[bi] = fresh[0];
+}
+
+uint8_t* KvCache::row_ptr(int layer, bool is_k, Seq& s, int64_t pos) {
+  if (opts_.layout == KvLayout::Contiguous) return (is_k ? s.k : s.v)[layer].data() + pos * row_bytes_;
+  const int64_t bt = opts_.block_tokens;
+  uint8_t* pool = (is_k ? k_pool_ : v_pool_)[layer].get();
+  return pool + s.table[pos / bt] * block_bytes_ + (pos % bt) * row_bytes_;
+}
+
+void KvCache::write(int layer, int seq, int64_t pos, const float* k, const float* v) {
+  Seq& s = get(seq);
+  FERRUM_ASSERT(pos < s.reserved, "write at position {} of sequence {} beyond its {} reserved rows", pos, seq, s.reserved);
+  kernels::kv_store_row(opts_.type, k, row_ptr(layer, true, s, pos), n_head_kv_, head_dim_);
+  kernels::kv_store_row(opts_.type, v, row_ptr(layer, false, s, pos), n_head_kv_, head_dim_);
+}
+
+void KvCache::append(int seq, std::span<const int32_t> ids) {
+  Seq& s = get(seq);
+  FERRUM_ASSERT(static_cast<int64_t>(s.tokens.size() + ids.size()) <= s.reserved, "append beyond reserved rows");
+  s.tokens.insert(s.tokens.end(), ids.begin(), ids.end());
+  if (opts_.prefix_cache) register_blocks(s);
+}
+
+void KvCache::register_blocks(Seq& s) {
+  const int bt = opts_.block_tokens;
+  while (static_cast<int64_t>(s.registered + 1) * bt <= static_cast<int64_t>(s.tokens.size())) {
+    const uint64_t h = chain_hash(s.chain, s.tokens.data() + s.registered * bt, bt);
+    auto it = prefix_.find(h);
+    if (it == prefix_.end()) {
+      const int32_t block = s.table[s.registered];
+      alloc_.incref(block);
+      lru_.push_back(h);
+      prefix_.emplace(h, PrefixEntry{block, s.chain,
+                                     std::vector<int32_t>(s.tokens.begin() + s.registered * bt,
+                                                          s.tokens.begin() + (s.registered + 1) * bt),
+                                     std::prev(lru_.end())});
+    } else {
+      lru_.splice(lru_.end(), lru_, it->second.lru);
+    }
+    s.chain = h;
+    ++s.registered;
+  }
+}
+
+int64_t KvCache::reuse_prefix(int seq, std::span<const int32_t> prompt) {
+  if (!opts_.prefix_cache || prompt.size() < 2) return 0;
+  if (len(seq) != 0) fail("reuse_prefix: sequence {} is not empty", seq);
+  const int bt = opts_.block_tokens;
+  const int64_t max_blocks = static_cast<int64_t>(prompt.size() - 1) / bt;
+  Seq& s = seqs_[seq];
+  uint64_t chain = 0;
+  int64_t n = 0;
+  for (; n < max_blocks; ++n) {
+    const int32_t* toks = prompt.data() + n * bt;
+    const uint64_t h = chain_hash(chain, toks, bt);
+    auto it = prefix_.find(h);
+    if (it == prefix_.end() || it->second.parent != chain || !std::equal(toks, toks + bt, it->second.tokens.begin()))
+      break;
+    alloc_.incref(it->second.block);
+    s.table.push_back(it->second.block);
+    lru_.splice(lru_.end(), lru_, it->second.lru);
+    chain = h;
+  }
+  s.tokens.assign(prompt.begin(), prompt.begin() + n * bt);
+  s.reserved = n * bt;
+  s.registered = static_cast<int>(n);
+  s.chain = chain;
+  if (n > 0) {
+    ++hits_;
+    saved_ += n * bt;
+  } else {
+    ++misses_;
+  }
+  return n * bt;
+}
+
+void KvCache::truncate(int seq, int64_t new_len) {
+  Seq& s = get(seq);
+  const int64_t len = s.tokens.size();
+  if (new_len < 0 || new_len > len) fail("truncate_kv: sequence {} has {} tokens, cannot truncate to {}", seq, len, new_len);
+  s.tokens.resize(new_len);
+  if (opts_.layout == KvLayout::Paged) {
+    const int64_t bt = opts_.block_tokens;
+    const size_t keep = static_cast<size_t>((new_len + bt - 1) / bt);
+    while (s.table.size() > keep) {
+      alloc_.decref(s.table.back());
+      s.table.pop_back();
+    }
+    s.reserved = static_cast<int64_t>(s.table.size()) * bt;
+    if (s.registered > new_len / bt) {
+      s.registered = 0;
+      s.chain = 0;
+      // Recompute the chain of the blocks that stay registered.
+      for (int64_t b = 0; b < new_len / bt; ++b) s.chain = chain_hash(s.chain, s.tokens.data() + b * bt, static_cast<int>(bt));
+      s.registered = static_cast<int>(new_len / bt);
+    }
+  }
+}
+
+void KvCache::release(int seq) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) fail("release: unknown sequence {}", seq);
+  if (opts_.layout == KvLayout::Paged)
+    for (int32_t b : it->second.table) alloc_.decref(b);
+  seqs_.erase(it);
+}
+
+void KvCache::reset() {
+  while (!seqs_.empty()) release(seqs_.begin()->first);
+  for (auto& [h, e] : prefix_) alloc_.decref(e.block);
+  prefix_.clear();
+  lru_.clear();
+}
+
+kernels::KvSeqView KvCache::view(int layer, int seq) const {
+  const Seq& s = get(seq);
+  kernels::KvSeqView v;
+  v.table = s.table.data();
+  v.row_bytes = row_bytes_;
+  v.type = opts_.type;
+  if (opts_.layout == KvLayout::Contiguous) {
+    v.k_base = s.k[layer].data();
+    v.v_base = s.v[layer].data();
+    v.block_tokens = std::max<int64_t>(s.reserved, 1);
+    v.block_bytes = 0;  // table = {0}
+  } else {
+    v.k_base = k_pool_[layer].get();
+    v.v_base = v_pool_[layer].get();
+    v.block_tokens = opts_.block_tokens;
+    v.block_bytes = block_bytes_;
+  }
+  return v;
+}
+
+KvStats KvCache::stats() const {
+  KvStats st;
+  st.seq_capacity = opts_.seq_capacity;
+  st.bytes_per_token = bytes_per_token();
+  st.sequences = seqs_.size();
+  for (const auto& [id, s] : seqs_) st.used_tokens += s.tokens.size();
+  if (opts_.layout == KvLayout::Paged) {
+    st.block_tokens = opts_.block_tokens;
+    st.total_blocks = alloc_.total();
+    st.free_blocks = alloc_.free_count() + evictable();
+    st.pool_bytes = static_cast<size_t>(alloc_.total()) * block_bytes_ * 2 * n_layer_;
+  } else {
+    st.block_tokens = opts_.seq_capacity;
+    st.total_blocks = max_contiguous_seqs_;
+    st.free_blocks = max_contiguous_seqs_ - static_cast<int64_t>(seqs_.size());
+    st.pool_bytes = static_cast<size_t>(max_contiguous_seqs_) * opts_.seq_capacity * bytes_per_token();
+  }
+  st.prefix_hits = hits_;
+  st.prefix_misses = misses_;
+  st.prefix_saved_tokens = saved_;
+  st.prefix_entries = prefix_.size();
+  st.prefix_bytes = prefix_.size() * block_bytes_ * 2 * n_layer_;
+  return st;
+}
+
+nlohmann::json KvCache::metrics_json() const {
+  const KvStats s = stats();
+  return {{"layout", opts_.layout == KvLayout::Paged ? "paged" : "contiguous"},
+          {"type", kernels::kv_type_name(opts_.type)},
+          {"seq_capacity", s.seq_capacity},
+          {"block_tokens", s.block_tokens},
+          {"total_blocks", s.total_blocks},
+          {"free_blocks", s.free_blocks},
+          {"used_tokens", s.used_tokens},
+          {"sequences", s.sequences},
+          {"bytes_per_token", s.bytes_per_token},
+          {"pool_bytes", s.pool_bytes},
+          {"prefix_cache",
+           {{"enabled", opts_.prefix_cache},
+            {"hits", s.prefix_hits},
+            {"misses", s.prefix_misses},
+            {"saved_tokens", s.prefix_saved_tokens},
+            {"entries", s.prefix_entries},
+            {"bytes", s.prefix_bytes}}}};
+}
+
+}  // namespace ferrum::runtime

@@ -1,0 +1,126 @@
+// Per-sequence KV caches for all layers of a model, contiguous or paged.
+//
+// Paged: every layer has a pool of fixed-size blocks (block_tokens rows each); a sequence owns a
+// table of block ids shared by all layers. Blocks are reference counted, so sequences and the
+// prefix cache can share full blocks; a block is written only when exactly one owner holds it
+// (otherwise it is copied first). Contiguous: each sequence gets one private region of
+// seq_capacity rows (a table of one block). Callers never see the difference.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "kernels/cpu/attention.h"
+#include "runtime/block_allocator.h"
+
+namespace ferrum::runtime {
+
+enum class KvLayout { Contiguous, Paged };
+
+struct KvCacheOptions {
+  KvLayout layout = KvLayout::Contiguous;
+  kernels::KvType type = kernels::KvType::F32;
+  int64_t seq_capacity = 4096;  // max tokens of one sequence
+  int64_t pool_tokens = 0;      // total tokens over all sequences (0: derived, see kv_cache.cpp)
+  int block_tokens = 16;        // paged block size
+  bool prefix_cache = false;    // paged only
+};
+
+struct KvStats {
+  int64_t seq_capacity = 0;
+  int64_t block_tokens = 0;
+  int64_t total_blocks = 0;
+  int64_t free_blocks = 0;  // including evictable prefix-cache blocks
+  int64_t used_tokens = 0;
+  int64_t sequences = 0;
+  size_t bytes_per_token = 0;  // K+V, all layers
+  size_t pool_bytes = 0;
+  // prefix cache
+  int64_t prefix_hits = 0, prefix_misses = 0, prefix_saved_tokens = 0, prefix_entries = 0;
+  size_t prefix_bytes = 0;
+};
+
+class KvCache {
+ public:
+  KvCache(int n_layer, int n_head_kv, int head_dim, KvCacheOptions opts);
+
+  const KvCacheOptions& options() const { return opts_; }
+  bool has(int seq) const { return seqs_.count(seq) != 0; }
+  int64_t len(int seq) const;
+
+  // Makes room for positions [len, new_len) of every (seq, new_len) pair together, creating
+  // sequences on first use. All or nothing: throws CapacityError and changes nothing when the
+  // pool (after evicting unused prefix-cache blocks) cannot hold them all, or Error when a
+  // sequence would exceed seq_capacity.
+  void reserve(std::span<const std::pair<int, int64_t>> requests);
+  void reserve(int seq, int64_t new_len) {
+    std::pair<int, int64_t> r{seq, new_len};
+    reserve(std::span(&r, 1));
+  }
+  // Whether reserve() would succeed now (for admission control).
+  bool can_reserve(std::span<const std::pair<int, int64_t>> requests) const;
+
+  // Stores K and V of one token (floats, n_head_kv*head_dim each). pos < reserved length.
+  void write(int layer, int seq, int64_t pos, const float* k, const float* v);
+  // Records that tokens [len, len + ids.size()) are now in the cache.
+  void append(int seq, std::span<const int32_t> ids);
+  void truncate(int seq, int64_t new_len);
+  void release(int seq);
+  void reset();
+
+  kernels::KvSeqView view(int layer, int seq) const;
+
+  // Prefix cache (paged + prefix_cache): attaches the longest run of cached full blocks matching
+  // the start of `prompt` to the empty sequence `seq`, always leaving at least one token to
+  // compute. Returns the number of tokens reused (then len(seq) == that number).
+  int64_t reuse_prefix(int seq, std::span<const int32_t> prompt);
+
+  KvStats stats() const;
+  nlohmann::json metrics_json() const;
+  size_t bytes_per_token() const { return 2 * n_layer_ * row_bytes_; }
+
+ private:
+  struct Seq {
+    std::vector<int32_t> table;  // block ids (paged) or {0} with a private region (contiguous)
+    std::vector<int32_t> tokens;  // ids of cached positions
+    int64_t reserved = 0;         // rows with storage
+    int registered = 0;           // leading full blocks already offered to the prefix cache
+    uint64_t chain = 0;           // chain hash of those blocks
+    std::vector<std::vector<uint8_t>> k, v;  // contiguous: per layer
+  };
+  struct PrefixEntry {
+    int32_t block;
+    uint64_t parent;
+    std::vector<int32_t> tokens;
+    std::list<uint64_t>::iterator lru;
+  };
+
+  Seq& get(int seq);
+  const Seq& get(int seq) const;
+  int32_t blocks_needed(const Seq* s, int64_t new_len) const;
+  bool ensure_free(int32_t n);  // evicts LRU prefix entries as needed
+  int32_t evictable() const;
+  void make_writable(Seq& s, int64_t pos);
+  void register_blocks(Seq& s);
+  uint8_t* row_ptr(int layer, bool is_k, Seq& s, int64_t pos);
+  static uint64_t chain_hash(uint64_t parent, const int32_t* tokens, int n);
+
+  int n_layer_, n_head_kv_, head_dim_;
+  KvCacheOptions opts_;
+  size_t row_bytes_, block_bytes_;
+  BlockAllocator alloc_;
+  std::vector<std::unique_ptr<uint8_t[]>> k_pool_, v_pool_;  // paged: per layer (pages committed on first use)
+  std::unordered_map<int, Seq> seqs_;
+  int64_t max_contiguous_seqs_ = 0;
+
+  std::unordered_map<uint64_t, PrefixEntry> prefix_;
+  std::list<uint64_t> lru_;  // front = least recently used
+  int64_t hits_ = 0, misses_ = 0, saved_ = 0;
+};
+
+}  // namespace ferrum::runtime
