@@ -66,10 +66,10 @@ void DecodeState::run_passes(std::string text, bool final, std::string& out) {
   for (size_t k = 0; k < pending_.size(); ++k) {
     std::string& buf = pending_[k];
     buf += text;
-    std::string res;
-    const size_t used = run_pass(t_.cleanup[k], buf, final, res);
+    scratch_.clear();
+    const size_t used = run_pass(t_.cleanup[k], buf, final, scratch_);
     buf.erase(0, used);
-    text.swap(res);
+    text.swap(scratch_);
   }
   out += text;
 }
@@ -77,7 +77,13 @@ void DecodeState::run_passes(std::string text, bool final, std::string& out) {
 void DecodeState::push(int32_t id, std::string& out) {
   t_.check_id(id, "decode");
   if (skip_ && t_.skippable[id]) return;
-  std::string c = t_.piece[id];
+  const std::string& p = t_.piece[id];
+  if (!t_.wp_decoder && !(first_ && t_.strip_first_space) && pending_.empty()) {
+    out += p;  // common case: nothing to rewrite
+    first_ = false;
+    return;
+  }
+  std::string c = p;
   if (t_.wp_decoder) {
     // HF WordPiece decoder: "##x" glues to the previous token, other tokens get a space.
     if (!first_) {

@@ -25,6 +25,7 @@ class DecodeState {
   bool skip_;
   bool first_ = true;
   std::vector<std::string> pending_;  // one buffer per clean-up pass
+  std::string scratch_;
 };
 
 // Applies clean-up passes to a complete string.

@@ -283,11 +283,6 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
   std::unordered_map<std::string, std::pair<uint32_t, uint32_t>, tok::StrHash, std::equal_to<>> cache;
   std::vector<int32_t> cached_ids;
   auto encode_word = [&](std::string_view w) {
-    constexpr size_t kMaxCachedWord = 64;
-    if (w.size() > kMaxCachedWord) {
-      tok::bpe_encode_word(t, w, out);
-      return;
-    }
     auto it = cache.find(w);
     if (it == cache.end()) {
       const size_t start = out.size();
@@ -354,10 +349,12 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special) c
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special, bool clean_up_spaces) const {
-  tok::DecodeState st(*impl_, skip_special, clean_up_spaces);
+  // Same pieces as the streaming path; the clean-up runs once over the whole text.
+  tok::DecodeState st(*impl_, skip_special, /*clean_up_spaces=*/false);
   std::string out;
   for (int32_t id : ids) st.push(id, out);
   st.finish(out);
+  if (clean_up_spaces && !impl_->cleanup.empty()) out = tok::apply_cleanup(impl_->cleanup, std::move(out));
   return out;
 }
 
