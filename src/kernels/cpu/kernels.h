@@ -9,9 +9,9 @@
 namespace ferrum::kernels {
 
 // Activations for the 32-element weight types, one token of n values: n int8 levels, then n/32
-// float scales d, then n/32 float sums s = d * sum(levels of the block). This is Q8_1 with F32
-// scales, split into arrays so SIMD kernels load several blocks' levels and scales at once; s
-// applies the weight offsets (Q4_0's -8, Q5_0's -16, Q5_1's min) once per block.
+// float scales d (F16-rounded, as llama.cpp's Q8_0 activations), then n/32 float sums
+// s = d * sum(levels of the block). This is Q8_1 split into arrays so SIMD kernels load several blocks'
+// levels and scales at once; s applies the weight offsets (Q4_0's -8, Q5_0's -16, Q5_1's min) once per block.
 struct Q8Act {
   const int8_t* qs;
   const float* d;

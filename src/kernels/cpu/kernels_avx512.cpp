@@ -442,8 +442,9 @@ void quantize_q8_1f(const float* x, uint8_t* out, int64_t n) {
     const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
     const float amax =
         _mm512_reduce_max_ps(_mm512_max_ps(_mm512_andnot_ps(sign, v0), _mm512_andnot_ps(sign, v1)));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    // As llama.cpp's Q8_0/Q8_1 activations: levels from 127/amax, the scale kept as F16.
+    const float d = _cvtsh_ss(_cvtss_sh(amax / 127.0f, 0));
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     const __m512 vid = _mm512_set1_ps(id);
     // cvtps rounds to nearest even, as nearbyint in the scalar version.
     const __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, vid)),

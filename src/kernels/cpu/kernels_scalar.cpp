@@ -202,8 +202,9 @@ void quantize_q8_1f(const float* x, uint8_t* out, int64_t n) {
   for (int64_t b = 0; b < n / 32; ++b, x += 32) {
     float amax = 0.0f;
     for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    // As llama.cpp's Q8_0/Q8_1 activations: levels from 127/amax, the scale kept as F16.
+    const float d = f16_to_f32(f32_to_f16(amax / 127.0f));
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     int sum = 0;
     for (int j = 0; j < 32; ++j) {
       const int v = static_cast<int>(std::nearbyint(x[j] * id));
