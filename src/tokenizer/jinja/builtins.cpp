@@ -58,7 +58,7 @@ int64_t need_int(const Value* v, const char* what) {
 }
 
 const std::string& need_str(const Value& v, const char* what) {
-  if (!v.is_string()) raise_type_error("{} must be str, not {}", what, v.type_name());
+  if (!v.is_string()) raise_type_error("{}must be str, not {}", what, v.type_name());
   return v.str();
 }
 

@@ -118,7 +118,10 @@ Value f_first(const Value& v, CallArgs&) {
 }
 
 Value f_last(const Value& v, CallArgs&) {
-  if (v.is_generator()) raise_type_error("'{}' object is not reversible", v.type_name());
+  // jinja: next(iter(reversed(value)))
+  if (!(v.is_undefined() || v.is_string() || v.is_list() || v.is_mapping() ||
+        (v.is_iterator() && !v.is_generator())))
+    raise_type_error("'{}' object is not reversible", v.type_name());
   auto items = iterate(v);
   if (items.empty()) return Value::undefined("No last item, sequence was empty.");
   return items.back();
@@ -160,6 +163,7 @@ std::optional<double> parse_float(std::string s) {
 
 Value f_int(const Value& v, CallArgs& a) {
   ArgBinder b(a, "int", {"default", "base"});
+  if (v.is_undefined()) fail_undefined(v);  // int(Undefined) raises
   Value def = b.get_or(0, Value(0));
   int base = static_cast<int>(b.get(1) ? need_int(b.get(1), "base") : 10);
   if (v.is_string()) {
@@ -174,6 +178,7 @@ Value f_int(const Value& v, CallArgs& a) {
 
 Value f_float(const Value& v, CallArgs& a) {
   ArgBinder b(a, "float", {"default"});
+  if (v.is_undefined()) fail_undefined(v);  // float(Undefined) raises
   Value def = b.get_or(0, Value(0.0));
   if (v.is_string()) {
     if (auto d = parse_float(v.str())) return Value(*d);
@@ -202,7 +207,9 @@ Value f_items(const Value& v, CallArgs&) {
 
 Value f_dictsort(const Value& v, CallArgs& a) {
   ArgBinder b(a, "dictsort", {"case_sensitive", "by", "reverse"});
-  if (!v.is_mapping()) raise_type_error("dictsort: expected a mapping, got {}", v.type_name());
+  if (v.is_undefined()) fail_undefined(v);
+  if (!v.is_mapping())
+    raise("AttributeError", fmt::format("'{}' object has no attribute 'items'", v.type_name()));
   bool cs = b.get_or(0, Value(false)).truthy();
   std::string by = b.get_or(1, Value("key")).to_str();
   if (by != "key" && by != "value")
@@ -264,7 +271,7 @@ Value f_rejectattr(const Value& v, CallArgs& a) {
 
 Value f_map(const Value& v, CallArgs& a) {
   std::vector<Value> out;
-  if (!v.truthy()) return Value::generator({}, "do_map");  // jinja: "if value:"
+  if (!v.truthy()) return Value::generator({}, "sync_do_map");  // jinja: "if value:"
   const Value* attribute = nullptr;
   const Value* def = nullptr;
   for (auto& [k, val] : a.kw) {
@@ -279,7 +286,7 @@ Value f_map(const Value& v, CallArgs& a) {
       if (x.is_undefined() && def) x = *def;
       out.push_back(x);
     }
-    return Value::generator(std::move(out), "do_map");
+    return Value::generator(std::move(out), "sync_do_map");
   }
   if (a.pos.empty()) raise("FilterArgumentError", "map requires a filter argument");
   std::string fname = soft_str(a.pos[0]);
@@ -292,7 +299,7 @@ Value f_map(const Value& v, CallArgs& a) {
     CallArgs c = rest;
     out.push_back(f(item, c));
   }
-  return Value::generator(std::move(out), "do_map");
+  return Value::generator(std::move(out), "sync_do_map");
 }
 
 Value f_unique(const Value& v, CallArgs& a) {
@@ -305,19 +312,27 @@ Value f_unique(const Value& v, CallArgs& a) {
     keys.push_back(k);
     out.push_back(item);
   }
-  return Value::generator(std::move(out), "do_unique");
+  return Value::generator(std::move(out), "sync_do_unique");
 }
 
 Value f_reverse(const Value& v, CallArgs&) {
   // jinja do_reverse: strings are sliced, other sequences give Python's reversed() iterator,
   // generators are listed and reversed.
   if (v.is_string()) return get_slice(v, std::nullopt, std::nullopt, -1);
+  if (!(v.is_undefined() || v.is_list() || v.is_mapping() || v.is_iterator()))
+    raise("FilterArgumentError", "argument must be iterable");
   bool gen = v.is_generator();
   std::string type = v.is_list()       ? (v.is_tuple() ? "reversed" : "list_reverseiterator")
                      : v.is_mapping()  ? "dict_reversekeyiterator"
                      : v.is_iterator() ? "dict_reverseiterator"
                                        : "reversed";
-  auto items = iterate(v);
+  std::vector<Value> items;
+  try {
+    items = iterate(v);
+  } catch (const Raise& r) {
+    if (r.type == "TypeError") raise("FilterArgumentError", "argument must be iterable");
+    throw;
+  }
   std::reverse(items.begin(), items.end());
   if (gen) return Value::list(std::move(items));
   return Value::generator(std::move(items), "", type);
@@ -346,7 +361,7 @@ Value minmax(const Value& v, CallArgs& a, bool want_max) {
   auto key = [&](const Value& x) { return sort_key(attr ? attr_path(x, soft_str(*attr)) : x, cs); };
   size_t best = 0;
   for (size_t i = 1; i < items.size(); ++i) {
-    int c = compare_values(key(items[i]), key(items[best]));
+    int c = compare_values(key(items[i]), key(items[best]), want_max ? ">" : "<");
     if (want_max ? c > 0 : c < 0) best = i;
   }
   return items[best];
@@ -373,6 +388,11 @@ Value f_safe(const Value& v, CallArgs&) {
 
 Value f_indent(const Value& v, CallArgs& a) {
   ArgBinder b(a, "indent", {"width", "first", "blank"});
+  // jinja does `s += "\n"` before anything else
+  if (v.is_undefined()) fail_undefined(v);
+  if (v.is_list() && !v.is_tuple()) raise("AttributeError", "'list' object has no attribute 'splitlines'");
+  if (v.is_tuple()) raise_type_error("can only concatenate tuple (not \"str\") to tuple");
+  if (!v.is_string()) raise_type_error("unsupported operand type(s) for +=: '{}' and 'str'", v.type_name());
   Value w = b.get_or(0, Value(4));
   std::string ind =
       w.is_string()
@@ -473,7 +493,7 @@ Value f_slice(const Value& v, CallArgs& a) {
     if (b.get(1) && !b.get(1)->is_none() && k >= extra) part.push_back(*b.get(1));
     out.push_back(Value::list(std::move(part)));
   }
-  return Value::generator(std::move(out), "do_slice");
+  return Value::generator(std::move(out), "sync_do_slice");
 }
 
 Value f_truncate(const Value& v, CallArgs& a) {
@@ -539,6 +559,24 @@ Value f_pprint(const Value& v, CallArgs&) {
   return Value(v.repr());
 }
 
+// Filters that are Python generator functions fail lazily: an error inside them surfaces only
+// when the result is iterated, so it is stored in the (empty) generator.
+Value deferred(const char* origin, const Raise& r) {
+  Value g = Value::generator({}, origin);
+  g.iter_obj().error_type = r.type;
+  g.iter_obj().error = r.message;
+  return g;
+}
+
+#define LAZY(fn, origin)                     \
+  [](const Value& v, CallArgs& a) -> Value { \
+    try {                                    \
+      return fn(v, a);                       \
+    } catch (const Raise& r) {               \
+      return deferred(origin, r);            \
+    }                                        \
+  }
+
 const std::unordered_map<std::string, FilterFn>& filters() {
   static const std::unordered_map<std::string, FilterFn> m = {
       {"tojson", f_tojson},
@@ -561,12 +599,12 @@ const std::unordered_map<std::string, FilterFn>& filters() {
       {"d", f_default},
       {"items", f_items},
       {"dictsort", f_dictsort},
-      {"select", f_select},
-      {"reject", f_reject},
-      {"map", f_map},
-      {"selectattr", f_selectattr},
-      {"rejectattr", f_rejectattr},
-      {"unique", f_unique},
+      {"select", LAZY(f_select, "select_or_reject")},
+      {"reject", LAZY(f_reject, "select_or_reject")},
+      {"map", LAZY(f_map, "sync_do_map")},
+      {"selectattr", LAZY(f_selectattr, "select_or_reject")},
+      {"rejectattr", LAZY(f_rejectattr, "select_or_reject")},
+      {"unique", LAZY(f_unique, "sync_do_unique")},
       {"reverse", f_reverse},
       {"sort", f_sort},
       {"safe", f_safe},
@@ -574,7 +612,7 @@ const std::unordered_map<std::string, FilterFn>& filters() {
       {"wordcount", f_wordcount},
       {"abs", f_abs},
       {"round", f_round},
-      {"batch", f_batch},
+      {"batch", LAZY(f_batch, "do_batch")},
       {"min", f_min},
       {"max", f_max},
       {"sum", f_sum},
@@ -584,7 +622,7 @@ const std::unordered_map<std::string, FilterFn>& filters() {
       {"center", f_center},
       {"format", f_format},
       {"attr", f_attr},
-      {"slice", f_slice},
+      {"slice", LAZY(f_slice, "sync_do_slice")},
       {"truncate", f_truncate},
       {"pprint", f_pprint},
   };

@@ -80,11 +80,12 @@ std::string format_one(const Value& v, const Spec& sp) {
 
 std::string percent_format(const std::string& f, const Value& args) {
   std::vector<Value> list;
-  const Value* mapping = nullptr;
+  // CPython: a non-tuple argument is the single value; a dict is also the %(name)s source, and
+  // for any mapping-like argument (dict, list) unused arguments are not an error.
+  const Value* mapping = args.is_mapping() ? &args : nullptr;
+  const bool mapping_like = args.is_mapping() || (args.is_list() && !args.is_tuple()) || args.is_undefined();
   if (args.is_tuple())
     list = args.items();
-  else if (args.is_mapping())
-    mapping = &args;
   else
     list.push_back(args);
   size_t next = 0;
@@ -133,7 +134,7 @@ std::string percent_format(const std::string& f, const Value& args) {
     }
     out += format_one(*arg, sp);
   }
-  if (!mapping && next < list.size())
+  if (!mapping_like && next < list.size())
     raise_type_error("not all arguments converted during string formatting");
   return out;
 }

@@ -92,8 +92,8 @@ bool string_method(const Value& self, const std::string& name, CallArgs& a, Valu
   } else if (name == "replace") {
     ArgBinder b(a, name, {"old", "new", "count"});
     if (!b.get(0) || !b.get(1)) raise_type_error("replace expected at least 2 arguments");
-    out = Value(text::replace(s, need_str(*b.get(0), "replace() argument 1"),
-                              need_str(*b.get(1), "replace() argument 2"),
+    out = Value(text::replace(s, need_str(*b.get(0), "replace() argument 1 "),
+                              need_str(*b.get(1), "replace() argument 2 "),
                               b.get(2) ? need_int(b.get(2), "count") : -1));
   } else if (name == "upper") {
     out = Value(text::upper(s));
@@ -108,7 +108,7 @@ bool string_method(const Value& self, const std::string& name, CallArgs& a, Valu
   } else if (name == "find" || name == "rfind" || name == "index" || name == "rindex") {
     ArgBinder b(a, name, {"sub", "start", "end"});
     if (!b.get(0)) raise_type_error("{}() takes at least 1 argument (0 given)", name);
-    const std::string& sub = need_str(*b.get(0), "must be str");
+    const std::string& sub = need_str(*b.get(0), "");
     auto [lo, hi] = sub_range(s, b.get(1), b.get(2));
     std::string_view view = std::string_view(s).substr(0, hi);
     size_t f = name[0] == 'r' ? view.rfind(sub) : view.find(sub, lo);
@@ -123,7 +123,7 @@ bool string_method(const Value& self, const std::string& name, CallArgs& a, Valu
     ArgBinder b(a, name, {"sub", "start", "end"});
     if (!b.get(0)) raise_type_error("count() takes at least 1 argument (0 given)");
     auto [lo, hi] = sub_range(s, b.get(1), b.get(2));
-    out = Value(text::count(std::string_view(s).substr(lo, hi - lo), need_str(*b.get(0), "must be str")));
+    out = Value(text::count(std::string_view(s).substr(lo, hi - lo), need_str(*b.get(0), "")));
   } else if (name == "join") {
     ArgBinder b(a, name, {"iterable"});
     if (!b.get(0)) raise_type_error("join() takes exactly one argument (0 given)");
@@ -170,7 +170,7 @@ bool string_method(const Value& self, const std::string& name, CallArgs& a, Valu
   } else if (name == "center" || name == "ljust" || name == "rjust") {
     ArgBinder b(a, name, {"width", "fillchar"});
     int64_t w = std::min<int64_t>(need_int(b.get(0), "width"), 1 << 20);
-    std::string fill = b.get(1) ? need_str(*b.get(1), "fillchar") : " ";
+    std::string fill = b.get(1) ? need_str(*b.get(1), "fillchar ") : " ";
     int64_t n = static_cast<int64_t>(text::cp_count(s));
     std::string r = s;
     if (w > n) {
@@ -185,7 +185,7 @@ bool string_method(const Value& self, const std::string& name, CallArgs& a, Valu
   } else if (name == "partition" || name == "rpartition") {
     ArgBinder b(a, name, {"sep"});
     if (!b.get(0)) raise_type_error("{}() takes exactly one argument (0 given)", name);
-    const std::string& sep = need_str(*b.get(0), "sep");
+    const std::string& sep = need_str(*b.get(0), "sep ");
     if (sep.empty()) raise("ValueError", "empty separator");
     size_t f = name == "partition" ? s.find(sep) : s.rfind(sep);
     if (f == std::string::npos) {
@@ -197,7 +197,7 @@ bool string_method(const Value& self, const std::string& name, CallArgs& a, Valu
   } else if (name == "removeprefix" || name == "removesuffix") {
     ArgBinder b(a, name, {"affix"});
     if (!b.get(0)) raise_type_error("{}() takes exactly one argument (0 given)", name);
-    const std::string& x = need_str(*b.get(0), "argument");
+    const std::string& x = need_str(*b.get(0), "argument ");
     std::string r = s;
     if (name == "removeprefix" && s.compare(0, x.size(), x) == 0) r = s.substr(x.size());
     if (name == "removesuffix" && !x.empty() && s.size() >= x.size() &&

@@ -18,6 +18,9 @@ constexpr size_t kMaxRepeat = size_t{64} << 20;  // refuse string/list repetitio
 // Jinja's object_type_repr: "dict object", "None".
 std::string object_repr(const Value& obj) {
   if (obj.is_none()) return "None";
+  if (obj.is_markup()) return "markupsafe.Markup object";
+  if (obj.is_namespace()) return "jinja2.utils.Namespace object";
+  if (obj.is_dict() && obj.dict_obj().tag == DictObj::Tag::Loop) return "jinja2.runtime.LoopContext object";
   return obj.type_name() + " object";
 }
 
@@ -150,7 +153,9 @@ Value get_slice(const Value& obj, const std::optional<int64_t>& start, const std
       out.append(s, off[i], off[i + 1] - off[i]);
     return obj.is_markup() ? Value::markup(std::move(out)) : Value(std::move(out));
   }
-  return Value::undefined(fmt::format("{} is not sliceable", object_repr(obj)));
+  // Jinja compiles slices to plain Python subscripts (no environment.getitem fallback).
+  if (obj.is_mapping()) raise_type_error("unhashable type: 'slice'");
+  raise_type_error("'{}' object is not subscriptable", obj.type_name());
 }
 
 std::vector<Value> iterate(const Value& v) {
@@ -167,7 +172,7 @@ std::vector<Value> iterate(const Value& v) {
     }
     case Value::Kind::Iterator: {
       auto& it = v.iter_obj();
-      if (!it.error.empty()) raise("TypeError", it.error);
+      if (!it.error.empty()) raise(it.error_type, it.error);
       if (it.type == IterObj::Type::View) return it.items;
       std::vector<Value> rest(it.items.begin() + static_cast<long>(it.pos), it.items.end());
       it.pos = it.items.size();  // a generator is consumed by iterating it
@@ -226,7 +231,7 @@ bool contains(const Value& c, const Value& item) {
       return c.dict_obj().find_key(item) != nullptr;
     case Value::Kind::Iterator: {
       auto& it = c.iter_obj();
-      if (!it.error.empty()) raise("TypeError", it.error);
+      if (!it.error.empty()) raise(it.error_type, it.error);
       for (size_t i = it.pos; i < it.items.size(); ++i) {
         if (it.items[i].equals(item)) {
           if (it.type == IterObj::Type::Generator) it.pos = i + 1;  // consumed up to the match
@@ -254,6 +259,8 @@ Value negate(const Value& v) {
 
 Value binary_op(const std::string& op, const Value& a, const Value& b) {
   if (op == "~") return Value(a.to_str() + b.to_str());
+  // str % Undefined: Undefined is mapping-like for CPython (it has __getitem__), so it formats.
+  if (op == "%" && a.is_string() && b.is_undefined()) return Value(percent_format(a.str(), b));
   if (a.is_undefined()) fail_undefined(a);
   if (b.is_undefined()) fail_undefined(b);
   bool nums = a.is_number() && b.is_number();
@@ -306,6 +313,10 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
       seq = &b;
       cnt = &a;
     }
+    if (!seq && (a.is_string() || a.is_list()))
+      raise_type_error("can't multiply sequence by non-int of type '{}'", b.type_name());
+    if (!seq && (b.is_string() || b.is_list()))
+      raise_type_error("can't multiply sequence by non-int of type '{}'", a.type_name());
     if (seq) {
       int64_t n = std::max<int64_t>(0, cnt->as_int());
       size_t unit = seq->is_string() ? seq->str().size() : seq->items().size();
@@ -325,7 +336,7 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
   }
   if (op == "/") {
     if (!nums) unsupported("/", a, b);
-    if (b.as_double() == 0) raise("ZeroDivisionError", "division by zero");
+    if (b.as_double() == 0) raise("ZeroDivisionError", ints ? "division by zero" : "float division by zero");
     return Value(a.as_double() / b.as_double());
   }
   if (op == "//") {
@@ -386,7 +397,7 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
   raise("TemplateError", "unknown operator " + op);
 }
 
-int compare_values(const Value& a, const Value& b) {
+int compare_values(const Value& a, const Value& b, const char* op) {
   if (a.is_undefined()) fail_undefined(a);
   if (b.is_undefined()) fail_undefined(b);
   if (a.is_number() && b.is_number()) {
@@ -405,11 +416,11 @@ int compare_values(const Value& a, const Value& b) {
     auto &x = a.items(), &y = b.items();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
       if (x[i].equals(y[i])) continue;
-      return compare_values(x[i], y[i]);
+      return compare_values(x[i], y[i], op);
     }
     return x.size() < y.size() ? -1 : x.size() > y.size() ? 1 : 0;
   }
-  raise_type_error("'<' not supported between instances of '{}' and '{}'", a.type_name(), b.type_name());
+  raise_type_error("'{}' not supported between instances of '{}' and '{}'", op, a.type_name(), b.type_name());
 }
 
 bool compare_order(const std::string& op, const Value& a, const Value& b) {
@@ -420,7 +431,7 @@ bool compare_order(const std::string& op, const Value& a, const Value& b) {
                      b.type_name());
   if ((a.is_float() && std::isnan(a.as_double())) || (b.is_float() && std::isnan(b.as_double())))
     return false;
-  int c = compare_values(a, b);
+  int c = compare_values(a, b, op.c_str());
   if (op == "<") return c < 0;
   if (op == "<=") return c <= 0;
   if (op == ">") return c > 0;

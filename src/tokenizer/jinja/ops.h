@@ -30,7 +30,8 @@ Value binary_op(const std::string& op, const Value& a, const Value& b);
 // Ordering comparison: op is "<", "<=", ">", ">=".
 bool compare_order(const std::string& op, const Value& a, const Value& b);
 // Three-way compare used by sort (Python < semantics).
-int compare_values(const Value& a, const Value& b);
+// op names the operator in the TypeError for incomparable types.
+int compare_values(const Value& a, const Value& b, const char* op = "<");
 Value negate(const Value& v);
 
 }  // namespace ferrum::jinja

@@ -57,8 +57,9 @@ bool t_iterable(const Value& v, CallArgs&) {
 bool t_sequence(const Value& v, CallArgs&) {
   return v.is_undefined() || v.is_list() || v.is_string() || v.is_mapping();
 }
+// Jinja's Undefined defines __call__, so callable() is true for it.
 bool t_callable(const Value& v, CallArgs&) {
-  return v.is_function();
+  return v.is_function() || v.is_undefined();
 }
 bool t_even(const Value& v, CallArgs&) {
   return binary_op("%", v, Value(2)).equals(Value(0));

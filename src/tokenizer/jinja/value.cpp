@@ -234,6 +234,7 @@ void to_str_impl(const Value& v, std::string& out, bool repr) {
   using K = Value::Kind;
   switch (v.kind()) {
     case K::Undefined:
+      if (repr) out += "Undefined";
       return;
     case K::None:
       out += "None";

@@ -44,8 +44,9 @@ struct IterObj {
   std::string type_name;  // "generator", "list_reverseiterator", "dict_items", ...
   std::string origin;     // generator function name for repr ("do_map")
   std::vector<Value> items;
-  size_t pos = 0;     // generators: items before pos were consumed
-  std::string error;  // a TypeError the generator raises once iterated (Python generator bodies run lazily)
+  size_t pos = 0;  // generators: items before pos were consumed
+  // An exception the generator raises once iterated (Python generator bodies run lazily).
+  std::string error_type = "TypeError", error;
 };
 
 struct CallArgs {
