@@ -248,16 +248,77 @@ std::vector<CleanupPass> hf_cleanup() {
   return v;
 }
 
+// A slow BertTokenizer directory (vocab.txt + tokenizer_config.json) as the tokenizer.json that
+// transformers' BertConverter would produce.
+json bert_vocab_txt(const std::string& path, const json& cfg) {
+  const std::string cls = cfg.value("tokenizer_class", std::string("BertTokenizer"));
+  if (cls.rfind("BertTokenizer", 0) != 0) {
+    fail("{}: tokenizer.json not found (vocab.txt is only supported for BertTokenizer, not '{}')", path, cls);
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("{}: cannot open", path);
+  json vocab = json::object();
+  std::string line;
+  int64_t id = 0;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    vocab[line] = id++;
+  }
+  auto tok_of = [&](const char* key, const char* def) {
+    const std::string s = cfg.contains(key) ? token_string(cfg[key]) : def;
+    return s.empty() ? std::string(def) : s;
+  };
+  const std::string unk = tok_of("unk_token", "[UNK]"), cls_tok = tok_of("cls_token", "[CLS]"),
+                    sep_tok = tok_of("sep_token", "[SEP]");
+  json added = json::array();
+  for (const char* key : {"pad_token", "unk_token", "cls_token", "sep_token", "mask_token"}) {
+    const std::string s = cfg.contains(key) ? token_string(cfg[key]) : "";
+    if (!s.empty() && vocab.contains(s))
+      added.push_back({{"id", vocab[s]}, {"content", s}, {"special", true}});
+  }
+  for (const std::string& s : {cls_tok, sep_tok}) {
+    if (!vocab.contains(s)) fail("{}: special token '{}' is not in the vocabulary", path, s);
+  }
+  json tj;
+  tj["model"] = {{"type", "WordPiece"},
+                 {"unk_token", unk},
+                 {"continuing_subword_prefix", "##"},
+                 {"max_input_chars_per_word", 100},
+                 {"vocab", vocab}};
+  tj["normalizer"] = {{"type", "BertNormalizer"},
+                      {"clean_text", true},
+                      {"handle_chinese_chars", cfg.value("tokenize_chinese_chars", true)},
+                      {"strip_accents", cfg.contains("strip_accents") ? cfg["strip_accents"] : json()},
+                      {"lowercase", cfg.value("do_lower_case", true)}};
+  tj["pre_tokenizer"] = {{"type", "BertPreTokenizer"}};
+  tj["post_processor"] = {
+      {"type", "TemplateProcessing"},
+      {"single", json::array({{{"SpecialToken", {{"id", cls_tok}}}},
+                              {{"Sequence", {{"id", "A"}}}},
+                              {{"SpecialToken", {{"id", sep_tok}}}}})},
+      {"special_tokens", {{cls_tok, {{"ids", {vocab[cls_tok]}}}}, {sep_tok, {{"ids", {vocab[sep_tok]}}}}}}};
+  tj["decoder"] = {{"type", "WordPiece"}, {"prefix", "##"}, {"cleanup", true}};
+  tj["added_tokens"] = added;
+  return tj;
+}
+
 }  // namespace
 
 std::unique_ptr<TokenizerImpl> load_hf_dir(const std::string& dir) {
   namespace fs = std::filesystem;
-  const std::string tj_path = (fs::path(dir) / "tokenizer.json").string();
-  if (!fs::exists(tj_path)) fail("{}: tokenizer.json not found", dir);
-  const json tj = parse_json(tj_path);
+  std::string tj_path = (fs::path(dir) / "tokenizer.json").string();
   json cfg = json::object();
   const std::string cfg_path = (fs::path(dir) / "tokenizer_config.json").string();
   if (fs::exists(cfg_path)) cfg = parse_json(cfg_path);
+  json tj;
+  if (fs::exists(tj_path)) {
+    tj = parse_json(tj_path);
+  } else if (fs::exists(fs::path(dir) / "vocab.txt")) {
+    tj_path = (fs::path(dir) / "vocab.txt").string();
+    tj = bert_vocab_txt(tj_path, cfg);
+  } else {
+    fail("{}: tokenizer.json not found", dir);
+  }
 
   auto t = std::make_unique<TokenizerImpl>();
   t->sem = Semantics::HF;

@@ -77,3 +77,25 @@ TEST(TokenizerHfSynthetic, UnsupportedPiecesAreErrors) {
 
 }  // namespace
 }  // namespace ferrum
+
+namespace ferrum {
+namespace {
+
+// A slow-tokenizer BERT directory (vocab.txt, no tokenizer.json): the fixture BERT model's
+// sentences must tokenize as llama.cpp did on its GGUF.
+TEST(TokenizerHfVocabTxt, BertFixtureSentences) {
+  const std::string dir = test::data_path("tokenizer/hf/bert-fixture-vocab-txt");
+  auto t = Tokenizer::from_hf_dir(dir);
+  EXPECT_EQ(t->kind(), "wordpiece");
+  const auto j = nlohmann::json::parse(test::read_text(dir + "/sentences.json"));
+  ASSERT_EQ(j["sentences"].size(), 6u);
+  for (const auto& s : j["sentences"]) {
+    EXPECT_EQ(t->encode(s["text"].get<std::string>(), true, false),
+              s["token_ids"].get<std::vector<int32_t>>())
+        << s["text"];
+  }
+  EXPECT_EQ(t->decode(t->encode("The cat sat on the mat.", true, false), true), "the cat sat on the mat.");
+}
+
+}  // namespace
+}  // namespace ferrum
