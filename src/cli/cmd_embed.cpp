@@ -1,0 +1,63 @@
+// `ferrum embed`: sentence embeddings from a BERT model (GGUF or Hugging Face directory).
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "ferrum/error.h"
+#include "models/bert_model.h"
+
+namespace ferrum::cli {
+
+Runner add_embed(CLI::App& app) {
+  struct Flags {
+    std::string model, pooling, precision = "fast";
+    std::vector<std::string> texts;
+    bool normalize = false, raw = false, json = false;
+    int threads = 0;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* sub = app.add_subcommand("embed", "print sentence embeddings of a BERT model");
+  sub->add_option("model", f->model, "GGUF file (arch bert) or Hugging Face BertModel directory")->required();
+  sub->add_option("text", f->texts, "one or more texts (each is embedded separately)")->required();
+  sub->add_option("--pooling", f->pooling, "mean, cls or last (default: the model's own setting)")
+      ->check(CLI::IsMember({"mean", "cls", "last"}));
+  sub->add_flag("--normalize", f->normalize, "L2-normalize the vectors (default: as the model says)");
+  sub->add_flag("--raw", f->raw, "never L2-normalize, even if the model's files ask for it");
+  sub->add_flag("--json", f->json, "print JSON");
+  sub->add_option("-t,--threads", f->threads, "worker threads (default: all cores)");
+  sub->add_option("--precision", f->precision,
+                  "matmul activations: 'fast' (quantized like llama.cpp) or 'exact'")
+      ->check(CLI::IsMember({"fast", "exact"}));
+  return [f] {
+    if (f->normalize && f->raw) fail("--normalize and --raw exclude each other");
+    ModelOptions o;
+    o.n_threads = f->threads;
+    o.precision = f->precision == "exact" ? Precision::Exact : Precision::Fast;
+    LoadedBert b = load_bert(f->model, o);
+    const Pooling pooling = f->pooling.empty() ? b.model->default_pooling() : parse_pooling(f->pooling);
+    const bool normalize = f->normalize || (!f->raw && b.model->default_normalize());
+    std::vector<std::vector<int32_t>> batch;
+    for (const std::string& t : f->texts) batch.push_back(b.tokenizer->encode(t, true, false));
+    const auto vecs = b.model->embed(batch, pooling, normalize);
+    if (f->json) {
+      nlohmann::json j;
+      j["model"] = f->model;
+      j["pooling"] = pooling_name(pooling);
+      j["normalized"] = normalize;
+      j["dim"] = b.model->dim();
+      j["embeddings"] = nlohmann::json::array();
+      for (size_t i = 0; i < vecs.size(); ++i)
+        j["embeddings"].push_back(
+            {{"text", f->texts[i]}, {"n_tokens", batch[i].size()}, {"embedding", vecs[i]}});
+      std::printf("%s\n", j.dump(2).c_str());
+      return 0;
+    }
+    for (const auto& v : vecs) {
+      for (size_t i = 0; i < v.size(); ++i) std::printf(i ? " %.7g" : "%.7g", v[i]);
+      std::printf("\n");
+    }
+    return 0;
+  };
+}
+
+}  // namespace ferrum::cli
