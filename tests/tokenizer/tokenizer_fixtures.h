@@ -2,6 +2,8 @@
 // tokenizer.json files under tests/data/tokenizer) and a per-process tokenizer cache.
 #pragma once
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -36,7 +38,12 @@ inline std::string hf_dir(const std::string& name) {
   const fs::path tj = unxz("tokenizer/hf/" + name + "/tokenizer.json");
   const fs::path cfg = data_path("tokenizer/hf/" + name + "/tokenizer_config.json");
   const fs::path dst = tj.parent_path() / "tokenizer_config.json";
-  if (fs::exists(cfg) && cfg != dst) fs::copy_file(cfg, dst, fs::copy_options::overwrite_existing);
+  if (fs::exists(cfg) && cfg != dst && !fs::exists(dst)) {
+    // copy then rename: safe when test processes run in parallel
+    const fs::path tmp = dst.string() + ".tmp" + std::to_string(::getpid());
+    fs::copy_file(cfg, tmp, fs::copy_options::overwrite_existing);
+    fs::rename(tmp, dst);
+  }
   return tj.parent_path().string();
 }
 
