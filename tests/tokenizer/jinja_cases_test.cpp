@@ -90,4 +90,37 @@ TEST(JinjaCasesFile, RenderAll) {
   EXPECT_EQ(passed, static_cast<int>(all["cases"].size()));
 }
 
+// 3000 random expressions (tests/data/chat/gen_jinja_fuzz.py) rendered by Python Jinja2: output
+// or exception type and message must match exactly.
+TEST(JinjaCasesFile, RandomExpressionsMatchPython) {
+  std::ifstream f(ferrum::test::unxz("chat/jinja_fuzz_cases.json"), std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  json all = json::parse(ss.str());
+  Value vars = Value::from_json(all["vars"]);
+  int passed = 0, failures_shown = 0;
+  for (auto& c : all["cases"]) {
+    std::string src = c["template"].get<std::string>();
+    std::string got, type, message;
+    bool threw = false;
+    try {
+      got = Template(src, "fuzz").render(vars);
+    } catch (const TemplateError& e) {
+      threw = true;
+      type = e.type();
+      message = e.message();
+    }
+    bool ok = c.contains("error") ? threw && type == c["error"]["type"].get<std::string>() &&
+                                        message == c["error"]["message"].get<std::string>()
+                                  : !threw && got == c["rendered"].get<std::string>();
+    passed += ok;
+    if (!ok && failures_shown++ < 20) {
+      ADD_FAILURE() << src << "\n want: " << (c.contains("error") ? c["error"].dump() : c["rendered"].dump())
+                    << "\n got:  " << (threw ? type + ": " + message : got);
+    }
+  }
+  EXPECT_EQ(passed, static_cast<int>(all["cases"].size()));
+  EXPECT_EQ(all["cases"].size(), 3000u);
+}
+
 }  // namespace

@@ -292,6 +292,14 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
     unsupported("+", a, b);
   }
   if (op == "-") {
+    bool a_view = a.is_iterator() && !a.is_generator(), b_view = b.is_iterator() && !b.is_generator();
+    if (a_view || b_view) {
+      // dict views support set difference with any iterable (the other side is iterated first);
+      // set results are not modelled.
+      const Value& other = a_view ? b : a;
+      if (!(a_view && b_view)) iterate(other);
+      raise_type_error("set operations on dict views are not supported");
+    }
     if (ints) {
       int64_t r;
       if (__builtin_sub_overflow(a.as_int(), b.as_int(), &r)) raise("OverflowError", "integer overflow");
@@ -392,7 +400,14 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
       }
       return Value(r);
     }
-    return Value(std::pow(a.as_double(), b.as_double()));
+    double x = a.as_double(), y = b.as_double();
+    if (x == 0 && y < 0) raise("ZeroDivisionError", "0.0 cannot be raised to a negative power");
+    if (x < 0 && std::isfinite(y) && y != std::floor(y))
+      raise("ValueError", "negative number cannot be raised to a fractional power (complex result)");
+    double r = std::pow(x, y);
+    if (std::isinf(r) && std::isfinite(x) && std::isfinite(y))
+      raise("OverflowError", "(34, 'Numerical result out of range')");
+    return Value(r);
   }
   raise("TemplateError", "unknown operator " + op);
 }

@@ -232,30 +232,35 @@ SYNTAX_ERRORS = [
     ("syn_include", "{% include 'x.html' %}"),
 ]
 
-out = []
-for name, src, variables in CASES:
-    case = {"name": name, "template": src, "vars": variables}
-    try:
-        case["rendered"] = env.from_string(src).render(**variables)
-    except jinja2.exceptions.TemplateSyntaxError as e:
-        print(f"unexpected syntax error in {name}: {e}", file=sys.stderr)
-        sys.exit(1)
-    except Exception as e:  # noqa: BLE001 - recording the exception is the point
-        case["error"] = {"type": type(e).__name__, "message": str(e)}
-    out.append(case)
-for name, src in SYNTAX_ERRORS:
-    try:
-        env.from_string(src)
-        env.from_string(src).render()
-        print(f"{name} did not fail in Jinja2", file=sys.stderr)
-        sys.exit(1)
-    except jinja2.exceptions.TemplateSyntaxError as e:
-        out.append({"name": name, "template": src, "vars": {},
-                    "syntax_error": {"line": e.lineno, "message": e.message}})
-    except Exception as e:  # noqa: BLE001
-        out.append({"name": name, "template": src, "vars": {},
-                    "syntax_error": {"line": None, "message": f"{type(e).__name__}: {e}"}})
+def main():
+    out = []
+    for name, src, variables in CASES:
+        case = {"name": name, "template": src, "vars": variables}
+        try:
+            case["rendered"] = env.from_string(src).render(**variables)
+        except jinja2.exceptions.TemplateSyntaxError as e:
+            print(f"unexpected syntax error in {name}: {e}", file=sys.stderr)
+            sys.exit(1)
+        except Exception as e:  # noqa: BLE001 - recording the exception is the point
+            case["error"] = {"type": type(e).__name__, "message": str(e)}
+        out.append(case)
+    for name, src in SYNTAX_ERRORS:
+        try:
+            env.from_string(src)
+            env.from_string(src).render()
+            print(f"{name} did not fail in Jinja2", file=sys.stderr)
+            sys.exit(1)
+        except jinja2.exceptions.TemplateSyntaxError as e:
+            out.append({"name": name, "template": src, "vars": {},
+                        "syntax_error": {"line": e.lineno, "message": e.message}})
+        except Exception as e:  # noqa: BLE001
+            out.append({"name": name, "template": src, "vars": {},
+                        "syntax_error": {"line": None, "message": f"{type(e).__name__}: {e}"}})
 
-json.dump({"generator": "python3 jinja2 " + jinja2.__version__ + " (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontrols, HF tojson)",
-           "cases": out}, sys.stdout, ensure_ascii=False, indent=1)
-print()
+    json.dump({"generator": "python3 jinja2 " + jinja2.__version__ + " (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontrols, HF tojson)",
+               "cases": out}, sys.stdout, ensure_ascii=False, indent=1)
+    print()
+
+
+if __name__ == "__main__":
+    main()
