@@ -43,7 +43,9 @@ std::unique_ptr<TokenizerImpl> load_gguf(const gguf::File& f) {
     t->piece_mode = TokenizerImpl::PieceMode::Spm;
   } else if (model == "gpt2") {
     t->algo = Algo::Bpe;
-    t->bos = 11, t->eos = 11;
+    // llama.cpp defaults BOS/EOS to id 11 when the keys are absent (',' in Qwen's vocabulary,
+    // which would then end generation); ferrum reports "none" instead.
+    t->bos = -1, t->eos = -1;
     t->add_space_prefix = false;
     t->byte_level = true;
     t->piece_mode = TokenizerImpl::PieceMode::ByteLevel;

@@ -62,6 +62,9 @@ TEST(TokenizerApi, QwenEogByText) {
   EXPECT_EQ(g.encode("</s>", false, true), std::vector<int32_t>({128247}));
   EXPECT_TRUE(g.is_eog(151645));  // <|im_end|>
   EXPECT_TRUE(g.is_eog(151643));  // <|endoftext|>
+  EXPECT_EQ(g.bos_id(), -1);      // no bos key (llama.cpp would default to 11 = ",")
+  EXPECT_FALSE(g.is_eog(11));
+  EXPECT_EQ(g.eos_id(), 151645);
   const Tokenizer& h = test::hf_tokenizer("qwen3");
   EXPECT_EQ(h.encode("</s>", false, true), std::vector<int32_t>({522, 82, 29}));  // HF: text
   EXPECT_TRUE(h.is_eog(151645));
