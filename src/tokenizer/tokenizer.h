@@ -6,6 +6,13 @@
 // (HF tokenizers only accept Rust strings; llama.cpp would silently mangle such input).
 // decode()/token_to_piece() return raw bytes: a byte-fallback or byte-level token may hold part
 // of a UTF-8 character, so a piece is not always valid UTF-8 on its own (use StreamDecoder).
+//
+// Where llama.cpp and HF differ (NFC for Qwen, BERT accent/mark stripping and the 100-char word
+// limit, BOS policy, EOG/CONTROL retyping of "</s>" etc.), from_gguf follows llama.cpp and
+// from_hf_dir follows HF. Deliberate deviations: GGUF "gpt2" vocabularies without bos/eos keys
+// report -1 (llama.cpp uses id 11); tokenizer.json added tokens are matched in the raw text
+// (their `normalized` and `single_word` flags are not used); BERT clean_text keeps unassigned
+// code points (Cn), as tokenizers.js and llama.cpp do.
 #pragma once
 
 #include <cstdint>
