@@ -106,26 +106,39 @@ void for_items(ThreadPool& pool, int64_t rows, int64_t cols, int64_t n_tok, int6
     pool.run(work);
 }
 
+// Dequantizes up to kMaxRows rows (bit-exact) and runs the F32 tile kernel on them: F32 activations,
+// F32 accumulation.
 void run_exact(const TensorView& W, int64_t rb, int64_t re, const float* x, int64_t ldx, int64_t n_tok,
                float* y, int64_t ldy, ThreadPool& pool, MatmulScratch& scratch) {
   const IsaKernels& k = active_kernels();
   const int64_t cols = W.cols();
-  float* bufs = grow(scratch.rows, static_cast<size_t>(cols) * pool.size());
-  for_items(pool, re - rb, cols, n_tok, kExactGroup,
-            [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1, int ith) {
-              float* buf = bufs + static_cast<size_t>(ith) * cols;
-              for (int64_t r = r0; r < r1; ++r) {
-                const float* w = reinterpret_cast<const float*>(W.row(rb + r));
-                if (W.type == DType::F16) {
-                  k.f16_to_f32(reinterpret_cast<const uint16_t*>(W.row(rb + r)), buf, cols);
-                  w = buf;
-                } else if (W.type != DType::F32) {
-                  dequantize_row(W.type, W.row(rb + r), buf, cols);
-                  w = buf;
-                }
-                for (int64_t t = t0; t < t1; ++t) y[t * ldy + r] = k.dot_f32(w, x + t * ldx, cols);
-              }
-            });
+  const size_t per_thread = static_cast<size_t>(cols) * kMaxRows;
+  float* bufs = grow(scratch.rows, per_thread * pool.size());
+  const auto* xa = reinterpret_cast<const uint8_t*>(x);
+  const size_t xs = static_cast<size_t>(ldx) * sizeof(float);
+  for_items(
+      pool, re - rb, cols, n_tok, kExactGroup, [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1, int ith) {
+        float* buf = bufs + ith * per_thread;
+        for (int64_t r = r0; r < r1; r += kMaxRows) {
+          const int nr = static_cast<int>(std::min<int64_t>(kMaxRows, r1 - r));
+          const uint8_t* w = W.row(rb + r);
+          size_t ws = W.row_bytes();
+          if (W.type != DType::F32) {
+            for (int i = 0; i < nr; ++i) {
+              if (W.type == DType::F16)
+                k.f16_to_f32(reinterpret_cast<const uint16_t*>(W.row(rb + r + i)), buf + i * cols, cols);
+              else
+                dequantize_row(W.type, W.row(rb + r + i), buf + i * cols, cols);
+            }
+            w = reinterpret_cast<const uint8_t*>(buf);
+            ws = static_cast<size_t>(cols) * sizeof(float);
+          }
+          for (int64_t t = t0; t < t1; t += kMaxTile) {
+            const int nt = static_cast<int>(std::min<int64_t>(kMaxTile, t1 - t));
+            k.f32(w, ws, nr, cols, xa + t * xs, xs, nt, y + t * ldy + r, ldy);
+          }
+        }
+      });
 }
 
 void run_fast(const TensorView& W, int64_t rb, int64_t re, const float* x, int64_t ldx, int64_t n_tok,
