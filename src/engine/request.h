@@ -1,0 +1,81 @@
+// A generation request as the scheduler sees it, and the handle through which its caller (an
+// HTTP handler thread, a test) receives the output as it is produced.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/sampler.h"
+
+namespace ferrum {
+
+struct RequestParams {
+  std::vector<int32_t> prompt;
+  int max_tokens = -1;  // -1: until the context is full
+  SamplingParams sampling;
+  std::vector<std::string> stop;  // stop strings (not emitted)
+  bool ignore_eos = false;
+  int logprobs = -1;          // -1: off; otherwise also this many top alternatives (0..20)
+  bool at_text_start = true;  // false when the output continues the prompt's text (completions)
+};
+
+struct TokenLogprob {
+  int32_t id = 0;
+  float logprob = 0;
+  std::vector<std::pair<int32_t, float>> top;  // most likely tokens, best first
+};
+
+// One step of output. The last event of a request has `finished` set.
+struct RequestEvent {
+  std::string text;                    // UTF-8-safe text delta (may be empty)
+  std::vector<int32_t> tokens;         // tokens sampled in this step
+  std::vector<TokenLogprob> logprobs;  // when requested, one per token
+  bool finished = false;
+  std::string finish_reason;  // "stop", "length", "cancelled" or "error"
+  std::string error;          // message when finish_reason == "error"
+  int prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+};
+
+// Shared between the engine thread (producer) and the caller (consumer).
+class RequestHandle {
+ public:
+  explicit RequestHandle(uint64_t id) : id_(id) {}
+  uint64_t id() const { return id_; }
+
+  // Waits up to `timeout` for the next event; nullopt on timeout.
+  std::optional<RequestEvent> next(std::chrono::milliseconds timeout) {
+    std::unique_lock lk(mu_);
+    if (!cv_.wait_for(lk, timeout, [&] { return !events_.empty(); })) return std::nullopt;
+    RequestEvent e = std::move(events_.front());
+    events_.pop_front();
+    return e;
+  }
+  // Asks the engine to stop this request and free its KV cache at the next step.
+  void cancel() { cancelled_.store(true); }
+  bool cancelled() const { return cancelled_.load(); }
+
+  void push(RequestEvent e) {
+    {
+      std::lock_guard lk(mu_);
+      events_.push_back(std::move(e));
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  uint64_t id_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<RequestEvent> events_;
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace ferrum

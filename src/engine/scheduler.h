@@ -1,0 +1,112 @@
+// The serving engine: a request queue and an iteration-level scheduler (continuous batching)
+// on one engine thread. Every step runs ONE Model::unified_forward over the decode tokens of
+// the running sequences plus prefill chunks of newer ones, under a per-step token budget.
+// When the KV pool runs out, new prefills are deferred and, if decodes alone do not fit, the
+// newest running sequence is preempted (its KV released, recomputed from prompt + output when
+// it is admitted again). Cancelled requests free their KV at the next step.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/histogram.h"
+#include "engine/request.h"
+#include "ferrum/error.h"
+#include "ferrum/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ferrum {
+
+// Thrown by submit() when the waiting queue is full (HTTP 503).
+class BusyError : public Error {
+ public:
+  using Error::Error;
+};
+// Thrown by submit() when the prompt cannot fit in a sequence's context (HTTP 400).
+class ContextLengthError : public Error {
+ public:
+  using Error::Error;
+};
+
+struct EngineOptions {
+  int max_num_seqs = 16;         // sequences decoding at once
+  int max_batched_tokens = 512;  // tokens per step (decodes + prefill chunks)
+  int max_waiting = 256;         // queued requests beyond which submit() throws BusyError
+};
+
+struct EngineStats {
+  uint64_t requests_submitted = 0, requests_finished = 0, requests_cancelled = 0, requests_failed = 0;
+  uint64_t requests_rejected = 0;  // busy
+  uint64_t prompt_tokens = 0, generation_tokens = 0, cached_prompt_tokens = 0;
+  uint64_t preemptions = 0, steps = 0;
+  int running = 0, waiting = 0;
+  Histogram ttft, itl, e2e;
+};
+
+class Engine {
+ public:
+  Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a request; the returned handle delivers its output. Throws ferrum::Error for an
+  // invalid request, ContextLengthError, or BusyError when the queue is full / shutting down.
+  std::shared_ptr<RequestHandle> submit(RequestParams p);
+
+  // Stops accepting requests; drain=true lets queued and running requests finish first,
+  // otherwise they are cancelled. Returns when the engine thread has exited.
+  void shutdown(bool drain);
+
+  EngineStats stats() const;
+  // KV usage and model metrics, read under the lock the engine thread holds while it steps.
+  KvUsage kv_usage() const;
+  nlohmann::json model_metrics() const;
+
+  const Model& model() const { return model_; }
+  const Tokenizer& tokenizer() const { return tok_; }
+  const EngineOptions& options() const { return opt_; }
+
+ private:
+  struct Seq;
+  void loop();
+  void step();
+  void admit();
+  void drop_cancelled();
+  void finish(Seq& s, RequestEvent ev, const std::string& reason);
+  void preempt(size_t idx);
+  void on_logits(Seq& s, const float* logits);
+
+  Model& model_;
+  const Tokenizer& tok_;
+  EngineOptions opt_;
+  int n_vocab_;
+
+  mutable std::mutex mu_;  // incoming_, stop flags
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Seq>> incoming_;
+  bool stopping_ = false, drain_ = true;
+  uint64_t next_id_ = 1;
+  int active_ = 0;  // submitted and not finished (running + waiting), under mu_
+
+  mutable std::mutex model_mu_;  // held by the engine thread while it touches the model
+  mutable std::mutex stats_mu_;
+  EngineStats stats_;
+
+  // Engine-thread state.
+  std::deque<std::unique_ptr<Seq>> waiting_;
+  std::vector<std::unique_ptr<Seq>> running_;
+  std::vector<int> free_seq_ids_;
+  std::vector<SeqTokens> items_;
+  std::vector<Seq*> item_seq_;
+  std::vector<float> logits_;
+  std::thread thread_;
+};
+
+}  // namespace ferrum

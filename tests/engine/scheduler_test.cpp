@@ -1,0 +1,273 @@
+// Continuous-batching engine: outputs through the scheduler equal single-sequence generate(),
+// no mix-ups between concurrent requests, preemption under a tiny KV pool, stop strings,
+// cancellation, busy and context-length answers.
+#include "engine/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "engine/generate.h"
+#include "engine/loader.h"
+#include "engine/stop.h"
+#include "test_util.h"
+
+namespace ferrum {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string stories() {
+  return std::string(FERRUM_SOURCE_DIR) + "/models/stories260K.gguf";
+}
+std::string qwen3() {
+  return test::data_path("models/qwen3/gguf/qwen3-Q8_0.gguf");
+}
+
+LoadedModel load(const std::string& path, const std::string& layout = "paged", int64_t pool = 0,
+                 int64_t capacity = 512) {
+  ModelOptions o;
+  o.n_threads = 2;
+  o.kv.layout = layout;
+  o.kv.capacity = capacity;
+  o.kv.pool_tokens = pool;
+  return load_model(path, o);
+}
+
+SamplingParams greedy() {
+  SamplingParams p;
+  p.temperature = 0;
+  return p;
+}
+
+struct Output {
+  std::vector<int32_t> tokens;
+  std::string text, finish_reason;
+  int prompt_tokens = 0, completion_tokens = 0;
+};
+
+Output collect(RequestHandle& h) {
+  Output o;
+  for (int i = 0; i < 6000; ++i) {  // bounded: 600 s at most
+    auto e = h.next(100ms);
+    if (!e) continue;
+    o.tokens.insert(o.tokens.end(), e->tokens.begin(), e->tokens.end());
+    o.text += e->text;
+    if (e->finished) {
+      o.finish_reason = e->finish_reason;
+      o.prompt_tokens = e->prompt_tokens;
+      o.completion_tokens = e->completion_tokens;
+      return o;
+    }
+  }
+  ADD_FAILURE() << "request did not finish";
+  return o;
+}
+
+// Single-sequence reference with the plain generation loop.
+Output reference(LoadedModel& lm, const std::vector<int32_t>& prompt, int max_tokens) {
+  GenerateOptions g;
+  g.max_tokens = max_tokens;
+  g.sampling = greedy();
+  GenerateResult r = generate(*lm.model, *lm.tokenizer, 0, prompt, g, nullptr);
+  lm.model->release(0);
+  Output o;
+  o.tokens = r.tokens;
+  o.finish_reason = r.finish_reason;
+  std::vector<int32_t> text_ids = r.tokens;
+  if (!text_ids.empty() && lm.tokenizer->is_eog(text_ids.back())) text_ids.pop_back();
+  StreamDecoder dec(*lm.tokenizer, true, false);
+  for (int32_t id : text_ids) o.text += dec.push(id);
+  o.text += dec.flush();
+  return o;
+}
+
+RequestParams req(const std::vector<int32_t>& prompt, int max_tokens) {
+  RequestParams p;
+  p.prompt = prompt;
+  p.max_tokens = max_tokens;
+  p.sampling = greedy();
+  p.at_text_start = false;
+  return p;
+}
+
+TEST(StopMatcher, MatchesAcrossPiecesAndHoldsBackPrefixes) {
+  StopMatcher m({"END", "xyz"});
+  EXPECT_EQ(m.push("hello E"), "hello ");  // "E" may start "END"
+  EXPECT_EQ(m.push("N"), "");
+  EXPECT_FALSE(m.stopped());
+  EXPECT_EQ(m.push("D tail"), "");
+  EXPECT_TRUE(m.stopped());
+  EXPECT_EQ(m.push("more"), "");
+
+  StopMatcher n({"END"});
+  EXPECT_EQ(n.push("EN"), "");
+  EXPECT_EQ(n.push("X"), "ENX");  // the partial match broke: released
+  EXPECT_EQ(n.push("abcE"), "abc");
+  EXPECT_EQ(n.flush(), "E");  // generation ended with a partial match: emitted
+  StopMatcher none;
+  EXPECT_EQ(none.push("abc"), "abc");
+}
+
+TEST(Scheduler, GreedyEqualsGenerate) {
+  LoadedModel ref = load(stories(), "contiguous");
+  LoadedModel lm = load(stories());
+  const auto prompt = lm.tokenizer->encode("Once upon a time", true, false);
+  const Output want = reference(ref, prompt, 60);
+  Engine eng(*lm.model, *lm.tokenizer, EngineOptions{});
+  Output got = collect(*eng.submit(req(prompt, 60)));
+  EXPECT_EQ(got.tokens, want.tokens);
+  EXPECT_EQ(got.text, want.text);
+  EXPECT_EQ(got.finish_reason, want.finish_reason);
+  EXPECT_EQ(got.prompt_tokens, static_cast<int>(prompt.size()));
+  EXPECT_EQ(got.completion_tokens, static_cast<int>(want.tokens.size()));
+  EXPECT_FALSE(got.text.empty());
+}
+
+// Many requests at once, each must get exactly its own single-request output.
+void concurrent_no_mixups(const std::string& path, int64_t pool, int max_num_seqs, int budget,
+                          bool expect_preempt) {
+  LoadedModel ref = load(path, "contiguous");
+  LoadedModel lm = load(path, "paged", pool);
+  const std::vector<std::string> texts = {
+      "Once upon a time",   "The cat",     "Lily and Tom went to the park", "One day, a little bird",
+      "Sam had a red ball", "The sun was", "There was a big dog named Max", "Mom said"};
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<Output> want;
+  for (const auto& t : texts) {
+    prompts.push_back(lm.tokenizer->encode(t, true, false));
+    want.push_back(reference(ref, prompts.back(), 48));
+  }
+  EngineOptions eo;
+  eo.max_num_seqs = max_num_seqs;
+  eo.max_batched_tokens = budget;
+  Engine eng(*lm.model, *lm.tokenizer, eo);
+  std::vector<std::shared_ptr<RequestHandle>> hs;
+  for (const auto& p : prompts) hs.push_back(eng.submit(req(p, 48)));
+  for (size_t i = 0; i < hs.size(); ++i) {
+    Output got = collect(*hs[i]);
+    EXPECT_EQ(got.tokens, want[i].tokens) << "request " << i << " '" << texts[i] << "'";
+    EXPECT_EQ(got.text, want[i].text) << "request " << i;
+  }
+  const EngineStats st = eng.stats();
+  EXPECT_EQ(st.requests_finished, texts.size());
+  if (expect_preempt) EXPECT_GT(st.preemptions, 0u);
+  EXPECT_LT(st.steps, 8u * 49u);  // batched: far fewer steps than one request at a time
+  EXPECT_EQ(eng.kv_usage().sequences, 0);
+}
+
+TEST(Scheduler, ConcurrentRequestsGetTheirOwnOutputStories) {
+  concurrent_no_mixups(stories(), 0, 8, 64, false);
+}
+TEST(Scheduler, ConcurrentRequestsGetTheirOwnOutputQwen3) {
+  concurrent_no_mixups(qwen3(), 0, 4, 16, false);
+}
+// 8 x (prompt + 48) tokens need ~8 x 4 blocks of 16; a pool of 96 tokens (6 blocks) forces
+// deferral and preemption, and every request must still complete with the same output.
+TEST(Scheduler, PreemptionUnderTinyPoolCompletesEveryRequest) {
+  concurrent_no_mixups(stories(), 96, 8, 32, true);
+}
+
+TEST(Scheduler, StopStringAcrossTokenBoundaryIsNotEmitted) {
+  LoadedModel ref = load(stories(), "contiguous");
+  LoadedModel lm = load(stories());
+  const auto prompt = lm.tokenizer->encode("Once upon a time", true, false);
+  const Output want = reference(ref, prompt, 60);
+  // A stop string from the middle of one token's text into the next one's.
+  StreamDecoder dec(*lm.tokenizer, true, false);
+  std::string text;
+  size_t boundary = 0;
+  for (size_t i = 0; i < 12; ++i) {
+    text += dec.push(want.tokens[i]);
+    if (i == 9) boundary = text.size();
+  }
+  ASSERT_GT(boundary, 2u);
+  ASSERT_GT(text.size(), boundary + 2);
+  const std::string stop = text.substr(boundary - 2, 4);
+  const size_t first = want.text.find(stop);
+  Engine eng(*lm.model, *lm.tokenizer, EngineOptions{});
+  RequestParams p = req(prompt, 60);
+  p.stop = {"never-appears-zzz", stop};
+  Output got = collect(*eng.submit(p));
+  EXPECT_EQ(got.finish_reason, "stop");
+  EXPECT_EQ(got.text, want.text.substr(0, first)) << "stop '" << stop << "'";
+}
+
+TEST(Scheduler, CancelFreesKvAtOnce) {
+  LoadedModel lm = load(stories());
+  Engine eng(*lm.model, *lm.tokenizer, EngineOptions{});
+  RequestParams p = req(lm.tokenizer->encode("Once upon a time", true, false), 100000);
+  p.ignore_eos = true;
+  auto h = eng.submit(p);
+  auto first = h->next(60s);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_GT(eng.kv_usage().used_tokens, 0);
+  h->cancel();
+  Output rest = collect(*h);
+  EXPECT_EQ(rest.finish_reason, "cancelled");
+  EXPECT_EQ(eng.kv_usage().used_tokens, 0);
+  EXPECT_EQ(eng.kv_usage().sequences, 0);
+  EXPECT_EQ(eng.stats().requests_cancelled, 1u);
+}
+
+TEST(Scheduler, LengthLimitsAndValidation) {
+  LoadedModel lm = load(stories(), "paged", 0, 64);
+  EngineOptions eo;
+  eo.max_num_seqs = 1;
+  eo.max_waiting = 0;
+  Engine eng(*lm.model, *lm.tokenizer, eo);
+  const auto prompt = lm.tokenizer->encode("Once upon a time", true, false);
+  // Context full: ends with "length" at the capacity.
+  RequestParams p = req(prompt, -1);
+  p.ignore_eos = true;
+  Output o = collect(*eng.submit(p));
+  EXPECT_EQ(o.finish_reason, "length");
+  EXPECT_EQ(o.prompt_tokens + o.completion_tokens, 64);
+  // max_tokens = 0: nothing generated.
+  o = collect(*eng.submit(req(prompt, 0)));
+  EXPECT_EQ(o.completion_tokens, 0);
+  EXPECT_EQ(o.finish_reason, "length");
+  // Prompt longer than the context.
+  std::vector<int32_t> big(64, prompt.back());
+  EXPECT_THROW(eng.submit(req(big, 4)), ContextLengthError);
+  EXPECT_THROW(eng.submit(req({}, 4)), Error);
+  EXPECT_THROW(eng.submit(req({1, 999999}, 4)), Error);
+  // Busy: one running, no waiting room.
+  RequestParams slow = req(prompt, 100000);
+  slow.ignore_eos = true;
+  auto h = eng.submit(slow);
+  try {
+    eng.submit(req(prompt, 4));
+    ADD_FAILURE() << "expected BusyError";
+  } catch (const BusyError& e) {
+    EXPECT_NE(std::string(e.what()).find("busy"), std::string::npos);
+  }
+  h->cancel();
+  collect(*h);
+}
+
+TEST(Scheduler, LogprobsAreNormalized) {
+  LoadedModel lm = load(stories());
+  Engine eng(*lm.model, *lm.tokenizer, EngineOptions{});
+  RequestParams p = req(lm.tokenizer->encode("Once upon a time", true, false), 5);
+  p.logprobs = 3;
+  auto h = eng.submit(p);
+  int n = 0;
+  for (int i = 0; i < 600; ++i) {
+    auto e = h->next(100ms);
+    if (!e) continue;
+    for (const auto& lp : e->logprobs) {
+      ASSERT_EQ(lp.top.size(), 3u);
+      EXPECT_EQ(lp.top[0].first, lp.id);  // greedy: the best token is the chosen one
+      EXPECT_LE(lp.logprob, 0.0f);
+      EXPECT_GE(lp.top[0].second, lp.top[1].second);
+      ++n;
+    }
+    if (e->finished) break;
+  }
+  EXPECT_EQ(n, 5);
+}
+
+}  // namespace
+}  // namespace ferrum
