@@ -307,36 +307,51 @@ bool hf_normalizes(const std::string& dir) {
 
 }  // namespace
 
-LoadedBert load_bert(const std::string& path, const ModelOptions& opts) {
-  const ModelFormat fmt = detect_format(path);
+std::shared_ptr<const gguf::File> bert_hf_as_gguf(const std::string& dir) {
+  const hf::Config cfg = hf::Config::load(dir);
+  if (parse_arch(cfg.architecture(), dir + "/config.json") != Arch::Bert)
+    fail("{}: not a BERT model (architecture '{}')", dir, cfg.architecture());
+  const std::string tmp = (fs::temp_directory_path() /
+                           fmt::format("ferrum-bert-{}-{}.gguf", getpid(), reinterpret_cast<uintptr_t>(&cfg)))
+                              .string();
+  HfConvertOptions o;
+  o.name = fs::path(dir).filename().string();
   std::shared_ptr<const gguf::File> g;
-  bool normalize = false;
-  if (fmt == ModelFormat::HuggingFace) {
-    // The HF directory goes through ferrum's converter (tensor names with or without "bert.",
-    // vocab.txt -> WordPiece vocabulary, 1_Pooling -> pooling type) into a temporary GGUF that
-    // is unlinked at once and lives on in the mapping.
-    const hf::Config cfg = hf::Config::load(path);
-    if (parse_arch(cfg.architecture(), path + "/config.json") != Arch::Bert)
-      fail("{}: not a BERT model (architecture '{}')", path, cfg.architecture());
-    const std::string tmp = (fs::temp_directory_path() / fmt::format("ferrum-bert-{}-{}.gguf", getpid(),
-                                                                     reinterpret_cast<uintptr_t>(&cfg)))
-                                .string();
-    HfConvertOptions o;
-    o.name = fs::path(path).filename().string();
-    try {
-      hfconv::convert_bert(cfg, path, tmp, o);
-      g = gguf::File::open(tmp);
-    } catch (...) {
-      fs::remove(tmp);
-      throw;
-    }
+  try {
+    hfconv::convert_bert(cfg, dir, tmp, o);
+    g = gguf::File::open(tmp);
+  } catch (...) {
     fs::remove(tmp);
-    normalize = hf_normalizes(path);
-  } else if (fmt == ModelFormat::Gguf) {
-    g = gguf::File::open(path);
-  } else {
-    fail("{}: a BERT model must be a GGUF file or a Hugging Face directory", path);
+    throw;
   }
+  fs::remove(tmp);
+  return g;
+}
+
+namespace {
+std::shared_ptr<const gguf::File> open_bert_gguf(const std::string& path, bool& normalize) {
+  const ModelFormat fmt = detect_format(path);
+  normalize = false;
+  if (fmt == ModelFormat::HuggingFace) {
+    normalize = hf_normalizes(path);
+    return bert_hf_as_gguf(path);
+  }
+  if (fmt != ModelFormat::Gguf)
+    fail("{}: a BERT model must be a GGUF file or a Hugging Face directory", path);
+  return gguf::File::open(path);
+}
+}  // namespace
+
+BertDefaults bert_defaults(const std::string& path) {
+  BertDefaults d;
+  auto g = open_bert_gguf(path, d.normalize);
+  d.pooling = pooling_from_gguf(*g);
+  return d;
+}
+
+LoadedBert load_bert(const std::string& path, const ModelOptions& opts) {
+  bool normalize = false;
+  auto g = open_bert_gguf(path, normalize);
   ModelConfig cfg = config_from_gguf(*g);
   if (cfg.arch != Arch::Bert)
     fail("{}: architecture '{}' is not a BERT encoder (embeddings need arch bert)", path,

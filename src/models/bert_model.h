@@ -21,6 +21,10 @@
 
 namespace ferrum {
 
+namespace gguf {
+class File;
+}
+
 enum class Pooling { Mean, Cls, Last };
 const char* pooling_name(Pooling p);
 // "mean", "cls", "last"; throws naming the accepted values.
@@ -92,5 +96,16 @@ struct LoadedBert {
 // without the "bert." tensor prefix; vocab.txt or tokenizer.json; sentence-transformers
 // modules.json decides the default pooling and normalization).
 LoadedBert load_bert(const std::string& path, const ModelOptions& opts);
+
+// A Hugging Face BERT directory converted by ferrum's converter into a temporary GGUF (unlinked
+// at once; it lives on in the mapping): weights, WordPiece vocabulary, bert.pooling_type.
+std::shared_ptr<const gguf::File> bert_hf_as_gguf(const std::string& dir);
+
+// What a model's files ask for (for `ferrum info`): pooling and whether vectors are normalized.
+struct BertDefaults {
+  Pooling pooling = Pooling::Mean;
+  bool normalize = false;
+};
+BertDefaults bert_defaults(const std::string& path);
 
 }  // namespace ferrum

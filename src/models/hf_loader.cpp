@@ -13,6 +13,7 @@
 #include "ferrum/error.h"
 #include "formats/hf_config.h"
 #include "formats/safetensors.h"
+#include "models/bert_model.h"
 #include "models/registry.h"
 
 namespace fs = std::filesystem;
@@ -215,13 +216,18 @@ class HfBuilder {
 
 HfModel load_hf_dir(const std::string& dir) {
   const hf::Config cfg = hf::Config::load(dir);
+  if (parse_arch(cfg.architecture(), dir + "/config.json") == Arch::Bert) {
+    // Config and weights only (ferrum info); running it goes through load_bert().
+    auto g = bert_hf_as_gguf(dir);
+    HfModel bert{config_from_gguf(*g), weights_from_gguf(g)};
+    bert.config.name = fs::path(dir).filename().string();
+    return bert;
+  }
   HfModel out{config_from_hf(cfg, dir), WeightSet(dir)};
   ModelConfig& m = out.config;
   auto st = std::make_shared<const safetensors::Tensors>(safetensors::Tensors::open_dir(dir));
   out.weights.keep_alive(st);
   HfBuilder b(st, out.weights);
-  if (m.arch == Arch::Bert)
-    fail("{}: BERT is an encoder: load it with load_bert() / `ferrum embed`, not as a decoder", dir);
   if (m.arch == Arch::Qwen3Moe) check_moe_config(cfg, m, dir);
 
   b.alias("model.embed_tokens.weight", "token_embd.weight");

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "ferrum/error.h"
@@ -69,18 +70,36 @@ MoeFeedForward::MoeFeedForward(const ModelConfig& cfg, const WeightSet& w, int l
   down_ = w.get(name("ffn_down_exps.weight"), {ff, d, E});
 }
 
+void MoeFeedForward::run_expert_rows(int64_t e, int64_t f0, int64_t f1, ThreadPool& pool,
+                                     kernels::Precision prec, kernels::MatmulScratch& scratch) {
+  const int64_t d = n_embd_, ff = n_ff_, b = offset_[e], m = offset_[e + 1] - b;
+  const float* x = &xg_[b * d];
+  float* gu = &gu_[b * 2 * ff];
+  kernels::matmul_rows(gate_, e * ff + f0, e * ff + f1, x, d, m, gu + f0, 2 * ff, pool, prec, scratch);
+  kernels::matmul_rows(up_, e * ff + f0, e * ff + f1, x, d, m, gu + ff + f0, 2 * ff, pool, prec, scratch);
+  for (int64_t i = 0; i < m; ++i)
+    kernels::swiglu(&gu[i * 2 * ff + f0], &gu[i * 2 * ff + ff + f0], &act_[(b + i) * ff + f0], f1 - f0);
+}
+
+void MoeFeedForward::run_expert_down(int64_t e, int64_t r0, int64_t r1, ThreadPool& pool,
+                                     kernels::Precision prec, kernels::MatmulScratch& scratch) {
+  const int64_t d = n_embd_, ff = n_ff_, b = offset_[e], m = offset_[e + 1] - b;
+  kernels::matmul_rows(down_, e * d + r0, e * d + r1, &act_[b * ff], ff, m, &yg_[b * d + r0], d, pool, prec,
+                       scratch);
+}
+
 void MoeFeedForward::forward(const float* x, int64_t n, float* out, FfnContext& ctx) {
-  const int64_t d = n_embd_, ff = n_ff_, E = n_expert_, k = k_;
+  const int64_t d = n_embd_, ff = n_ff_, E = n_expert_, k = k_, P = n * k_;
   if (static_cast<int64_t>(logits_.size()) < n * E) {
     logits_.resize(n * E);
-    ids_.resize(n * k);
-    weights_.resize(n * k);
-    order_.resize(n * k);
-    xe_.resize(n * d);
-    gu_.resize(n * 2 * ff);
-    act_.resize(n * ff);
-    ye_.resize(n * d);
-    slot_out_.resize(n * k * d);
+    ids_.resize(P);
+    weights_.resize(P);
+    order_.resize(P);
+    row_of_pair_.resize(P);
+    xg_.resize(P * d);
+    gu_.resize(P * 2 * ff);
+    act_.resize(P * ff);
+    yg_.resize(P * d);
   }
   probs_.resize(E);
   count_.assign(E, 0);
@@ -98,35 +117,65 @@ void MoeFeedForward::forward(const float* x, int64_t n, float* out, FfnContext& 
     fn(r);
   }
 
-  // Group the (token, slot) pairs by expert: each active expert's weights are read once.
+  // Group the (token, slot) pairs by expert, gathering each pair's input row: every active
+  // expert then reads its weights once for all of its tokens.
   offset_[0] = 0;
   for (int64_t e = 0; e < E; ++e) offset_[e + 1] = offset_[e] + count_[e];
-  {
-    std::vector<int32_t>& fill = count_;  // reused as the per-expert write cursor
-    for (int64_t e = 0; e < E; ++e) fill[e] = offset_[e];
-    for (int64_t p = 0; p < n * k; ++p) order_[fill[ids_[p]]++] = static_cast<int32_t>(p);
+  std::vector<int32_t>& cursor = count_;  // reused as the per-expert write cursor
+  for (int64_t e = 0; e < E; ++e) cursor[e] = offset_[e];
+  for (int64_t p = 0; p < P; ++p) {
+    const int32_t row = cursor[ids_[p]]++;
+    order_[row] = static_cast<int32_t>(p);
+    row_of_pair_[p] = row;
+    std::memcpy(&xg_[row * d], x + (p / k) * d, d * sizeof(float));
   }
-  for (int64_t e = 0; e < E; ++e) {
-    const int64_t b = offset_[e], m = offset_[e + 1] - b;
-    if (m == 0) continue;
-    for (int64_t i = 0; i < m; ++i) std::memcpy(&xe_[i * d], x + (order_[b + i] / k) * d, d * sizeof(float));
-    kernels::matmul_rows(gate_, e * ff, (e + 1) * ff, xe_.data(), d, m, gu_.data(), 2 * ff, ctx.pool,
-                         ctx.precision, ctx.scratch);
-    kernels::matmul_rows(up_, e * ff, (e + 1) * ff, xe_.data(), d, m, gu_.data() + ff, 2 * ff, ctx.pool,
-                         ctx.precision, ctx.scratch);
-    for (int64_t i = 0; i < m; ++i)
-      kernels::swiglu(&gu_[i * 2 * ff], &gu_[i * 2 * ff + ff], &act_[i * ff], ff);
-    kernels::matmul_rows(down_, e * d, (e + 1) * d, act_.data(), ff, m, ye_.data(), d, ctx.pool,
-                         ctx.precision, ctx.scratch);
-    for (int64_t i = 0; i < m; ++i)
-      std::memcpy(&slot_out_[order_[b + i] * d], &ye_[i * d], d * sizeof(float));
+
+  const int nth = ctx.pool.size();
+  if (n <= 16 && nth > 1) {
+    // Few tokens: the per-expert matrices are small, so split the work over (expert, row range)
+    // items and run each item on one thread instead of paying a pool dispatch per expert matmul.
+    if (static_cast<int>(solo_.size()) < nth) {
+      solo_.clear();
+      for (int i = 0; i < nth; ++i) solo_.push_back(std::make_unique<ThreadPool>(1));
+      solo_scratch_.resize(nth);
+    }
+    int64_t active = 0;
+    for (int64_t e = 0; e < E; ++e) active += offset_[e + 1] > offset_[e];
+    const int64_t split = std::max<int64_t>(1, (2 * nth + active - 1) / active);
+    auto stage = [&](int64_t rows, bool down) {
+      const int64_t chunk = ((rows + split - 1) / split + 15) / 16 * 16;  // multiple of 16 rows
+      const int64_t per_expert = (rows + chunk - 1) / chunk;
+      ctx.pool.run([&](int ith, int nth_) {
+        int64_t item = 0;
+        for (int64_t e = 0; e < E; ++e) {
+          if (offset_[e + 1] == offset_[e]) continue;
+          for (int64_t c = 0; c < per_expert; ++c, ++item) {
+            if (item % nth_ != ith) continue;
+            const int64_t r0 = c * chunk, r1 = std::min(rows, r0 + chunk);
+            if (down)
+              run_expert_down(e, r0, r1, *solo_[ith], ctx.precision, solo_scratch_[ith]);
+            else
+              run_expert_rows(e, r0, r1, *solo_[ith], ctx.precision, solo_scratch_[ith]);
+          }
+        }
+      });
+    };
+    stage(ff, false);
+    stage(d, true);
+  } else {
+    for (int64_t e = 0; e < E; ++e) {
+      if (offset_[e + 1] == offset_[e]) continue;
+      run_expert_rows(e, 0, ff, ctx.pool, ctx.precision, ctx.scratch);
+      run_expert_down(e, 0, d, ctx.pool, ctx.precision, ctx.scratch);
+    }
   }
+
   // Weighted sum in slot order, so a token's result does not depend on the rest of the batch.
   for (int64_t t = 0; t < n; ++t) {
     float* o = out + t * d;
     for (int64_t s = 0; s < k; ++s) {
       const float wgt = weights_[t * k + s];
-      const float* y = &slot_out_[(t * k + s) * d];
+      const float* y = &yg_[static_cast<int64_t>(row_of_pair_[t * k + s]) * d];
       if (s == 0) {
         for (int64_t i = 0; i < d; ++i) o[i] = wgt * y[i];
       } else {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "models/feed_forward.h"
@@ -46,11 +47,21 @@ class MoeFeedForward : public FeedForward {
   bool renorm_;
   TensorView router_, gate_, up_, down_;
 
+  // Expert e's (token, slot) pairs are rows [offset_[e], offset_[e+1]) of the pair-ordered
+  // buffers below; each expert runs once over all its rows.
+  void run_expert_rows(int64_t e, int64_t ff_begin, int64_t ff_end, ThreadPool& pool, kernels::Precision prec,
+                       kernels::MatmulScratch& scratch);
+  void run_expert_down(int64_t e, int64_t row_begin, int64_t row_end, ThreadPool& pool,
+                       kernels::Precision prec, kernels::MatmulScratch& scratch);
+
   // Grow-only workspace (no allocation once the largest batch has been seen).
   std::vector<float> logits_, probs_, weights_;
   std::vector<int32_t> ids_;
-  std::vector<int32_t> count_, offset_, order_;  // (token, slot) pairs grouped by expert
-  std::vector<float> xe_, gu_, act_, ye_, slot_out_;
+  std::vector<int32_t> count_, offset_, order_, row_of_pair_;
+  std::vector<float> xg_, gu_, act_, yg_;
+  // Few tokens: experts run side by side, one thread each (single-thread pools, own scratch).
+  std::vector<std::unique_ptr<ThreadPool>> solo_;
+  std::vector<kernels::MatmulScratch> solo_scratch_;
 };
 
 }  // namespace ferrum

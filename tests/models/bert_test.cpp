@@ -242,3 +242,25 @@ TEST(Bert, BadInput) {
 
 }  // namespace
 }  // namespace ferrum::test
+
+namespace ferrum::test {
+namespace {
+
+TEST(Bert, InfoPathAndDefaults) {
+  // open_model_files (what `ferrum info` uses) reads BERT from both formats.
+  for (const std::string& path : {gguf("Q4_K_M"), bert_hf_dir("hf-bf16")}) {
+    ModelFiles f = open_model_files(path);
+    EXPECT_EQ(f.config.arch, Arch::Bert) << path;
+    EXPECT_EQ(f.config.n_embd, 128);
+    EXPECT_EQ(f.config.n_layer, 2);
+    EXPECT_TRUE(f.weights.find("blk.1.layer_output_norm.bias")) << path;
+  }
+  BertDefaults g = bert_defaults(gguf("F32")), h = bert_defaults(bert_hf_dir("hf"));
+  EXPECT_EQ(g.pooling, Pooling::Mean);
+  EXPECT_FALSE(g.normalize);
+  EXPECT_EQ(h.pooling, Pooling::Mean);
+  EXPECT_TRUE(h.normalize);
+}
+
+}  // namespace
+}  // namespace ferrum::test
