@@ -1,0 +1,32 @@
+// OpenAI-shaped API errors: {"error":{"message","type","param","code"}} with an HTTP status.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "ferrum/error.h"
+
+namespace ferrum::server {
+
+class ApiError : public Error {
+ public:
+  ApiError(int status, std::string message, std::string type = "invalid_request_error",
+           std::string param = "", std::string code = "")
+      : Error(message),
+        status(status),
+        type(std::move(type)),
+        param(std::move(param)),
+        code(std::move(code)) {}
+  int status;
+  std::string type, param, code;
+};
+
+inline nlohmann::json error_json(const std::string& message, const std::string& type,
+                                 const std::string& param, const std::string& code) {
+  nlohmann::json e = {{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}};
+  if (!param.empty()) e["param"] = param;
+  if (!code.empty()) e["code"] = code;
+  return {{"error", e}};
+}
+
+}  // namespace ferrum::server

@@ -1,0 +1,68 @@
+#include "server/metrics_text.h"
+
+#include <fmt/format.h>
+
+namespace ferrum::server {
+namespace {
+
+void metric(std::string& o, const char* name, const char* type, const char* help, double v) {
+  o += fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name, type, name, v);
+}
+
+void histogram(std::string& o, const char* name, const char* help, const Histogram& h) {
+  o += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+  uint64_t cum = 0;
+  for (size_t i = 0; i < h.bounds.size(); ++i) {
+    cum += h.counts[i];
+    o += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, h.bounds[i], cum);
+  }
+  cum += h.counts.empty() ? 0 : h.counts.back();
+  o += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, cum, name, h.sum, name,
+                   h.count);
+}
+
+}  // namespace
+
+std::string prometheus_text(const EngineStats& st, const KvUsage& kv, const nlohmann::json& mm,
+                            uint64_t http_requests, uint64_t http_errors) {
+  std::string o;
+  o += "# HELP ferrum_requests_total Generation requests by outcome.\n# TYPE ferrum_requests_total counter\n";
+  o += fmt::format("ferrum_requests_total{{outcome=\"finished\"}} {}\n", st.requests_finished);
+  o += fmt::format("ferrum_requests_total{{outcome=\"cancelled\"}} {}\n", st.requests_cancelled);
+  o += fmt::format("ferrum_requests_total{{outcome=\"error\"}} {}\n", st.requests_failed);
+  o += fmt::format("ferrum_requests_total{{outcome=\"rejected\"}} {}\n", st.requests_rejected);
+  metric(o, "ferrum_requests_submitted_total", "counter", "Requests accepted into the queue.",
+         st.requests_submitted);
+  metric(o, "ferrum_http_requests_total", "counter", "HTTP requests received.", http_requests);
+  metric(o, "ferrum_http_errors_total", "counter", "HTTP responses with status >= 400.", http_errors);
+  metric(o, "ferrum_prompt_tokens_total", "counter", "Prompt tokens of admitted requests.", st.prompt_tokens);
+  metric(o, "ferrum_prompt_tokens_cached_total", "counter", "Prompt tokens served from the prefix cache.",
+         st.cached_prompt_tokens);
+  metric(o, "ferrum_generation_tokens_total", "counter", "Generated tokens.", st.generation_tokens);
+  metric(o, "ferrum_preemptions_total", "counter", "Sequences preempted (KV released, recomputed later).",
+         st.preemptions);
+  metric(o, "ferrum_engine_steps_total", "counter", "Scheduler steps (one batched forward each).", st.steps);
+  metric(o, "ferrum_requests_running", "gauge", "Sequences being processed.", st.running);
+  metric(o, "ferrum_requests_waiting", "gauge", "Requests waiting for admission.", st.waiting);
+  const double usage = kv.total_blocks > 0 ? 1.0 - double(kv.free_blocks) / double(kv.total_blocks) : 0.0;
+  metric(o, "ferrum_kv_cache_usage_ratio", "gauge", "Fraction of KV blocks in use (paged layout).", usage);
+  metric(o, "ferrum_kv_cache_used_tokens", "gauge", "Tokens held in the KV cache.", kv.used_tokens);
+  metric(o, "ferrum_kv_cache_blocks_total", "gauge", "KV blocks in the pool.", kv.total_blocks);
+  metric(o, "ferrum_kv_cache_blocks_free", "gauge", "Free KV blocks.", kv.free_blocks);
+  const nlohmann::json pc =
+      mm.contains("kv") ? mm["kv"].value("prefix_cache", nlohmann::json::object()) : nlohmann::json::object();
+  metric(o, "ferrum_prefix_cache_hits_total", "counter", "Prompts that reused cached prefix blocks.",
+         pc.value("hits", 0.0));
+  metric(o, "ferrum_prefix_cache_misses_total", "counter", "Prompts that found no cached prefix.",
+         pc.value("misses", 0.0));
+  metric(o, "ferrum_prefix_cache_saved_tokens_total", "counter",
+         "Prompt tokens not recomputed thanks to the cache.", pc.value("saved_tokens", 0.0));
+  histogram(o, "ferrum_time_to_first_token_seconds", "Time from submission to the first generated token.",
+            st.ttft);
+  histogram(o, "ferrum_inter_token_latency_seconds",
+            "Time between consecutive generated tokens of a request.", st.itl);
+  histogram(o, "ferrum_e2e_request_latency_seconds", "Time from submission to the end of a request.", st.e2e);
+  return o;
+}
+
+}  // namespace ferrum::server

@@ -1,0 +1,214 @@
+#include "server/openai_request.h"
+
+#include <algorithm>
+#include <random>
+
+#include "server/api_error.h"
+
+namespace ferrum::server {
+namespace {
+
+using json = nlohmann::json;
+
+[[noreturn]] void bad(const std::string& param, const std::string& msg) {
+  throw ApiError(400, msg, "invalid_request_error", param);
+}
+
+bool has(const json& b, const char* k) {
+  return b.contains(k) && !b[k].is_null();
+}
+
+double get_number(const json& b, const char* k, double lo, double hi) {
+  const json& v = b[k];
+  if (!v.is_number()) bad(k, fmt::format("'{}' must be a number (got {})", k, v.type_name()));
+  const double x = v.get<double>();
+  if (!(x >= lo && x <= hi)) bad(k, fmt::format("'{}' must be between {} and {} (got {})", k, lo, hi, x));
+  return x;
+}
+
+int64_t get_int(const json& b, const char* k, int64_t lo, int64_t hi) {
+  const json& v = b[k];
+  if (!v.is_number_integer()) {
+    if (v.is_number_float() && v.get<double>() == std::floor(v.get<double>()) &&
+        std::abs(v.get<double>()) < 1e15)
+      return get_int(json{{k, static_cast<int64_t>(v.get<double>())}}, k, lo, hi);
+    bad(k, fmt::format("'{}' must be an integer (got {})", k, v.type_name()));
+  }
+  const int64_t x = v.is_number_unsigned()
+                        ? static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), INT64_MAX))
+                        : v.get<int64_t>();
+  if (x < lo || x > hi) bad(k, fmt::format("'{}' must be between {} and {} (got {})", k, lo, hi, x));
+  return x;
+}
+
+bool get_bool(const json& b, const char* k) {
+  if (!b[k].is_boolean()) bad(k, fmt::format("'{}' must be a boolean (got {})", k, b[k].type_name()));
+  return b[k].get<bool>();
+}
+
+void check_model(const json& b, const std::vector<std::string>& names, ParsedRequest& r) {
+  if (!has(b, "model")) return;
+  if (!b["model"].is_string()) bad("model", "'model' must be a string");
+  r.model = b["model"].get<std::string>();
+  if (std::find(names.begin(), names.end(), r.model) == names.end())
+    throw ApiError(
+        404, fmt::format("The model '{}' does not exist; this server serves '{}'", r.model, names.front()),
+        "invalid_request_error", "model", "model_not_found");
+}
+
+// Fields shared by both endpoints. OpenAI defaults: temperature 1, top_p 1, no top-k / min-p.
+void parse_common(const json& b, const Tokenizer& tok, ParsedRequest& r) {
+  SamplingParams& s = r.params.sampling;
+  s.temperature = 1.0f;
+  s.top_p = 1.0f;
+  s.top_k = 0;
+  s.min_p = 0.0f;
+  s.penalty_last_n = -1;
+  if (has(b, "n") && get_int(b, "n", INT64_MIN, INT64_MAX) != 1) bad("n", "only n = 1 is supported");
+  if (has(b, "best_of") && get_int(b, "best_of", INT64_MIN, INT64_MAX) != 1)
+    bad("best_of", "only best_of = 1 is supported");
+  if (has(b, "temperature")) s.temperature = static_cast<float>(get_number(b, "temperature", 0, 2));
+  if (has(b, "top_p")) s.top_p = static_cast<float>(get_number(b, "top_p", 0, 1));
+  if (has(b, "top_k")) s.top_k = static_cast<int>(get_int(b, "top_k", -1, 1 << 30));
+  if (has(b, "min_p")) s.min_p = static_cast<float>(get_number(b, "min_p", 0, 1));
+  if (has(b, "presence_penalty"))
+    s.presence_penalty = static_cast<float>(get_number(b, "presence_penalty", -2, 2));
+  if (has(b, "frequency_penalty"))
+    s.frequency_penalty = static_cast<float>(get_number(b, "frequency_penalty", -2, 2));
+  if (has(b, "repetition_penalty"))
+    s.repeat_penalty = static_cast<float>(get_number(b, "repetition_penalty", 0.01, 10));
+  if (has(b, "seed")) {
+    const json& v = b["seed"];
+    if (!v.is_number_integer()) bad("seed", "'seed' must be an integer");
+    s.seed = v.is_number_unsigned() ? v.get<uint64_t>() : static_cast<uint64_t>(v.get<int64_t>());
+  } else {
+    s.seed = std::random_device{}() | (static_cast<uint64_t>(std::random_device{}()) << 32);
+  }
+  if (has(b, "logit_bias")) {
+    const json& lb = b["logit_bias"];
+    if (!lb.is_object()) bad("logit_bias", "'logit_bias' must be an object mapping token ids to numbers");
+    for (const auto& [k, v] : lb.items()) {
+      char* end = nullptr;
+      const long id = std::strtol(k.c_str(), &end, 10);
+      if (k.empty() || *end != '\0' || id < 0 || id >= tok.n_vocab())
+        bad("logit_bias", fmt::format("logit_bias key '{}' is not a token id in [0, {})", k, tok.n_vocab()));
+      if (!v.is_number()) bad("logit_bias", fmt::format("logit_bias['{}'] must be a number", k));
+      s.logit_bias[static_cast<int32_t>(id)] = std::clamp(v.get<float>(), -100.0f, 100.0f);
+    }
+  }
+  for (const char* k : {"max_tokens", "max_completion_tokens"})
+    if (has(b, k)) {
+      const json& v = b[k];
+      if (!v.is_number_integer()) bad(k, fmt::format("'{}' must be an integer (got {})", k, v.type_name()));
+      const int64_t x = v.is_number_unsigned()
+                            ? static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), INT64_MAX))
+                            : v.get<int64_t>();
+      if (x < 0) bad(k, fmt::format("'{}' must be >= 0 (got {})", k, x));
+      r.params.max_tokens = static_cast<int>(std::min<int64_t>(x, 1 << 30));
+    }
+  if (has(b, "stop")) {
+    const json& v = b["stop"];
+    if (v.is_string()) {
+      r.params.stop.push_back(v.get<std::string>());
+    } else if (v.is_array()) {
+      if (v.size() > 16) bad("stop", "at most 16 stop strings are supported");
+      for (const auto& x : v) {
+        if (!x.is_string()) bad("stop", "'stop' must be a string or an array of strings");
+        r.params.stop.push_back(x.get<std::string>());
+      }
+    } else {
+      bad("stop", "'stop' must be a string or an array of strings");
+    }
+  }
+  if (has(b, "ignore_eos")) r.params.ignore_eos = get_bool(b, "ignore_eos");
+  if (has(b, "stream")) r.stream = get_bool(b, "stream");
+  if (has(b, "stream_options")) {
+    const json& so = b["stream_options"];
+    if (!so.is_object()) bad("stream_options", "'stream_options' must be an object");
+    if (has(so, "include_usage")) {
+      if (!so["include_usage"].is_boolean())
+        bad("stream_options.include_usage", "'include_usage' must be a boolean");
+      r.include_usage = so["include_usage"].get<bool>();
+    }
+  }
+  try {
+    s.validate();
+  } catch (const Error& e) {
+    bad("", e.what());
+  }
+}
+
+}  // namespace
+
+ParsedRequest parse_chat_request(const json& b, const Tokenizer& tok, const ChatPrompt& chat,
+                                 const std::vector<std::string>& names) {
+  if (!b.is_object()) bad("", "the request body must be a JSON object");
+  ParsedRequest r;
+  check_model(b, names, r);
+  if (!b.contains("messages")) bad("messages", "'messages' is required");
+  parse_common(b, tok, r);
+  if (has(b, "logprobs")) r.logprobs = get_bool(b, "logprobs");
+  int top = 0;
+  if (has(b, "top_logprobs")) {
+    top = static_cast<int>(get_int(b, "top_logprobs", 0, 20));
+    if (!r.logprobs) bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+  }
+  r.params.logprobs = r.logprobs ? top : -1;
+  const json tools = b.contains("tools") ? b["tools"] : json();
+  const json kwargs = b.contains("chat_template_kwargs") ? b["chat_template_kwargs"] : json();
+  if (!tools.is_null() && !tools.is_array()) bad("tools", "'tools' must be an array");
+  if (!kwargs.is_null() && !kwargs.is_object())
+    bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+  const std::string text = chat.render(b["messages"], tools, kwargs);
+  // Templates that write the BOS text themselves get no second BOS.
+  const std::string bos = tok.bos_text();
+  const bool add_special = bos.empty() || !text.starts_with(bos);
+  try {
+    r.params.prompt = tok.encode(text, add_special, /*parse_special=*/true);
+  } catch (const Error& e) {
+    bad("messages", e.what());
+  }
+  r.params.at_text_start = true;
+  return r;
+}
+
+ParsedRequest parse_completion_request(const json& b, const Tokenizer& tok,
+                                       const std::vector<std::string>& names) {
+  if (!b.is_object()) bad("", "the request body must be a JSON object");
+  ParsedRequest r;
+  check_model(b, names, r);
+  if (!b.contains("prompt")) bad("prompt", "'prompt' is required");
+  parse_common(b, tok, r);
+  if (r.params.max_tokens < 0 && !has(b, "max_tokens")) r.params.max_tokens = 16;  // OpenAI's default
+  if (has(b, "logprobs")) {
+    r.logprobs = true;
+    r.params.logprobs = static_cast<int>(get_int(b, "logprobs", 0, 20));
+  }
+  if (has(b, "echo") && get_bool(b, "echo")) bad("echo", "'echo' is not supported");
+  if (has(b, "suffix")) bad("suffix", "'suffix' is not supported");
+  json p = b["prompt"];
+  if (p.is_array() && p.size() == 1 && (p[0].is_string() || p[0].is_array())) p = json(p[0]);
+  if (p.is_string()) {
+    try {
+      r.params.prompt = tok.encode(p.get<std::string>(), /*add_special=*/true, /*parse_special=*/true);
+    } catch (const Error& e) {
+      bad("prompt", e.what());
+    }
+  } else if (p.is_array() && !p.empty() &&
+             std::all_of(p.begin(), p.end(), [](const json& x) { return x.is_number_integer(); })) {
+    for (const auto& x : p) {
+      const int64_t id = x.get<int64_t>();
+      if (id < 0 || id >= tok.n_vocab())
+        bad("prompt", fmt::format("prompt token {} is outside the vocabulary [0, {})", id, tok.n_vocab()));
+      r.params.prompt.push_back(static_cast<int32_t>(id));
+    }
+  } else if (p.is_array() && p.size() > 1) {
+    bad("prompt", "batched prompts (several strings) are not supported; send one request per prompt");
+  } else {
+    bad("prompt", "'prompt' must be a string or a non-empty array of token ids");
+  }
+  r.params.at_text_start = false;
+  return r;
+}
+
+}  // namespace ferrum::server

@@ -1,0 +1,28 @@
+// Validation of OpenAI request bodies (/v1/chat/completions, /v1/completions) into engine
+// RequestParams. Every problem is an ApiError naming the offending field.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine/request.h"
+#include "server/chat_prompt.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ferrum::server {
+
+struct ParsedRequest {
+  RequestParams params;
+  bool stream = false;
+  bool include_usage = false;
+  bool logprobs = false;  // chat: logprobs flag; completions: logprobs != null
+  std::string model;      // as the client named it ("" when absent)
+};
+
+// `served_names`: model ids this server answers to (an unknown `model` is a 404).
+ParsedRequest parse_chat_request(const nlohmann::json& body, const Tokenizer& tok, const ChatPrompt& chat,
+                                 const std::vector<std::string>& served_names);
+ParsedRequest parse_completion_request(const nlohmann::json& body, const Tokenizer& tok,
+                                       const std::vector<std::string>& served_names);
+
+}  // namespace ferrum::server

@@ -1,0 +1,63 @@
+// The official OpenAI Node.js client (tests/server-node) against the in-process server.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "server_fixture.h"
+#include "test_util.h"
+
+namespace ferrum {
+namespace {
+
+namespace fs = std::filesystem;
+
+int sh(const std::string& cmd, std::string* out) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return -1;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out->append(buf.data(), n);
+  const int rc = pclose(p);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+const fs::path kDir = fs::path(FERRUM_SOURCE_DIR) / "tests" / "server-node";
+
+void ensure_node() {
+  if (std::getenv("FERRUM_SKIP_NODE_TESTS")) GTEST_SKIP() << "FERRUM_SKIP_NODE_TESTS is set";
+  std::string out;
+  ASSERT_EQ(sh("node --version", &out), 0) << "Node.js is needed for the OpenAI client test: " << out;
+  if (!fs::exists(kDir / "node_modules" / "openai" / "package.json")) {
+    out.clear();
+    ASSERT_EQ(sh("cd '" + kDir.string() + "' && timeout 300 npm ci --no-audit --no-fund", &out), 0)
+        << "npm ci failed (set FERRUM_SKIP_NODE_TESTS=1 to skip on an offline machine):\n"
+        << out;
+  }
+}
+
+void run_client(const std::string& model_path, const std::string& api_key) {
+  ensure_node();
+  if (testing::Test::IsSkipped() || testing::Test::HasFatalFailure()) return;
+  server::ServerOptions so;
+  so.api_key = api_key;
+  test::TestServer ts(model_path, so);
+  std::string out;
+  const int rc = sh("timeout 300 node '" + (kDir / "openai_client_test.mjs").string() + "' " + ts.url() +
+                        " test-model " + (api_key.empty() ? "none" : api_key),
+                    &out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("ALL OK"), std::string::npos) << out;
+}
+
+TEST(NodeOpenAIClient, StoriesBundledModel) {
+  run_client(test::stories_gguf(), "");
+}
+TEST(NodeOpenAIClient, Qwen3FixtureWithApiKey) {
+  run_client(test::data_path("models/qwen3/gguf/qwen3-Q8_0.gguf"), "test-key-123");
+}
+
+}  // namespace
+}  // namespace ferrum

@@ -1,0 +1,51 @@
+// An in-process `ferrum serve` on 127.0.0.1 with a free port, for the HTTP tests.
+#pragma once
+
+#include <httplib.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine/loader.h"
+#include "engine/scheduler.h"
+#include "server/server.h"
+
+namespace ferrum::test {
+
+struct TestServer {
+  LoadedModel lm;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<server::Server> srv;
+  int port = 0;
+
+  explicit TestServer(const std::string& model_path, server::ServerOptions so = {}, EngineOptions eo = {}) {
+    ModelOptions o;
+    o.n_threads = 2;
+    o.kv.layout = "paged";
+    o.kv.capacity = 256;
+    lm = load_model(model_path, o);
+    engine = std::make_unique<Engine>(*lm.model, *lm.tokenizer, eo);
+    so.host = "127.0.0.1";
+    so.port = 0;
+    if (so.model_name.empty()) so.model_name = "test-model";
+    srv = std::make_unique<server::Server>(*engine, so);
+    port = srv->start();
+  }
+  ~TestServer() {
+    engine->shutdown(true);
+    srv->stop();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(120, 0);
+    return c;
+  }
+};
+
+inline std::string stories_gguf() {
+  return std::string(FERRUM_SOURCE_DIR) + "/models/stories260K.gguf";
+}
+
+}  // namespace ferrum::test
