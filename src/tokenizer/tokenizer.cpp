@@ -106,7 +106,7 @@ void TokenizerImpl::finalize() {
   // SPM: every way to write a token as the concatenation of two tokens.
   spm_pairs = tok::MergeMap();
   if (algo == Algo::Spm) {
-    spm_pairs.reserve(n * 4);
+    spm_pairs.reserve(n * 2);
     for (size_t i = 0; i < n; ++i) {
       const std::string_view s = text[i];
       if (find(s) != static_cast<int32_t>(i)) continue;  // duplicate text
@@ -152,7 +152,9 @@ void TokenizerImpl::finalize() {
   } else {
     for (size_t i = 0; i < n; ++i) {
       const int b = parse_byte_token(text[i]);
-      if (b >= 0 && (type[i] == TokenType::Byte || sem == Semantics::HF) && byte_token[b] < 0) {
+      // llama.cpp's SPM byte_to_token looks the "<0xXX>" text up whatever its type.
+      const bool usable = type[i] == TokenType::Byte || sem == Semantics::HF || algo == Algo::Spm;
+      if (b >= 0 && usable && byte_token[b] < 0) {
         byte_token[b] = static_cast<int32_t>(i);
       }
     }
