@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "engine/loader.h"
 #include "ferrum/error.h"
+#include "kernels/cpu/attention.h"
 
 namespace ferrum::cli {
 namespace {
@@ -45,8 +46,9 @@ nlohmann::json describe(const ModelFiles& m) {
   for (const auto& [name, e] : types) j["tensor_types"][name] = {{"tensors", e.first}, {"bytes", e.second}};
   j["n_params"] = params;
   j["weight_bytes"] = m.weights.total_bytes();
-  // F32 KV cache per token: K and V for every layer.
-  j["kv_bytes_per_token_f32"] = static_cast<int64_t>(2) * c.n_layer * c.kv_dim() * 4;
+  // KV cache bytes per token (K and V, every layer) for each element type.
+  for (auto t : {kernels::KvType::F32, kernels::KvType::F16, kernels::KvType::BF16, kernels::KvType::INT8})
+    j["kv_bytes_per_token"][kernels::kv_type_name(t)] = 2 * c.n_layer * kernels::kv_row_bytes(t, c.n_head_kv, c.head_dim);
   return j;
 }
 
@@ -90,7 +92,9 @@ Runner add_info(CLI::App& app) {
                 m.weights.total_bytes() / 1048576.0);
     for (const auto& [type, e] : j["tensor_types"].items())
       std::printf("  %-5s %4d tensors %10.2f MiB\n", type.c_str(), e["tensors"].get<int>(), e["bytes"].get<size_t>() / 1048576.0);
-    std::printf("KV cache (F32): %lld bytes per token\n", static_cast<long long>(j["kv_bytes_per_token_f32"].get<int64_t>()));
+    std::printf("KV cache bytes per token:");
+    for (const auto& [type, b] : j["kv_bytes_per_token"].items()) std::printf(" %s %zu", type.c_str(), b.get<size_t>());
+    std::printf("\n");
     if (f->tensors)
       for (const auto& t : j["tensors"])
         std::printf("  %-40s %-5s %s\n", t["name"].get<std::string>().c_str(), t["type"].get<std::string>().c_str(),

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "engine/generate.h"
 #include "engine/loader.h"
+#include "tokenizer/chat_template.h"
 #include "ferrum/error.h"
 
 namespace ferrum::cli {
@@ -17,22 +18,28 @@ struct RunFlags {
   std::optional<std::string> prompt;
   GenerateOptions gen;
   bool verbose = false;
+  bool no_chat = false;
+  std::string system;
 };
 
-void stream_generate(LoadedModel& lm, int seq, const std::vector<int32_t>& prompt, const RunFlags& f) {
+// Streams the continuation of `prompt` (appended to sequence `seq`) to stdout; returns the text.
+std::string stream_generate(LoadedModel& lm, int seq, std::span<const int32_t> prompt, const RunFlags& f, bool echo) {
   StreamDecoder dec(*lm.tokenizer, /*skip_special=*/true);
+  std::string text;
   // Echo the prompt (as llama.cpp does) through the same decoder, so spacing stays consistent.
   for (int32_t id : prompt) {
     const std::string piece = dec.push(id);
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    if (echo) std::fwrite(piece.data(), 1, piece.size(), stdout);
   }
   GenerateResult r = generate(*lm.model, *lm.tokenizer, seq, prompt, f.gen, [&](int32_t id) {
     const std::string piece = dec.push(id);
+    text += piece;
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
     return true;
   });
   const std::string rest = dec.flush();
+  text += rest;
   std::fwrite(rest.data(), 1, rest.size(), stdout);
   std::fputc('\n', stdout);
   std::fflush(stdout);
@@ -42,6 +49,48 @@ void stream_generate(LoadedModel& lm, int seq, const std::vector<int32_t>& promp
                  prompt.size(), r.prefill_seconds, prompt.size() / std::max(r.prefill_seconds, 1e-9), n,
                  r.decode_seconds, n > 1 ? (n - 1) / std::max(r.decode_seconds, 1e-9) : 0.0, r.finish_reason.c_str());
   }
+  return text;
+}
+
+// Interactive chat with the model's own template. The conversation is re-rendered every turn;
+// the KV cache keeps the longest common token prefix and only the rest is prefilled.
+void chat_loop(LoadedModel& lm, const RunFlags& f) {
+  const Tokenizer& tok = *lm.tokenizer;
+  ChatTemplate tpl(tok.chat_template(), "chat template");
+  ChatTemplateOptions opt;
+  opt.bos_token = tok.bos_text();
+  opt.eos_token = tok.eos_text();
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  if (!f.system.empty()) messages.push_back({{"role", "system"}, {"content", f.system}});
+  std::vector<int32_t> cached;  // tokens now in sequence 0
+  std::fprintf(stderr, "ferrum chat: type a message and press Enter (Ctrl-D: quit)\n");
+  std::string line;
+  while (true) {
+    std::fprintf(stderr, "> ");
+    if (!std::getline(std::cin, line)) break;
+    if (line.empty()) continue;
+    messages.push_back({{"role", "user"}, {"content", line}});
+    const std::string prompt = tpl.render(messages, opt);
+    // The template writes BOS itself when it wants one; otherwise follow the tokenizer's policy.
+    const bool has_bos = !opt.bos_token.empty() && prompt.rfind(opt.bos_token, 0) == 0;
+    std::vector<int32_t> ids = tok.encode(prompt, !has_bos && tok.add_bos(), /*parse_special=*/true);
+    size_t common = 0;
+    while (common < cached.size() && common + 1 < ids.size() && cached[common] == ids[common]) ++common;
+    if (lm.model->seq_len(0) > 0) lm.model->truncate_kv(0, std::min<int64_t>(common, lm.model->seq_len(0)));
+    cached.assign(ids.begin(), ids.end());
+    std::string reply;
+    try {
+      reply = stream_generate(lm, 0, std::span(ids).subspan(common), f, false);
+    } catch (const CapacityError& e) {
+      std::fprintf(stderr, "ferrum: %s (conversation reset)\n", e.what());
+      lm.model->release(0);
+      cached.clear();
+      messages = nlohmann::ordered_json::array();
+      continue;
+    }
+    // The reply's tokens are in the cache too; the next turn keeps whatever prefix still matches.
+    messages.push_back({{"role", "assistant"}, {"content", reply}});
+  }
 }
 
 int run(RunFlags& f) {
@@ -50,7 +99,7 @@ int run(RunFlags& f) {
   if (f.prompt) {
     std::vector<int32_t> ids = tok.encode(*f.prompt, /*add_special=*/true, /*parse_special=*/false);
     if (ids.empty()) fail("the prompt encodes to no tokens and the model adds no BOS token; give a non-empty --prompt");
-    stream_generate(lm, 0, ids, f);
+    stream_generate(lm, 0, ids, f, true);
     return 0;
   }
   const bool tty = isatty(STDIN_FILENO);
@@ -58,7 +107,11 @@ int run(RunFlags& f) {
     // No prompt and no terminal: generate from the start of a text (a story for TinyStories).
     std::vector<int32_t> ids = tok.encode("", true, false);
     if (ids.empty()) fail("no --prompt given and the model adds no BOS token to start from");
-    stream_generate(lm, 0, ids, f);
+    stream_generate(lm, 0, ids, f, true);
+    return 0;
+  }
+  if (!tok.chat_template().empty() && !f.no_chat) {
+    chat_loop(lm, f);
     return 0;
   }
   std::fprintf(stderr, "ferrum interactive mode: type a prompt and press Enter (empty line: free text, Ctrl-D: quit)\n");
@@ -70,7 +123,7 @@ int run(RunFlags& f) {
     std::vector<int32_t> ids = tok.encode(line, true, false);
     if (ids.empty()) continue;
     try {
-      stream_generate(lm, seq, ids, f);
+      stream_generate(lm, seq, ids, f, true);
     } catch (const CapacityError& e) {
       std::fprintf(stderr, "ferrum: %s\n", e.what());
     }
@@ -98,6 +151,8 @@ Runner add_run(CLI::App& app) {
   sub->add_option("-s,--seed", f->gen.sampling.seed, "random seed (same seed, same output)");
   sub->add_flag("--ignore-eos", [f](int64_t) { f->gen.stop_at_eog = false; }, "keep generating past end-of-generation tokens");
   sub->add_flag("-v,--verbose", f->verbose, "print timing to stderr");
+  sub->add_flag("--no-chat", f->no_chat, "interactive mode: plain text continuation even if the model has a chat template");
+  sub->add_option("--system", f->system, "interactive chat: a system message");
   return [f] {
     f->gen.sampling.validate();
     return run(*f);

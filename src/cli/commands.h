@@ -30,5 +30,11 @@ Runner add_eval(CLI::App& app);
 Runner add_info(CLI::App& app);
 Runner add_convert(CLI::App& app);
 Runner add_quantize(CLI::App& app);
+Runner add_tokenize(CLI::App& app);
+Runner add_detokenize(CLI::App& app);
+Runner add_template(CLI::App& app);
+Runner add_serve(CLI::App& app);
+Runner add_bench(CLI::App& app);
+Runner add_make_model(CLI::App& app);  // hidden: random-weight models for benchmarks
 
 }  // namespace ferrum::cli

@@ -20,6 +20,9 @@ int main(int argc, char** argv) {
   add(ferrum::cli::add_info);
   add(ferrum::cli::add_convert);
   add(ferrum::cli::add_quantize);
+  add(ferrum::cli::add_tokenize);
+  add(ferrum::cli::add_detokenize);
+  add(ferrum::cli::add_template);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -67,3 +67,19 @@ LoadedModel load_model(const std::string& path, const ModelOptions& opts, const 
 }
 
 }  // namespace ferrum
+
+namespace ferrum {
+
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path, const std::string& tokenizer_path) {
+  switch (detect_format(path)) {
+    case ModelFormat::Gguf:
+      return Tokenizer::from_gguf(*gguf::File::open(path));
+    case ModelFormat::HuggingFace:
+      return Tokenizer::from_hf_dir(path);
+    case ModelFormat::Llama2c:
+      return Tokenizer::from_llama2c(llama2c_tokenizer_path(path, tokenizer_path));
+  }
+  fail("unreachable");
+}
+
+}  // namespace ferrum

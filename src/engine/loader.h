@@ -34,3 +34,9 @@ ModelFiles open_model_files(const std::string& path, const std::string& tokenize
 std::string llama2c_tokenizer_path(const std::string& checkpoint, const std::string& explicit_path);
 
 }  // namespace ferrum
+
+namespace ferrum {
+// The tokenizer alone (no weights): from a GGUF's metadata, a Hugging Face directory, or a
+// llama2.c tokenizer.bin (the checkpoint's, or given explicitly).
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path, const std::string& tokenizer_path = "");
+}  // namespace ferrum
