@@ -1,0 +1,111 @@
+#include "runtime/kv_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "ferrum/error.h"
+
+namespace ferrum::runtime {
+namespace {
+
+TEST(BlockAllocator, AllOrNothingAndRefcounts) {
+  BlockAllocator a(4);
+  std::vector<int32_t> got;
+  EXPECT_FALSE(a.allocate(5, got));
+  EXPECT_TRUE(got.empty());
+  EXPECT_EQ(a.free_count(), 4);
+  EXPECT_TRUE(a.allocate(3, got));
+  EXPECT_EQ(a.free_count(), 1);
+  a.incref(got[0]);
+  EXPECT_FALSE(a.decref(got[0]));
+  EXPECT_TRUE(a.decref(got[0]));
+  EXPECT_EQ(a.free_count(), 2);
+  EXPECT_THROW(a.decref(got[0]), Error);  // already free
+}
+
+KvCacheOptions paged(int64_t pool, bool prefix) {
+  KvCacheOptions o;
+  o.layout = KvLayout::Paged;
+  o.seq_capacity = 64;
+  o.pool_tokens = pool;
+  o.block_tokens = 4;
+  o.prefix_cache = prefix;
+  return o;
+}
+
+// Writes a recognisable K row for every position of seq (value = token id + layer).
+void fill(KvCache& kv, int seq, const std::vector<int32_t>& toks) {
+  const int64_t start = kv.len(seq);
+  kv.reserve(seq, start + toks.size());
+  for (size_t i = 0; i < toks.size(); ++i) {
+    float k[2] = {static_cast<float>(toks[i]), 0.5f}, v[2] = {-static_cast<float>(toks[i]), 1.0f};
+    kv.write(0, seq, start + i, k, v);
+  }
+  kv.append(seq, toks);
+}
+
+float k_at(const KvCache& kv, int seq, int64_t pos) {
+  auto v = kv.view(0, seq);
+  return reinterpret_cast<const float*>(v.k_row(pos))[0];
+}
+
+TEST(KvCache, PrefixBlocksAreSharedEvictedLruAndNeverOverwritten) {
+  KvCache kv(1, 1, 2, paged(/*pool=*/24, true));  // 6 blocks of 4
+  std::vector<int32_t> a(9);
+  std::iota(a.begin(), a.end(), 100);
+  fill(kv, 0, a);  // 3 blocks, 2 full ones registered
+  EXPECT_EQ(kv.stats().prefix_entries, 2);
+  kv.release(0);
+  EXPECT_EQ(kv.stats().free_blocks, 6);  // cached blocks count as free (evictable)
+  // Same first 8 tokens: both cached blocks are reused.
+  EXPECT_EQ(kv.reuse_prefix(1, a), 8);
+  EXPECT_EQ(k_at(kv, 1, 5), 105.0f);
+  // Roll back into a shared block and write different tokens: copy on write keeps the cache intact.
+  kv.truncate(1, 6);
+  fill(kv, 1, {7, 7});
+  EXPECT_EQ(k_at(kv, 1, 6), 7.0f);
+  EXPECT_EQ(kv.reuse_prefix(2, a), 8);
+  EXPECT_EQ(k_at(kv, 2, 6), 106.0f);
+  kv.release(1);
+  kv.release(2);
+  // Memory pressure: a long sequence needs every block, so the cached ones are evicted.
+  std::vector<int32_t> b(24, 3);
+  fill(kv, 3, b);
+  EXPECT_EQ(kv.len(3), 24);
+  EXPECT_EQ(kv.stats().free_blocks, 0);
+  EXPECT_THROW(fill(kv, 4, {1}), CapacityError);
+  EXPECT_EQ(kv.len(4), 0);
+}
+
+TEST(KvCache, ContiguousLimitsSequencesAndCapacity) {
+  KvCacheOptions o;
+  o.seq_capacity = 8;
+  o.pool_tokens = 16;  // two sequences
+  KvCache kv(2, 1, 2, o);
+  fill(kv, 0, {1, 2, 3});
+  fill(kv, 1, {4});
+  EXPECT_THROW(fill(kv, 2, {5}), CapacityError);
+  EXPECT_THROW(kv.reserve(0, 9), CapacityError);
+  EXPECT_EQ(k_at(kv, 0, 2), 3.0f);
+  kv.release(1);
+  fill(kv, 2, {5});
+  EXPECT_EQ(k_at(kv, 2, 0), 5.0f);
+}
+
+TEST(KvCache, ElementTypesRoundTrip) {
+  for (auto t : {kernels::KvType::F32, kernels::KvType::F16, kernels::KvType::BF16, kernels::KvType::INT8}) {
+    std::vector<float> row = {0.1f, -2.5f, 3.0f, 0.0f, 1e-3f, 7.25f, -7.0f, 2.0f};  // 2 heads x 4
+    std::vector<uint8_t> buf(kernels::kv_row_bytes(t, 2, 4));
+    kernels::kv_store_row(t, row.data(), buf.data(), 2, 4);
+    for (int h = 0; h < 2; ++h) {
+      float out[4];
+      kernels::kv_load_head(t, buf.data(), h, 2, 4, out);
+      const float tol = t == kernels::KvType::F32 ? 0 : t == kernels::KvType::INT8 ? 0.03f : 0.02f;
+      for (int i = 0; i < 4; ++i) EXPECT_NEAR(out[i], row[h * 4 + i], tol) << kernels::kv_type_name(t);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ferrum::runtime
