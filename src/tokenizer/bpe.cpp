@@ -55,10 +55,9 @@ int cp_to_byte(uint32_t cp) {
 void bpe_encode_word(const TokenizerImpl& t, std::string_view word, std::vector<int32_t>& out) {
   if (word.empty()) return;
   if (t.ignore_merges) {
-    const auto& m = t.byte_level ? t.bytes_to_id : t.to_id;
-    auto it = m.find(word);
-    if (it != m.end()) {
-      out.push_back(it->second);
+    const int32_t* id = (t.byte_level ? t.bytes_to_id : t.to_id).find(word);
+    if (id) {
+      out.push_back(*id);
       return;
     }
   }

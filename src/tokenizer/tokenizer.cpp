@@ -282,20 +282,19 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
   t.splitter->split(text, parse_special, t.sem == Semantics::LlamaCpp, frags);
 
   // Per-call cache of BPE results by pre-token (words repeat a lot in real text).
-  std::unordered_map<std::string, std::pair<uint32_t, uint32_t>, tok::StrHash, std::equal_to<>> cache;
+  tok::FlatStrMap<std::pair<uint32_t, uint32_t>> cache;
   std::vector<int32_t> cached_ids;
   auto encode_word = [&](std::string_view w) {
-    auto it = cache.find(w);
-    if (it == cache.end()) {
+    const auto* hit = cache.find(w);
+    if (!hit) {
       const size_t start = out.size();
       tok::bpe_encode_word(t, w, out);
       const auto off = static_cast<uint32_t>(cached_ids.size());
       cached_ids.insert(cached_ids.end(), out.begin() + start, out.end());
-      cache.emplace(std::string(w), std::make_pair(off, static_cast<uint32_t>(out.size() - start)));
+      cache.emplace(w, std::make_pair(off, static_cast<uint32_t>(out.size() - start)));
       return;
     }
-    out.insert(out.end(), cached_ids.begin() + it->second.first,
-               cached_ids.begin() + it->second.first + it->second.second);
+    out.insert(out.end(), cached_ids.begin() + hit->first, cached_ids.begin() + hit->first + hit->second);
   };
   bool prev_special = true;  // llama.cpp SPM: a space prefix at the start and after specials
   std::string buf;

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tokenizer/flat_map.h"
 #include "tokenizer/regex.h"
 #include "tokenizer/tokenizer.h"
 
@@ -17,11 +18,7 @@ namespace ferrum {
 
 namespace tok {
 
-struct StrHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-using StrMap = std::unordered_map<std::string, int32_t, StrHash, std::equal_to<>>;
+using StrMap = FlatStrMap<int32_t>;
 
 enum class Algo { Spm, Bpe, WordPiece };
 // Whose behaviour to reproduce where llama.cpp and HF tokenizers legitimately differ.
@@ -169,8 +166,8 @@ struct TokenizerImpl {
 
   // --- helpers implemented in tokenizer.cpp / loaders ---
   int32_t find(std::string_view s) const {
-    auto it = to_id.find(s);
-    return it == to_id.end() ? -1 : it->second;
+    const int32_t* id = to_id.find(s);
+    return id ? *id : -1;
   }
   // Fills piece/skippable/eog/added tables; call once the vocabulary and flags are set.
   void finalize();
