@@ -41,7 +41,6 @@ void rows_of(const uint8_t* w, size_t w_stride, int nr, int64_t n, const uint8_t
 
 struct IsaKernels {
   const char* name;
-  float (*dot_f32)(const float* a, const float* b, int64_t n);  // F32 accumulation
   // Fast-path row kernels by weight type; activations: Q8Act (32-blocks), Q8_K (K-quants), BF16
   // (bf16 weights), F32 (f16/f32 weights).
   TileFn q4_0, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k, bf16, f16, f32;

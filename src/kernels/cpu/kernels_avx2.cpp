@@ -40,29 +40,7 @@ void tile_dispatch(int nt, Args... args) {
   }
 }
 
-// Lanes [0, n) all-ones: a mask for partial loads of the last F32 group.
-inline __m256i tail_mask(int64_t n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
-                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 // ---------------------------------------------------------------- F32 / F16 / BF16
-
-float dot_f32(const float* a, const float* b, int64_t n) {
-  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-    s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
-    s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
-  }
-  for (; i < n; i += 8) {
-    const __m256i m = tail_mask(n - i);
-    s0 = _mm256_fmadd_ps(_mm256_maskload_ps(a + i, m), _mm256_maskload_ps(b + i, m), s0);
-  }
-  return hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-}
 
 // Weight kinds converted to F32 8 at a time: 0 = F32, 1 = F16, 2 = BF16.
 template <int kKind>
@@ -359,7 +337,6 @@ void row_fn(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int 
 const IsaKernels& avx2_kernels() {
   // Built on first use: the activation quantizers come from the scalar table (another TU).
   static const IsaKernels k = {"avx2",
-                               dot_f32,
                                rows_of<row_fn<Row32<UnpackQ4_0>::K>>,
                                rows_of<row_fn<Row32<UnpackQ5<BlockQ5_0, false>>::K>>,
                                rows_of<row_fn<Row32<UnpackQ5<BlockQ5_1, true>>::K>>,

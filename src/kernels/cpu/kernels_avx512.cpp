@@ -76,22 +76,6 @@ void tile_fn2(const uint8_t* w, size_t ws, int nr, int64_t n, const uint8_t* act
 
 // ---------------------------------------------------------------- F32 / F16 / BF16
 
-float dot_f32(const float* a, const float* b, int64_t n) {
-  __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-  int64_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
-    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
-    s2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 32), _mm512_loadu_ps(b + i + 32), s2);
-    s3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 48), _mm512_loadu_ps(b + i + 48), s3);
-  }
-  for (; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - i)) - 1);
-    s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s0);
-  }
-  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
-}
-
 // Weights converted to F32 16 at a time (F32 or F16), dotted with F32 activations.
 template <bool kHalf>
 inline __m512 load_w(const uint8_t* w, int64_t i, __mmask16 m) {
@@ -502,7 +486,6 @@ void row_fn(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int 
 }
 
 const IsaKernels kAvx512 = {"avx512",
-                            dot_f32,
                             row32_tile<UnpackQ4_0>,
                             row32_tile<UnpackQ5<BlockQ5_0, false>>,
                             row32_tile<UnpackQ5<BlockQ5_1, true>>,
