@@ -1,5 +1,7 @@
-// AVX-512 kernels (F/BW/VL/DQ + VNNI vpdpbusd for the integer dots, BF16 vdpbf16ps). Each row kernel
-// unpacks a weight block once and dots it with up to kMaxTile tokens held in registers.
+// AVX-512 kernels (F/BW/VL/DQ, VNNI, BF16): vpdpbusd for the 32-element types, maddubs + vpdpwssd
+// for the K-quants (sub-block scales applied in the same instruction), vdpbf16ps for BF16. Each
+// kernel unpacks a weight block once and uses it for up to kMaxTile tokens (and several rows for
+// the F32/F16/BF16 and 32-element tiles) held in registers.
 #include <immintrin.h>
 
 #include <cstring>
