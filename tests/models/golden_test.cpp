@@ -115,15 +115,27 @@ TEST_P(Golden, QuantizedFastPathWithinLlamaCppTolerance) {
         }
       }
       if (pid == "p3") {
-        // Top-1 agreement with the exact reference: no worse than llama.cpp's own.
+        // Top-1 agreement with the exact reference: no worse than llama.cpp's own. Positions where
+        // the exact top-2 margin is below 0.05 are near-ties: quantized activations move logits by
+        // 0.25-0.48 in llama.cpp itself (TOLERANCES.md), so either answer there is chance; they are
+        // counted separately and printed.
         auto exact = load_npy(model_file(m(), "exact/" + type + "/p3.npy"));
-        int ours = 0, theirs = 0;
+        int ours = 0, theirs = 0, ties = 0;
         for (size_t t = 0; t < ids.size(); ++t) {
-          const int ex = argmax(&exact.data[t * V], V);
+          const float* e = &exact.data[t * V];
+          const int ex = argmax(e, V);
+          float second = -INFINITY;
+          for (int v = 0; v < V; ++v)
+            if (v != ex) second = std::max(second, e[v]);
+          if (e[ex] - second < 0.05f) {
+            ++ties;
+            continue;
+          }
           ours += argmax(&got[t * V], V) == ex;
           theirs += ref["top_ids"][t][0].get<int>() == ex;
         }
-        std::printf("%s %s: top-1 vs exact ours %d llama.cpp %d of %zu\n", m().c_str(), type.c_str(), ours, theirs, ids.size());
+        std::printf("%s %s: top-1 vs exact ours %d llama.cpp %d of %zu (%d near-ties excluded)\n", m().c_str(),
+                    type.c_str(), ours, theirs, ids.size() - ties, ties);
         EXPECT_GE(ours, theirs) << type << ": top-1 agreement with the exact reference";
       }
     }
