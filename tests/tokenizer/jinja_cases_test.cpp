@@ -90,13 +90,13 @@ TEST(JinjaCasesFile, RenderAll) {
   EXPECT_EQ(passed, static_cast<int>(all["cases"].size()));
 }
 
-// 3000 random expressions (tests/data/chat/gen_jinja_fuzz.py) rendered by Python Jinja2: output
-// or exception type and message must match exactly.
-TEST(JinjaCasesFile, RandomExpressionsMatchPython) {
-  std::ifstream f(ferrum::test::unxz("chat/jinja_fuzz_cases.json"), std::ios::binary);
+// Random cases rendered by Python Jinja2: output or exception type and message must match exactly.
+int run_random_cases(const std::string& rel, size_t expected_count) {
+  std::ifstream f(ferrum::test::unxz(rel), std::ios::binary);
   std::ostringstream ss;
   ss << f.rdbuf();
   json all = json::parse(ss.str());
+  EXPECT_EQ(all["cases"].size(), expected_count);
   Value vars = Value::from_json(all["vars"]);
   int passed = 0, failures_shown = 0;
   for (auto& c : all["cases"]) {
@@ -115,12 +115,24 @@ TEST(JinjaCasesFile, RandomExpressionsMatchPython) {
                                   : !threw && got == c["rendered"].get<std::string>();
     passed += ok;
     if (!ok && failures_shown++ < 20) {
-      ADD_FAILURE() << src << "\n want: " << (c.contains("error") ? c["error"].dump() : c["rendered"].dump())
-                    << "\n got:  " << (threw ? type + ": " + message : got);
+      ADD_FAILURE() << json(src).dump()
+                    << "\n want: " << (c.contains("error") ? c["error"].dump() : c["rendered"].dump())
+                    << "\n got:  " << (threw ? type + ": " + message : json(got).dump());
     }
   }
-  EXPECT_EQ(passed, static_cast<int>(all["cases"].size()));
-  EXPECT_EQ(all["cases"].size(), 3000u);
+  return passed;
+}
+
+// 3000 random expressions over literals, variables, operators, filters, tests and methods
+// (tests/data/chat/gen_jinja_fuzz.py).
+TEST(JinjaCasesFile, RandomExpressionsMatchPython) {
+  EXPECT_EQ(run_random_cases("chat/jinja_fuzz_cases.json", 3000), 3000);
+}
+
+// 1000 random templates stressing whitespace control: text with spaces/newlines around tags with
+// -, + or no markers, comments, raw blocks (tests/data/chat/gen_jinja_ws_fuzz.py).
+TEST(JinjaCasesFile, RandomWhitespaceTemplatesMatchPython) {
+  EXPECT_EQ(run_random_cases("chat/jinja_ws_fuzz_cases.json", 1000), 1000);
 }
 
 }  // namespace
