@@ -7,6 +7,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "test_util.h"
 #include "tokenizer/chat_template.h"
@@ -164,6 +165,27 @@ TEST(JinjaEngine, MutatedTemplatesNeverCrash) {
   EXPECT_GT(failed, 0);
   EXPECT_EQ(rendered + failed, 3000);
   std::printf("mutants: %d parsed, %d rendered, %d failed cleanly\n", parsed, rendered, failed);
+}
+
+// A parsed template is immutable: concurrent renders (a server's request threads) are safe.
+TEST(JinjaEngine, ConcurrentRendersAgree) {
+  std::ifstream f(ferrum::test::data_path("chat/templates/Qwen-Qwen3-0.6B.jinja"), std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  const ferrum::ChatTemplate t(ss.str(), "qwen3");
+  auto messages = nlohmann::ordered_json::parse(R"([{"role": "user", "content": "hi"},
+    {"role": "assistant", "content": "<think>r</think>ok"}, {"role": "user", "content": "again"}])");
+  ferrum::ChatTemplateOptions opt;
+  const std::string want = t.render(messages, opt);
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 4; ++k)
+    threads.emplace_back([&, k] {
+      for (int i = 0; i < 100; ++i) mismatches[k] += t.render(messages, opt) != want;
+    });
+  for (auto& th : threads) th.join();
+  for (int m : mismatches) EXPECT_EQ(m, 0);
+  EXPECT_NE(want.find("<|im_start|>assistant\nok<|im_end|>"), std::string::npos) << want;
 }
 
 TEST(JinjaEngine, ChatTemplateRejectsBadInputs) {
