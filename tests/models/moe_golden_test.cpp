@@ -5,9 +5,12 @@
 // numeric difference legitimately selects another expert and moves the logits by several units.
 // Logit comparisons therefore skip positions whose router margin (routing/<TYPE>.json, min over
 // layers) is below kMargin; the number of skipped positions is printed and bounded.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -288,6 +291,60 @@ TEST(MoeGolden, BatchedPrefillEqualsTokenByTokenAndTruncateKv) {
     mt = std::max(mt, double(std::fabs(rest[i] - batched[60 * V + i])));
   EXPECT_LE(mt, 1e-4);
   model->reset();
+}
+
+TEST(MoeGolden, SingleTokenReadsOnlyItsExperts) {
+  // Poison every expert that p1's single token does not select (routing/F32.json) with NaN: the
+  // logits stay exact only if the unselected experts' weights are never read.
+  auto ref = load_json(data_path("models/qwen3moe/routing/F32.json"));
+  ModelFiles files = open_model_files(gguf("F32"));
+  for (int l = 0; l < files.config.n_layer; ++l) {
+    const auto sel = ref["prompts"]["p1"]["topk_ids"][l][0].get<std::vector<int>>();
+    for (const char* n : {"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"}) {
+      TensorView t = files.weights.get(fmt::format("blk.{}.{}", l, n));
+      float* copy = reinterpret_cast<float*>(files.weights.allocate(t.nbytes));
+      std::memcpy(copy, t.data, t.nbytes);
+      const int64_t per = t.ne[0] * t.ne[1];
+      for (int e = 0; e < t.ne[2]; ++e)
+        if (std::find(sel.begin(), sel.end(), e) == sel.end())
+          std::fill(copy + e * per, copy + (e + 1) * per, std::nanf(""));
+      t.data = reinterpret_cast<const uint8_t*>(copy);
+      files.weights.add(t);
+    }
+  }
+  ModelOptions o;
+  o.n_threads = 2;
+  o.precision = Precision::Exact;
+  auto model = create_model(std::move(files.config), std::move(files.weights), o);
+  auto want = load_npy(model_file(kModel, "logits/F32/p1.npy"));
+  auto got = all_logits(*model, prompt_ids(kModel, "p1"));
+  Diff d = compare(got, want.data, 1, model->config().n_vocab);
+  EXPECT_LE(d.max_abs, 1e-4);  // NaN would make max_abs NaN and fail
+}
+
+TEST(MoeGolden, DecodeBatchOfSequencesEqualsSeparateDecodes) {
+  // Tokens of different sequences share one MoE call; each must get its own experts' result.
+  auto model = open_model(gguf("Q8_0"), Precision::Exact);
+  const int64_t V = model->config().n_vocab;
+  auto p3 = prompt_ids(kModel, "p3"), p4 = prompt_ids(kModel, "p4");
+  std::vector<float> l(V), sep(3 * V), bat(3 * V);
+  const std::vector<int32_t> next = {17, 400, 233};
+  for (int pass = 0; pass < 2; ++pass) {
+    model->reset();
+    model->prefill(0, p3, l.data());
+    model->prefill(1, p4, l.data());
+    model->prefill(2, std::span<const int32_t>(p4.data(), 5), l.data());
+    if (pass == 0) {
+      for (int s = 0; s < 3; ++s) model->decode(s, next[s], model->seq_len(s), &sep[s * V]);
+    } else {
+      std::vector<DecodeItem> items;
+      for (int s = 0; s < 3; ++s) items.push_back({s, next[s], model->seq_len(s)});
+      model->decode_batch(items, bat.data());
+    }
+  }
+  double mx = 0;
+  for (size_t i = 0; i < sep.size(); ++i) mx = std::max(mx, double(std::fabs(sep[i] - bat[i])));
+  EXPECT_LE(mx, 1e-4);
 }
 
 // --- bad input ---------------------------------------------------------------------------------
