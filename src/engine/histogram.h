@@ -12,7 +12,8 @@ struct Histogram {
   double sum = 0;
   uint64_t count = 0;
 
-  explicit Histogram(std::vector<double> b = {}) : bounds(std::move(b)), counts(bounds.size() + 1, 0) {}
+  Histogram() : counts(1, 0) {}
+  explicit Histogram(std::vector<double> b) : bounds(std::move(b)), counts(bounds.size() + 1, 0) {}
   void observe(double v) {
     size_t i = 0;
     while (i < bounds.size() && v > bounds[i]) ++i;

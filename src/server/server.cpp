@@ -2,12 +2,14 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
 
 #include "server/api_error.h"
 #include "server/chat_prompt.h"
+#include "server/embeddings.h"
 #include "server/metrics_text.h"
 #include "server/openai_request.h"
 
@@ -105,16 +107,17 @@ std::string new_id(const char* prefix) {
 
 }  // namespace
 
-Server::Server(Engine& engine, ServerOptions opt)
-    : engine_(engine), opt_(std::move(opt)), http_(std::make_unique<httplib::Server>()) {
-  if (opt_.model_name.empty())
-    opt_.model_name = engine_.model().config().name.empty() ? "ferrum" : engine_.model().config().name;
+Server::Server(Engine* engine, Embedder* embedder, ServerOptions opt)
+    : engine_(engine), embedder_(embedder), opt_(std::move(opt)), http_(std::make_unique<httplib::Server>()) {
+  if (!engine_ && !embedder_) fail("server: no model to serve");
+  const std::string& cfg_name = engine_ ? engine_->model().config().name : embedder_->model().config().name;
+  if (opt_.model_name.empty()) opt_.model_name = cfg_name.empty() ? "ferrum" : cfg_name;
   names_ = {opt_.model_name, "ferrum"};
-  chat_ = std::make_unique<ChatPrompt>(engine_.tokenizer());
+  if (engine_) chat_ = std::make_unique<ChatPrompt>(engine_->tokenizer());
   created_ = static_cast<int64_t>(std::time(nullptr));
-  const int threads = opt_.http_threads > 0
-                          ? opt_.http_threads
-                          : engine_.options().max_num_seqs + engine_.options().max_waiting / 4 + 8;
+  const int threads = opt_.http_threads > 0 ? opt_.http_threads
+                      : engine_ ? engine_->options().max_num_seqs + engine_->options().max_waiting / 4 + 8
+                                : 16;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   http_->set_payload_max_length(opt_.max_body_bytes);
   http_->set_read_timeout(opt_.read_timeout_s, 0);
@@ -206,38 +209,68 @@ void Server::routes() {
   });
 
   s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    const EngineStats st = engine_.stats();
-    res.set_content(dump({{"status", "ok"}, {"running", st.running}, {"waiting", st.waiting}}),
-                    "application/json");
+    json h = {{"status", "ok"}};
+    if (engine_) {
+      const EngineStats st = engine_->stats();
+      h["running"] = st.running;
+      h["waiting"] = st.waiting;
+    }
+    res.set_content(dump(h), "application/json");
   });
 
   s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    const auto& cfg = engine_.model().config();
+    const auto& cfg = engine_ ? engine_->model().config() : embedder_->model().config();
+    json meta = {{"n_vocab", cfg.n_vocab}, {"kind", engine_ ? "decoder" : "encoder"}};
+    if (engine_)
+      meta["n_ctx"] = engine_->model().kv_capacity();
+    else
+      meta["n_embd"] = embedder_->model().dim();
     json m = {{"id", opt_.model_name},
               {"object", "model"},
               {"created", created_},
               {"owned_by", "ferrum"},
-              {"meta",
-               {{"n_vocab", cfg.n_vocab},
-                {"n_ctx", engine_.model().kv_capacity()},
-                {"n_params_bytes", engine_.model().weight_bytes()}}}};
+              {"meta", meta}};
     res.set_content(dump({{"object", "list"}, {"data", json::array({m})}}), "application/json");
   });
 
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(prometheus_text(engine_.stats(), engine_.kv_usage(), engine_.model_metrics(),
-                                    http_requests_.load(), http_errors_.load()),
+    const EngineStats st = engine_ ? engine_->stats() : EngineStats{};
+    const KvUsage kv = engine_ ? engine_->kv_usage() : KvUsage{};
+    const json mm = engine_ ? engine_->model_metrics() : json::object();
+    res.set_content(prometheus_text(st, kv, mm, http_requests_.load(), http_errors_.load()),
                     "text/plain; version=0.0.4");
   });
 
-  s.Post("/v1/embeddings", [](const httplib::Request&, httplib::Response& res) {
-    // The served model is a decoder; encoder (BERT) serving is not wired into the loader yet.
-    send_error(res, 400, "the served model does not support embeddings (it is not an encoder model)",
-               "invalid_request_error", "model", "model_not_supported");
+  s.Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!embedder_) {
+      send_error(
+          res, 400,
+          "the served model does not support embeddings (it is a decoder; serve an encoder such as BERT)",
+          "invalid_request_error", "model", "model_not_supported");
+      return;
+    }
+    json body;
+    try {
+      body = json::parse(req.body);
+    } catch (const json::exception& e) {
+      throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
+    }
+    if (body.is_object() && body.contains("model") && !body["model"].is_null()) {
+      if (!body["model"].is_string() ||
+          std::find(names_.begin(), names_.end(), body["model"].get<std::string>()) == names_.end())
+        throw ApiError(404,
+                       fmt::format("The model {} does not exist; this server serves '{}'",
+                                   body["model"].dump(), opt_.model_name),
+                       "invalid_request_error", "model", "model_not_found");
+    }
+    res.set_content(dump(embedder_->handle(body, opt_.model_name)), "application/json");
   });
 
   auto handle = [this](const httplib::Request& req, httplib::Response& res, bool chat) {
-    const Tokenizer& tok = engine_.tokenizer();
+    if (!engine_)
+      throw ApiError(400, "the served model is an encoder: it only answers /v1/embeddings",
+                     "invalid_request_error", "model", "model_not_supported");
+    const Tokenizer& tok = engine_->tokenizer();
     const Tokenizer* tp = &tok;
     if (req.body.empty()) throw ApiError(400, "the request body is empty; send a JSON object");
     json body;
@@ -248,7 +281,7 @@ void Server::routes() {
     }
     ParsedRequest pr =
         chat ? parse_chat_request(body, tok, *chat_, names_) : parse_completion_request(body, tok, names_);
-    auto h = engine_.submit(std::move(pr.params));
+    auto h = engine_->submit(std::move(pr.params));
     const std::string id = new_id(chat ? "chatcmpl" : "cmpl");
     const int64_t created = static_cast<int64_t>(std::time(nullptr));
     const std::string model = opt_.model_name;

@@ -18,6 +18,7 @@ class Server;
 namespace ferrum::server {
 
 class ChatPrompt;
+class Embedder;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -31,7 +32,10 @@ struct ServerOptions {
 
 class Server {
  public:
-  Server(Engine& engine, ServerOptions opt);
+  // A decoder model behind the continuous-batching engine...
+  Server(Engine& engine, ServerOptions opt) : Server(&engine, nullptr, std::move(opt)) {}
+  // ...or an encoder model for /v1/embeddings (either may be null, not both).
+  Server(Engine* engine, Embedder* embedder, ServerOptions opt);
   ~Server();
 
   // Binds the listening socket; returns the port (useful with port 0). Throws on failure.
@@ -46,7 +50,8 @@ class Server {
 
  private:
   void routes();
-  Engine& engine_;
+  Engine* engine_;
+  Embedder* embedder_;
   ServerOptions opt_;
   std::vector<std::string> names_;
   std::unique_ptr<httplib::Server> http_;

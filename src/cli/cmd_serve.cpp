@@ -1,0 +1,113 @@
+// `ferrum serve`: load a model and serve the OpenAI API until SIGINT/SIGTERM, then drain.
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "cli/commands.h"
+#include "engine/loader.h"
+#include "engine/scheduler.h"
+#include "ferrum/error.h"
+#include "models/bert_model.h"
+#include "server/embeddings.h"
+#include "server/server.h"
+
+namespace ferrum::cli {
+namespace {
+
+struct ServeFlags {
+  ModelFlags model;
+  server::ServerOptions http;
+  EngineOptions engine;
+  size_t max_body_mb = 8;
+  bool layout_given = false;
+};
+
+volatile std::sig_atomic_t g_signal = 0;
+extern "C" void on_signal(int sig) {
+  g_signal = sig;
+}
+
+// Runs until SIGINT/SIGTERM; then drains the engine (if any) and stops the listener.
+int serve_until_signal(server::Server& srv, Engine* engine, const std::string& banner) {
+  const int port = srv.bind();
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::signal(SIGPIPE, SIG_IGN);
+  std::thread http([&] { srv.listen(); });
+  std::fprintf(stderr, "ferrum serve: %s:%d\n", banner.c_str(), port);
+  while (g_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::fprintf(stderr, "ferrum serve: signal %d, draining in-flight requests\n", static_cast<int>(g_signal));
+  if (engine) engine->shutdown(/*drain=*/true);  // new requests get 503 while the running ones finish
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let handlers send their last bytes
+  srv.stop();
+  http.join();
+  std::fprintf(stderr, "ferrum serve: stopped\n");
+  return 0;
+}
+
+int serve(ServeFlags& f) {
+  ModelOptions mo = f.model.options();
+  const std::string path = f.model.model_path();
+  f.http.max_body_bytes = f.max_body_mb << 20;
+  if (open_model_files(path, f.model.tokenizer).config.arch == Arch::Bert) {  // encoder: embeddings only
+    LoadedBert b = load_bert(path, mo);
+    if (f.http.model_name.empty()) f.http.model_name = std::filesystem::path(b.path).stem().string();
+    server::Embedder emb(*b.model, *b.tokenizer);
+    server::Server srv(nullptr, &emb, f.http);
+    return serve_until_signal(srv, nullptr,
+                              fmt::format("encoder '{}' (/v1/embeddings, {} dims) at http://{}",
+                                          f.http.model_name, b.model->dim(), f.http.host));
+  }
+  // Serving many sequences wants the paged pool unless the user chose otherwise.
+  if (!f.layout_given && std::getenv("FERRUM_KV_LAYOUT") == nullptr) mo.kv.layout = "paged";
+  LoadedModel lm = load_model(path, mo, f.model.tokenizer);
+  if (f.http.model_name.empty()) f.http.model_name = std::filesystem::path(lm.path).stem().string();
+  Engine engine(*lm.model, *lm.tokenizer, f.engine);
+  server::Server srv(engine, f.http);
+  return serve_until_signal(
+      srv, &engine,
+      fmt::format(
+          "model '{}' ({} KV, {} tokens per sequence, max {} sequences, {} tokens per step) at http://{}",
+          f.http.model_name, mo.kv.layout, lm.model->kv_capacity(), f.engine.max_num_seqs,
+          f.engine.max_batched_tokens, f.http.host));
+}
+
+}  // namespace
+
+Runner add_serve(CLI::App& app) {
+  auto f = std::make_shared<ServeFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "serve", "serve an OpenAI-compatible HTTP API (chat, completions) with continuous batching");
+  f->model.add(sub, true);
+  sub->add_option("--host", f->http.host, "address to listen on")->capture_default_str();
+  sub->add_option("--port", f->http.port, "TCP port (0 = any free port)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  sub->add_option("--api-key", f->http.api_key, "require 'Authorization: Bearer KEY' on /v1/*");
+  sub->add_option("--model-name", f->http.model_name, "model id reported by /v1/models (default: file name)");
+  sub->add_option("--max-num-seqs", f->engine.max_num_seqs, "sequences processed at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  sub->add_option("--max-batched-tokens", f->engine.max_batched_tokens,
+                  "tokens per scheduler step (decodes + prefill chunks)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  sub->add_option("--max-waiting", f->engine.max_waiting,
+                  "queued requests beyond which new ones get HTTP 503")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--max-body-mb", f->max_body_mb, "request body size limit in MiB")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  sub->add_option("--timeout", f->http.read_timeout_s, "socket read timeout in seconds")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  return [f, sub] {
+    f->layout_given = sub->count("--kv-layout") > 0;
+    f->http.write_timeout_s = f->http.read_timeout_s;
+    return serve(*f);
+  };
+}
+
+}  // namespace ferrum::cli
