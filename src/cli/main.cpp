@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   add(ferrum::cli::add_tokenize);
   add(ferrum::cli::add_detokenize);
   add(ferrum::cli::add_template);
+  add(ferrum::cli::add_serve);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
