@@ -247,6 +247,38 @@ TEST(Scheduler, LengthLimitsAndValidation) {
   collect(*h);
 }
 
+TEST(Scheduler, PrefixCacheServesRepeatedPrompts) {
+  ModelOptions o;
+  o.n_threads = 2;
+  o.kv.layout = "paged";
+  o.kv.capacity = 512;
+  o.kv.prefix_cache = true;
+  LoadedModel lm = load_model(stories(), o);
+  LoadedModel ref = load(stories(), "contiguous");
+  std::string text = "Once upon a time, there was a little girl named Lily. She loved to play outside in the park.";
+  const auto prompt = lm.tokenizer->encode(text + " One day", true, false);
+  ASSERT_GT(prompt.size(), 32u);
+  const Output want = reference(ref, prompt, 24);
+  Engine eng(*lm.model, *lm.tokenizer, EngineOptions{});
+  Output first = collect(*eng.submit(req(prompt, 24)));
+  auto h = eng.submit(req(prompt, 24));
+  int cached = 0;
+  Output second;
+  for (int i = 0; i < 6000; ++i) {
+    auto e = h->next(100ms);
+    if (!e) continue;
+    second.tokens.insert(second.tokens.end(), e->tokens.begin(), e->tokens.end());
+    if (e->finished) {
+      cached = e->cached_tokens;
+      break;
+    }
+  }
+  EXPECT_EQ(first.tokens, want.tokens);
+  EXPECT_EQ(second.tokens, want.tokens);
+  EXPECT_GE(cached, 16);  // at least one full block came from the cache
+  EXPECT_EQ(eng.stats().cached_prompt_tokens, static_cast<uint64_t>(cached));
+}
+
 TEST(Scheduler, LogprobsAreNormalized) {
   LoadedModel lm = load(stories());
   Engine eng(*lm.model, *lm.tokenizer, EngineOptions{});
