@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generates src/tokenizer/unicode_tables.cpp from Python's unicodedata (Unicode 14.0 with
 Python 3.11): general categories, canonical decompositions, combining classes, canonical
-compositions and full lower-case mappings. Run: python3 gen_unicode_tables.py > unicode_tables.cpp
+compositions and full lower-case mappings. Run (dev tool, not part of the build): python3 scripts/gen_unicode_tables.py > src/tokenizer/unicode_tables.cpp
 """
 import sys
 import unicodedata as ud
