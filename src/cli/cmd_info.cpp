@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "engine/loader.h"
 #include "ferrum/error.h"
+#include "models/bert_model.h"
 #include "kernels/cpu/attention.h"
 
 namespace ferrum::cli {
@@ -69,6 +70,10 @@ Runner add_info(CLI::App& app) {
   return [f] {
     ModelFiles m = open_model_files(f->model, f->tokenizer);
     nlohmann::json j = describe(m);
+    if (m.config.arch == Arch::Bert) {
+      const BertDefaults bd = bert_defaults(f->model);
+      j["pooling"] = {{"type", pooling_name(bd.pooling)}, {"normalize", bd.normalize}};
+    }
     if (f->tensors) {
       for (const auto& [name, t] : m.weights.all())
         j["tensors"].push_back({{"name", name}, {"type", dtype_name(t.type)}, {"shape", t.shape_string()}, {"bytes", t.nbytes}});
@@ -88,6 +93,9 @@ Runner add_info(CLI::App& app) {
                 c.rope_freq_scale != 1.0f ? fmt::format(", linear scale {}", c.rope_freq_scale).c_str() : "");
     if (c.n_expert) std::printf("experts: %d, %d used per token, expert ffn %d\n", c.n_expert, c.n_expert_used, c.n_ff_expert);
     if (c.sliding_window) std::printf("sliding window: %d\n", c.sliding_window);
+    if (j.contains("pooling"))
+      std::printf("pooling: %s%s\n", j["pooling"]["type"].get<std::string>().c_str(),
+                  j["pooling"]["normalize"].get<bool>() ? ", L2-normalized" : "");
     std::printf("parameters: %lld, weights %.2f MiB\n", static_cast<long long>(j["n_params"].get<int64_t>()),
                 m.weights.total_bytes() / 1048576.0);
     for (const auto& [type, e] : j["tensor_types"].items())
