@@ -31,6 +31,7 @@ Runner add_info(CLI::App& app);
 Runner add_convert(CLI::App& app);
 Runner add_quantize(CLI::App& app);
 Runner add_tokenize(CLI::App& app);
+Runner add_embed(CLI::App& app);
 Runner add_detokenize(CLI::App& app);
 Runner add_template(CLI::App& app);
 Runner add_serve(CLI::App& app);

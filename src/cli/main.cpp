@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   add(ferrum::cli::add_convert);
   add(ferrum::cli::add_quantize);
   add(ferrum::cli::add_tokenize);
+  add(ferrum::cli::add_embed);
   add(ferrum::cli::add_detokenize);
   add(ferrum::cli::add_template);
   add(ferrum::cli::add_serve);
