@@ -52,10 +52,22 @@ const par = await Promise.all(prompts.map(streamed));
 const parS = (performance.now() - t0) / 1000;
 const parTok = par.reduce((a, r) => a + r.tokens, 0);
 let mismatches = 0;
-par.forEach((r, i) => { if (r.text !== seq[i].text || r.tokens !== seq[i].tokens) { mismatches++; console.error(`MISMATCH request ${i}`); } });
+// A mismatch is classified: equal to another request's answer (a mix-up), or the same text up to
+// some point and then different (a numerical near-tie flipped by a different batch shape).
+let mixups = 0;
+par.forEach((r, i) => {
+  if (r.text === seq[i].text && r.tokens === seq[i].tokens) return;
+  mismatches++;
+  const other = seq.findIndex((s, k) => k !== i && s.text === r.text);
+  if (other >= 0) mixups++;
+  let k = 0;
+  while (k < r.text.length && r.text[k] === seq[i].text[k]) k++;
+  console.error(`MISMATCH request ${i}: ${other >= 0 ? `equals request ${other}'s answer` : `diverges at char ${k}`}` +
+                `\n  alone:   ${JSON.stringify(seq[i].text)}\n  batched: ${JSON.stringify(r.text)}`);
+});
 const ttfts = par.map((r) => r.ttft).sort((a, b) => a - b);
 console.log(JSON.stringify({
-  requests: N, max_tokens: MAX, completed: par.length, mismatches,
+  requests: N, max_tokens: MAX, completed: par.length, mismatches, mixups,
   sequential: { seconds: +seqS.toFixed(2), tokens: seqTok, tok_per_s: +(seqTok / seqS).toFixed(1) },
   concurrent: { seconds: +parS.toFixed(2), tokens: parTok, tok_per_s: +(parTok / parS).toFixed(1),
                 ttft_ms_p50: +ttfts[Math.floor(N / 2)].toFixed(1), ttft_ms_max: +ttfts[N - 1].toFixed(1) },
