@@ -1,0 +1,309 @@
+// `ferrum bench`: prompt-processing and generation speed measured the way llama-bench measures
+// them (pp<N>: one N-token prefill; tg<N>: N single-token decode steps from an empty cache, with
+// logits every step), so the two can be set side by side; plus batched decode throughput
+// (--batch M: M sequences advancing together) and decode speed against the memory roofline.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "cli/commands.h"
+#include "cli/membw.h"
+#include "core/thread_pool.h"
+#include "engine/loader.h"
+#include "ferrum/error.h"
+#include "kernels/cpu/matmul.h"
+
+namespace ferrum::cli {
+namespace {
+
+struct BenchFlags {
+  ModelFlags model;
+  int n_prompt = 512, n_gen = 128, reps = 5;
+  std::vector<int> batch;
+  int ubatch = 0;
+  bool json = false, roofline = false;
+  double bandwidth = 0;
+  uint32_t seed = 1234;
+};
+
+struct Result {
+  Result(std::string n, int p, int g, int m) : name(std::move(n)), n_prompt(p), n_gen(g), batch(m) {}
+  std::string name;
+  int n_prompt = 0, n_gen = 0, batch = 1;
+  std::vector<double> ts;  // tokens/s of each repetition
+  double mean = 0, sd = 0;
+  void finish() {
+    double s = 0;
+    for (double v : ts) s += v;
+    mean = s / ts.size();
+    double q = 0;
+    for (double v : ts) q += (v - mean) * (v - mean);
+    sd = ts.size() > 1 ? std::sqrt(q / (ts.size() - 1)) : 0.0;  // sample stddev, as llama-bench
+  }
+};
+
+// What a decode step reads: every weight except the embedding table (one row of it), unless the
+// output matrix is tied to it.
+struct WeightInfo {
+  std::string file_type;
+  int64_t params = 0;
+  size_t total_bytes = 0, per_token_bytes = 0;
+  std::map<std::string, size_t> bytes_by_type;
+};
+
+// llama_ftype values as written in general.file_type (llama.cpp include/llama.h).
+std::string ftype_name(uint64_t v) {
+  static const std::map<uint64_t, const char*> names = {
+      {0, "F32"},     {1, "F16"},     {2, "Q4_0"},    {3, "Q4_1"},    {7, "Q8_0"},    {8, "Q5_0"},
+      {9, "Q5_1"},    {10, "Q2_K"},   {11, "Q3_K_S"}, {12, "Q3_K_M"}, {13, "Q3_K_L"}, {14, "Q4_K_S"},
+      {15, "Q4_K_M"}, {16, "Q5_K_S"}, {17, "Q5_K_M"}, {18, "Q6_K"},   {32, "BF16"}};
+  auto it = names.find(v);
+  return it != names.end() ? it->second : fmt::format("ftype {}", v);
+}
+
+WeightInfo weight_info(const ModelFlags& mf) {
+  ModelFiles files = open_model_files(mf.model_path(), mf.tokenizer);
+  WeightInfo w;
+  const bool tied = files.weights.find("output.weight") == nullptr;
+  size_t matrix_bytes = 0;
+  std::string main_type;
+  for (const auto& [name, t] : files.weights.all()) {
+    w.params += t.n_elements();
+    w.total_bytes += t.nbytes;
+    w.bytes_by_type[dtype_name(t.type)] += t.nbytes;
+    if (name == "token_embd.weight" && !tied) {
+      w.per_token_bytes += t.nbytes / std::max<int64_t>(1, t.rows());
+    } else {
+      w.per_token_bytes += t.nbytes;
+    }
+    if (t.n_dims >= 2 && t.nbytes > matrix_bytes) matrix_bytes = t.nbytes, main_type = dtype_name(t.type);
+  }
+  if (files.gguf)
+    if (auto ft = files.gguf->find_uint("general.file_type")) w.file_type = ftype_name(*ft);
+  if (w.file_type.empty()) w.file_type = main_type;
+  return w;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+class Bench {
+ public:
+  Bench(Model& m, const Tokenizer& tok, uint32_t seed) : m_(m), rng_(seed), vocab_(m.config().n_vocab) {
+    bos_ = tok.bos_id() >= 0 && tok.bos_id() < vocab_ ? tok.bos_id() : -1;
+  }
+
+  // llama-bench's test_prompt: one batch of n tokens (BOS, then random ids), logits of the last.
+  double prompt(int n) {
+    std::vector<int32_t> toks(n);
+    for (int i = 0; i < n; ++i) toks[i] = i == 0 && bos_ >= 0 ? bos_ : random_token();
+    logits_.resize(vocab_);
+    m_.reset();
+    const auto t0 = std::chrono::steady_clock::now();
+    m_.prefill(0, toks, logits_.data());
+    const double s = seconds_since(t0);
+    m_.reset();
+    return n / s;
+  }
+
+  // llama-bench's test_gen, for `batch` sequences at once: n steps of one token per sequence
+  // from an empty cache, logits every step. Returns tokens/s summed over the sequences.
+  double generate(int n, int batch) {
+    items_.resize(batch);
+    logits_.resize(static_cast<size_t>(batch) * vocab_);
+    for (int b = 0; b < batch; ++b) items_[b] = DecodeItem{b, bos_ >= 0 ? bos_ : random_token(), 0};
+    m_.reset();
+    for (int b = 0; b < batch; ++b) m_.prepare(b, n);  // cache room is not part of the timing
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) {
+      m_.decode_batch(items_, logits_.data());
+      for (DecodeItem& it : items_) it.token = random_token(), it.pos++;
+    }
+    const double s = seconds_since(t0);
+    m_.reset();
+    return static_cast<double>(n) * batch / s;
+  }
+
+ private:
+  int32_t random_token() { return static_cast<int32_t>(rng_() % static_cast<uint32_t>(vocab_)); }
+
+  Model& m_;
+  std::mt19937 rng_;
+  int vocab_;
+  int32_t bos_ = -1;
+  std::vector<float> logits_;
+  std::vector<DecodeItem> items_;
+};
+
+std::string human_bytes(double b) {
+  if (b >= 1024.0 * 1048576) return fmt::format("{:.2f} GiB", b / (1024.0 * 1048576));
+  if (b >= 1048576) return fmt::format("{:.1f} MiB", b / 1048576);
+  return fmt::format("{:.1f} KiB", b / 1024);
+}
+
+int run_bench(BenchFlags& f) {
+  if (f.n_prompt < 0 || f.n_gen < 0)
+    fail("-p and -n must not be negative (got {} and {})", f.n_prompt, f.n_gen);
+  if (f.n_prompt == 0 && f.n_gen == 0) fail("nothing to measure: -p and -n are both 0");
+  if (f.reps <= 0) fail("-r must be positive, got {}", f.reps);
+  for (int m : f.batch)
+    if (m <= 0) fail("--batch must be positive, got {}", m);
+  if (!f.batch.empty() && f.n_gen == 0) fail("--batch needs -n > 0 (the decode steps to measure)");
+  if (f.ubatch < 0) fail("--ubatch must be positive, got {}", f.ubatch);
+
+  ModelOptions opts = f.model.options();
+  const int max_m = f.batch.empty() ? 1 : *std::max_element(f.batch.begin(), f.batch.end());
+  // Like llama-bench's n_ctx = n_prompt + n_gen per test: room for the longest test only.
+  if (opts.kv.capacity == 0) opts.kv.capacity = std::max({f.n_prompt, f.n_gen, 16});
+  if (opts.kv.layout == "paged" && opts.kv.pool_tokens == 0) {
+    const int64_t round16 = (f.n_gen + 15) / 16 * 16;
+    opts.kv.pool_tokens = std::max<int64_t>((opts.kv.capacity + 15) / 16 * 16, max_m * round16);
+  }
+  if (f.ubatch > 0) opts.max_batch = f.ubatch;
+  const std::string path = f.model.model_path();
+  const WeightInfo wi = weight_info(f.model);
+  const auto t_load = std::chrono::steady_clock::now();
+  LoadedModel lm = load_model(path, opts, f.model.tokenizer);
+  const double load_s = seconds_since(t_load);
+  Model& model = *lm.model;
+  const ModelConfig& c = model.config();
+  const int threads = opts.n_threads > 0 ? opts.n_threads : ThreadPool::default_threads();
+
+  Bench bench(model, *lm.tokenizer, f.seed);
+  std::vector<Result> results;
+  auto measure = [&](Result r, auto&& once) {
+    once();  // warm-up, as llama-bench
+    for (int i = 0; i < f.reps; ++i) r.ts.push_back(once());
+    r.finish();
+    results.push_back(std::move(r));
+  };
+  if (f.n_prompt > 0)
+    measure(Result{fmt::format("pp{}", f.n_prompt), f.n_prompt, 0, 1},
+            [&] { return bench.prompt(f.n_prompt); });
+  if (f.n_gen > 0) {
+    // llama-bench warms generation up with a single token; a full run costs little more here.
+    measure(Result{fmt::format("tg{}", f.n_gen), 0, f.n_gen, 1}, [&] { return bench.generate(f.n_gen, 1); });
+    for (int m : f.batch) {
+      if (m == 1) continue;
+      measure(Result{fmt::format("tg{} x{}", f.n_gen, m), 0, f.n_gen, m},
+              [&] { return bench.generate(f.n_gen, m); });
+    }
+  }
+  // KV memory with the largest batch resident (prepare() reserves it).
+  for (int b = 0; b < max_m; ++b) model.prepare(b, std::max(1, f.n_gen));
+  const KvUsage kv = model.kv_usage();
+  model.reset();
+
+  Bandwidth bw;
+  if (f.bandwidth > 0) {
+    bw.gb_per_s = bw.mean_gb_per_s = f.bandwidth;
+  } else if (f.roofline) {
+    bw = measure_read_bandwidth(threads);
+  }
+  const Result* tg1 = nullptr;
+  for (const Result& r : results)
+    if (r.n_gen > 0 && r.batch == 1) tg1 = &r;
+  const double roof_ts = bw.gb_per_s > 0 ? bw.gb_per_s * 1e9 / wi.per_token_bytes : 0;
+
+  nlohmann::json j;
+  j["model"] = {{"path", path},
+                {"architecture", arch_name(c.arch)},
+                {"name", c.name},
+                {"file_type", wi.file_type},
+                {"n_params", wi.params},
+                {"weight_bytes", wi.total_bytes},
+                {"weight_bytes_per_token", wi.per_token_bytes},
+                {"bytes_by_type", wi.bytes_by_type},
+                {"n_layer", c.n_layer},
+                {"n_embd", c.n_embd},
+                {"n_vocab", c.n_vocab}};
+  j["setup"] = {{"threads", threads},       {"isa", kernels::active_isa()}, {"precision", f.model.precision},
+                {"ubatch", opts.max_batch}, {"repetitions", f.reps},        {"load_seconds", load_s}};
+  j["kv"] = {{"layout", opts.kv.layout},       {"type", opts.kv.type},
+             {"capacity", kv.seq_capacity},    {"bytes_per_token", kv.bytes_per_token},
+             {"pool_bytes", kv.pool_bytes},    {"pool_blocks", kv.total_blocks},
+             {"block_tokens", kv.block_tokens}};
+  for (const Result& r : results) {
+    nlohmann::json e = {{"test", r.name},   {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen},  {"batch", r.batch},
+                        {"avg_ts", r.mean}, {"stddev_ts", r.sd},      {"samples_ts", r.ts}};
+    if (r.batch > 1 && tg1) e["ratio_to_batch1"] = r.mean / tg1->mean;
+    if (r.n_gen > 0 && r.batch == 1 && roof_ts > 0) e["roofline_fraction"] = r.mean / roof_ts;
+    j["results"].push_back(e);
+  }
+  if (bw.gb_per_s > 0)
+    j["roofline"] = {{"read_bandwidth_gbs", bw.gb_per_s},
+                     {"read_bandwidth_mean_gbs", bw.mean_gb_per_s},
+                     {"measured", f.bandwidth <= 0},
+                     {"max_decode_ts", roof_ts}};
+  if (f.json) {
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+
+  std::printf("model:   %s\n", path.c_str());
+  std::printf("         %s '%s', %d layers, hidden %d, vocab %d; type %s, %.2f B params, weights %s (",
+              arch_name(c.arch), c.name.c_str(), c.n_layer, c.n_embd, c.n_vocab, wi.file_type.c_str(),
+              wi.params / 1e9, human_bytes(wi.total_bytes).c_str());
+  bool first = true;
+  for (const auto& [type, b] : wi.bytes_by_type)
+    std::printf("%s%s %s", first ? "" : ", ", type.c_str(), human_bytes(b).c_str()), first = false;
+  std::printf(")\n");
+  std::printf(
+      "setup:   %d threads, isa %s, precision %s, ubatch %lld, %d repetitions (+1 warm-up), load %.2f s\n",
+      threads, kernels::active_isa(), f.model.precision.c_str(), static_cast<long long>(opts.max_batch),
+      f.reps, load_s);
+  std::printf("kv:      %s %s, %lld tokens/sequence, %zu bytes/token, pool %s\n", opts.kv.layout.c_str(),
+              opts.kv.type.c_str(), static_cast<long long>(kv.seq_capacity), kv.bytes_per_token,
+              human_bytes(kv.pool_bytes).c_str());
+  std::printf("\n| %-12s | %22s | %10s | %8s |\n", "test", "tokens/s (mean ± sd)", "ms/token", "vs M=1");
+  std::printf("|%s|%s|%s|%s|\n", std::string(14, '-').c_str(), std::string(24, '-').c_str(),
+              std::string(12, '-').c_str(), std::string(10, '-').c_str());
+  for (const Result& r : results) {
+    const std::string ratio = r.batch > 1 && tg1 ? fmt::format("{:.2f}x", r.mean / tg1->mean) : "";
+    std::printf("| %-12s | %13.2f ± %6.2f | %10.2f | %8s |\n", r.name.c_str(), r.mean, r.sd, 1000.0 / r.mean,
+                ratio.c_str());
+  }
+  if (bw.gb_per_s > 0) {
+    std::printf(
+        "\nroofline: read bandwidth %.1f GB/s (%s); a decode step reads %.3f GB of weights -> at most %.1f "
+        "tokens/s\n",
+        bw.gb_per_s,
+        f.bandwidth > 0 ? "given"
+                        : fmt::format("best of {} passes over {}, {} threads", bw.passes,
+                                      human_bytes(bw.bytes), bw.threads)
+                              .c_str(),
+        wi.per_token_bytes / 1e9, roof_ts);
+    if (tg1)
+      std::printf("          %s = %.1f%% of the roofline\n", tg1->name.c_str(), 100.0 * tg1->mean / roof_ts);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner add_bench(CLI::App& app) {
+  auto f = std::make_shared<BenchFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "bench", "measure prompt processing (pp) and generation (tg) speed in tokens/s, as llama-bench does");
+  f->model.add(sub, true);
+  sub->add_option("-p,--n-prompt", f->n_prompt, "prompt tokens processed in one prefill (0 = skip)");
+  sub->add_option("-n,--n-gen", f->n_gen, "tokens generated one at a time from an empty cache (0 = skip)");
+  sub->add_option("-r,--repetitions", f->reps, "repetitions of each test (after one warm-up)");
+  sub->add_option("--batch", f->batch,
+                  "also measure decode with M sequences advancing together (e.g. --batch 4,16)")
+      ->delimiter(',');
+  sub->add_option("--ubatch", f->ubatch, "tokens per forward pass of a prefill (default: the engine's)");
+  sub->add_flag("--roofline", f->roofline, "measure memory read bandwidth and state decode speed against it");
+  sub->add_option("--bandwidth", f->bandwidth,
+                  "memory read bandwidth in GB/s for the roofline (skips measuring)");
+  sub->add_option("--seed", f->seed, "seed of the random token ids");
+  sub->add_flag("--json", f->json, "print JSON");
+  return [f] { return run_bench(*f); };
+}
+
+}  // namespace ferrum::cli

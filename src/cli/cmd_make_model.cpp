@@ -1,0 +1,274 @@
+// `ferrum make-model` (hidden, for benchmarks): writes a GGUF with random weights and a valid
+// synthetic SentencePiece vocabulary for a given Llama/Qwen2 shape, so realistic-size models can
+// be benchmarked (and fed to llama.cpp) without downloading any.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <numbers>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/fp16.h"
+#include "core/thread_pool.h"
+#include "ferrum/error.h"
+#include "formats/gguf_writer.h"
+
+namespace ferrum::cli {
+namespace {
+
+struct Shape {
+  std::string arch = "llama";  // "llama" or "qwen2"
+  int n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, n_ff = 0, n_vocab = 0, n_ctx = 0;
+  float rope_theta = 10000.0f, norm_eps = 1e-5f;
+  bool tied = true, qkv_bias = false, llama3_rope = false;
+};
+
+// Published shapes (config.json of meta-llama/Llama-3.2-1B and Qwen/Qwen2.5-0.5B).
+Shape preset_shape(const std::string& name) {
+  Shape s;
+  if (name == "llama-1b") {
+    s.n_layer = 16, s.n_embd = 2048, s.n_head = 32, s.n_head_kv = 8, s.n_ff = 8192, s.n_vocab = 128256;
+    s.n_ctx = 131072, s.rope_theta = 500000.0f, s.llama3_rope = true;
+  } else if (name == "qwen-0.5b") {
+    s.arch = "qwen2";
+    s.n_layer = 24, s.n_embd = 896, s.n_head = 14, s.n_head_kv = 2, s.n_ff = 4864, s.n_vocab = 151936;
+    s.n_ctx = 32768, s.rope_theta = 1000000.0f, s.norm_eps = 1e-6f, s.qkv_bias = true;
+  } else if (name == "tiny") {  // for tests
+    s.n_layer = 2, s.n_embd = 64, s.n_head = 4, s.n_head_kv = 2, s.n_ff = 128, s.n_vocab = 512, s.n_ctx = 256;
+  } else {
+    fail("--shape: '{}' is not known (use llama-1b, qwen-0.5b or tiny)", name);
+  }
+  return s;
+}
+
+// splitmix64: a fast, seedable generator; one stream per tensor row keeps the output
+// independent of the thread count.
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [-a, a).
+  float uniform(float a) {
+    return (static_cast<float>(next() >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f) * a;
+  }
+};
+
+uint64_t hash_name(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// SentencePiece token types (llama.cpp llama_token_type).
+constexpr int32_t kTypeNormal = 1, kTypeUnknown = 2, kTypeControl = 3, kTypeByte = 6;
+
+// <unk> <s> </s>, the 256 byte-fallback tokens, then every lower-case letter string in order of
+// length, each with and without the U+2581 word-start marker. All prefixes of a piece are pieces
+// too, so SentencePiece merging reaches every one of them.
+void synth_vocab(int n, std::vector<std::string>& tokens, std::vector<float>& scores,
+                 std::vector<int32_t>& types) {
+  if (n < 259 + 52) fail("--vocab: {} is too small for a synthetic vocabulary (at least 311)", n);
+  tokens = {"<unk>", "<s>", "</s>"};
+  types = {kTypeUnknown, kTypeControl, kTypeControl};
+  for (int b = 0; b < 256; ++b) {
+    tokens.push_back(fmt::format("<0x{:02X}>", b));
+    types.push_back(kTypeByte);
+  }
+  std::vector<std::string> level = {""};
+  while (static_cast<int>(tokens.size()) < n) {
+    std::vector<std::string> next;
+    for (const std::string& p : level)
+      for (char c = 'a'; c <= 'z'; ++c) next.push_back(p + c);
+    for (const std::string& p : next) {
+      for (const std::string& t : {"\xe2\x96\x81" + p, p}) {
+        if (static_cast<int>(tokens.size()) == n) break;
+        tokens.push_back(t);
+        types.push_back(kTypeNormal);
+      }
+    }
+    level = std::move(next);
+  }
+  scores.assign(n, 0.0f);
+  for (int i = 259; i < n; ++i) scores[i] = -static_cast<float>(i - 259);  // shorter pieces merge first
+}
+
+// Llama-3 RoPE frequency factors (Llama-3.1/3.2 config: factor 32, low 1, high 4, original
+// context 8192), stored in rope_freqs.weight as llama.cpp's converter does.
+std::vector<float> llama3_freq_factors(int head_dim, float theta) {
+  const double factor = 32, low = 1, high = 4, orig = 8192;
+  const double low_wl = orig / low, high_wl = orig / high;
+  std::vector<float> f(head_dim / 2);
+  for (int i = 0; i < head_dim / 2; ++i) {
+    const double freq = std::pow(theta, -2.0 * i / head_dim), wl = 2 * std::numbers::pi / freq;
+    if (wl < high_wl) {
+      f[i] = 1.0f;
+    } else if (wl > low_wl) {
+      f[i] = static_cast<float>(factor);
+    } else {
+      const double smooth = (orig / wl - low) / (high - low);
+      f[i] = static_cast<float>(1.0 / ((1 - smooth) / factor + smooth));
+    }
+  }
+  return f;
+}
+
+class ModelWriter {
+ public:
+  ModelWriter(DType type, uint64_t seed, int threads) : type_(type), seed_(seed), pool_(threads) {}
+
+  // A matrix of `rows` rows of `cols` values, uniform with standard deviation `sd`.
+  void matrix(const std::string& name, int64_t cols, int64_t rows, float sd) {
+    const size_t rs = row_size(type_, cols);
+    auto& buf = bufs_.emplace_back(rs * rows);
+    const float a = sd * std::sqrt(3.0f);
+    const uint64_t h = hash_name(name) ^ seed_;
+    pool_.parallel_for(rows, [&](int64_t b, int64_t e, int) {
+      for (int64_t r = b; r < e; ++r) {
+        Rng rng{h + static_cast<uint64_t>(r) * 0x632be59bd9b4e019ull};
+        uint8_t* dst = buf.data() + r * rs;
+        for (int64_t c = 0; c < cols; ++c) {
+          const float v = rng.uniform(a);
+          if (type_ == DType::F16) {
+            reinterpret_cast<uint16_t*>(dst)[c] = f32_to_f16(v);
+          } else {
+            reinterpret_cast<float*>(dst)[c] = v;
+          }
+        }
+      }
+    });
+    w.add_tensor(name, type_, {cols, rows}, buf.data(), buf.size());
+  }
+
+  // An F32 vector: `base` plus uniform noise of standard deviation `sd`.
+  void vector(const std::string& name, int64_t n, float base, float sd) {
+    auto& buf = bufs_.emplace_back(n * sizeof(float));
+    Rng rng{hash_name(name) ^ seed_};
+    float* v = reinterpret_cast<float*>(buf.data());
+    for (int64_t i = 0; i < n; ++i) v[i] = base + rng.uniform(sd * std::sqrt(3.0f));
+    w.add_tensor(name, DType::F32, {n}, buf.data(), buf.size());
+  }
+
+  void values(const std::string& name, std::vector<float> v) {
+    auto& buf = bufs_.emplace_back(v.size() * sizeof(float));
+    std::memcpy(buf.data(), v.data(), buf.size());
+    w.add_tensor(name, DType::F32, {static_cast<int64_t>(v.size())}, buf.data(), buf.size());
+  }
+
+  gguf::Writer w;
+
+ private:
+  DType type_;
+  uint64_t seed_;
+  ThreadPool pool_;
+  std::vector<std::vector<uint8_t>> bufs_;
+};
+
+void write_model(const Shape& s, DType type, uint64_t seed, int threads, const std::string& out) {
+  if (s.n_head <= 0 || s.n_embd % s.n_head != 0)
+    fail("hidden size {} is not a multiple of {} heads", s.n_embd, s.n_head);
+  if (s.n_head_kv <= 0 || s.n_head % s.n_head_kv != 0)
+    fail("{} heads are not a multiple of {} KV heads", s.n_head, s.n_head_kv);
+  const int hd = s.n_embd / s.n_head, kvd = hd * s.n_head_kv;
+  ModelWriter m(type, seed, threads);
+  gguf::Writer& w = m.w;
+  const std::string a = s.arch;
+  w.set_string("general.architecture", a);
+  w.set_string("general.type", "model");
+  w.set_string("general.name", fmt::format("ferrum-random-{}-{}L-{}", a, s.n_layer, s.n_embd));
+  w.set_u32("general.file_type", type == DType::F16 ? 1 : 0);
+  w.set_u32(a + ".vocab_size", s.n_vocab);
+  w.set_u32(a + ".context_length", s.n_ctx);
+  w.set_u32(a + ".embedding_length", s.n_embd);
+  w.set_u32(a + ".block_count", s.n_layer);
+  w.set_u32(a + ".feed_forward_length", s.n_ff);
+  w.set_u32(a + ".attention.head_count", s.n_head);
+  w.set_u32(a + ".attention.head_count_kv", s.n_head_kv);
+  w.set_u32(a + ".rope.dimension_count", hd);
+  w.set_f32(a + ".rope.freq_base", s.rope_theta);
+  w.set_f32(a + ".attention.layer_norm_rms_epsilon", s.norm_eps);
+
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<int32_t> types;
+  synth_vocab(s.n_vocab, tokens, scores, types);
+  w.set_string("tokenizer.ggml.model", "llama");
+  w.set_string_array("tokenizer.ggml.tokens", tokens);
+  w.set_f32_array("tokenizer.ggml.scores", scores);
+  w.set_i32_array("tokenizer.ggml.token_type", types);
+  w.set_u32("tokenizer.ggml.bos_token_id", 1);
+  w.set_u32("tokenizer.ggml.eos_token_id", 2);
+  w.set_u32("tokenizer.ggml.unknown_token_id", 0);
+  w.set_bool("tokenizer.ggml.add_bos_token", true);
+  w.set_bool("tokenizer.ggml.add_eos_token", false);
+
+  // Standard deviations keep activations in a realistic range through random layers.
+  const float sd = 0.02f, sd_out = 0.5f / std::sqrt(static_cast<float>(s.n_ff));
+  m.matrix("token_embd.weight", s.n_embd, s.n_vocab, sd);
+  if (s.llama3_rope) m.values("rope_freqs.weight", llama3_freq_factors(hd, s.rope_theta));
+  for (int l = 0; l < s.n_layer; ++l) {
+    const std::string p = fmt::format("blk.{}.", l);
+    m.vector(p + "attn_norm.weight", s.n_embd, 1.0f, 0.05f);
+    m.matrix(p + "attn_q.weight", s.n_embd, s.n_embd, sd);
+    m.matrix(p + "attn_k.weight", s.n_embd, kvd, sd);
+    m.matrix(p + "attn_v.weight", s.n_embd, kvd, sd);
+    if (s.qkv_bias) {
+      m.vector(p + "attn_q.bias", s.n_embd, 0.0f, 0.1f);
+      m.vector(p + "attn_k.bias", kvd, 0.0f, 0.1f);
+      m.vector(p + "attn_v.bias", kvd, 0.0f, 0.1f);
+    }
+    m.matrix(p + "attn_output.weight", s.n_embd, s.n_embd, sd);
+    m.vector(p + "ffn_norm.weight", s.n_embd, 1.0f, 0.05f);
+    m.matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff, sd);
+    m.matrix(p + "ffn_up.weight", s.n_embd, s.n_ff, sd);
+    m.matrix(p + "ffn_down.weight", s.n_ff, s.n_embd, sd_out);
+  }
+  m.vector("output_norm.weight", s.n_embd, 1.0f, 0.05f);
+  if (!s.tied) m.matrix("output.weight", s.n_embd, s.n_vocab, sd);
+  w.write(out);
+}
+
+}  // namespace
+
+Runner add_make_model(CLI::App& app) {
+  struct Flags {
+    std::string out, shape = "llama-1b", type = "F16";
+    uint64_t seed = 1;
+    int threads = 0;
+    std::optional<int> layers, vocab;
+    std::optional<bool> tied;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* sub =
+      app.add_subcommand("make-model", "write a GGUF with random weights for a model shape (benchmarks)");
+  sub->group("");  // a developer tool: not listed in --help
+  sub->add_option("output", f->out, "output GGUF")->required();
+  sub->add_option("--shape", f->shape, "llama-1b (Llama-3.2-1B), qwen-0.5b (Qwen2.5-0.5B) or tiny");
+  sub->add_option("--type", f->type, "weight type: F16 or F32 (quantize afterwards with `ferrum quantize`)")
+      ->check(CLI::IsMember({"F16", "F32"}));
+  sub->add_option("--seed", f->seed, "random seed");
+  sub->add_option("--layers", f->layers, "override the number of layers");
+  sub->add_option("--vocab", f->vocab, "override the vocabulary size");
+  sub->add_option("--tied", f->tied, "tie output and embedding matrices (true/false; default: as the shape)");
+  sub->add_option("-t,--threads", f->threads, "worker threads");
+  return [f] {
+    Shape s = preset_shape(f->shape);
+    if (f->layers) {
+      if (*f->layers <= 0) fail("--layers must be positive, got {}", *f->layers);
+      s.n_layer = *f->layers;
+    }
+    if (f->vocab) s.n_vocab = *f->vocab;
+    if (f->tied) s.tied = *f->tied;
+    write_model(s, f->type == "F16" ? DType::F16 : DType::F32, f->seed, f->threads, f->out);
+    std::fprintf(stderr, "wrote %s\n", f->out.c_str());
+    return 0;
+  };
+}
+
+}  // namespace ferrum::cli
