@@ -234,7 +234,7 @@ TEST(Server, ApiKeyModelsMetrics) {
   EXPECT_EQ(m["object"], "list");
   EXPECT_EQ(m["data"][0]["id"], "test-model");
   int status = 0;
-  json cr = post(c, "/v1/completions", R"({"prompt":"Once","max_tokens":5})", &status, auth);
+  json cr = post(c, "/v1/completions", R"({"prompt":"Once","max_tokens":5,"ignore_eos":true,"seed":7})", &status, auth);
   EXPECT_EQ(status, 200) << cr.dump();
   r = c.Get("/metrics");
   ASSERT_TRUE(r);
