@@ -212,7 +212,7 @@ TEST(Server, MalformedRequestsGet4xxAndServerKeepsServing) {
   auto h = c.Get("/health");
   ASSERT_TRUE(h);
   EXPECT_EQ(h->status, 200);
-  r = post(c, "/v1/chat/completions", "{" + msgs + ",\"max_tokens\":4}", &status);
+  r = post(c, "/v1/chat/completions", "{" + msgs + ",\"max_tokens\":4,\"ignore_eos\":true}", &status);
   EXPECT_EQ(status, 200) << r.dump();
   EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
 }
