@@ -31,8 +31,13 @@ void ensure_node() {
   std::string out;
   ASSERT_EQ(sh("node --version", &out), 0) << "Node.js is needed for the OpenAI client test: " << out;
   if (!fs::exists(kDir / "node_modules" / "openai" / "package.json")) {
+    // flock: CTest may run both client tests at once; only one installs.
     out.clear();
-    ASSERT_EQ(sh("cd '" + kDir.string() + "' && timeout 300 npm ci --no-audit --no-fund", &out), 0)
+    ASSERT_EQ(sh("cd '" + kDir.string() +
+                     "' && flock .npm-install.lock sh -c '[ -f node_modules/openai/package.json ] || "
+                     "timeout 300 npm ci --no-audit --no-fund'",
+                 &out),
+              0)
         << "npm ci failed (set FERRUM_SKIP_NODE_TESTS=1 to skip on an offline machine):\n"
         << out;
   }
