@@ -209,6 +209,14 @@ void Engine::finish(Seq& s, RequestEvent ev, const std::string& reason) {
     free_seq_ids_.push_back(s.seq_id);
     s.seq_id = -1;
   }
+  // Leave the running set and update the counters before the client sees the final event, so
+  // metrics read after a response never still count it as running.
+  std::unique_ptr<Seq> owned;
+  auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& p) { return p.get() == &s; });
+  if (it != running_.end()) {
+    owned = std::move(*it);
+    running_.erase(it);
+  }
   {
     std::lock_guard sl(stats_mu_);
     if (reason == "cancelled")
@@ -218,14 +226,13 @@ void Engine::finish(Seq& s, RequestEvent ev, const std::string& reason) {
     else
       ++stats_.requests_finished;
     stats_.e2e.observe(std::chrono::duration<double>(Clock::now() - s.t_submit).count());
+    stats_.running = static_cast<int>(running_.size());
   }
   {
     std::lock_guard lk(mu_);
     --active_;
   }
   s.h->push(std::move(ev));
-  auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& p) { return p.get() == &s; });
-  if (it != running_.end()) running_.erase(it);
 }
 
 void Engine::drop_cancelled() {
