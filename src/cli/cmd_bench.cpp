@@ -160,9 +160,10 @@ int run_bench(BenchFlags& f) {
   const int max_m = f.batch.empty() ? 1 : *std::max_element(f.batch.begin(), f.batch.end());
   // Like llama-bench's n_ctx = n_prompt + n_gen per test: room for the longest test only.
   if (opts.kv.capacity == 0) opts.kv.capacity = std::max({f.n_prompt, f.n_gen, 16});
-  if (opts.kv.layout == "paged" && opts.kv.pool_tokens == 0) {
-    const int64_t round16 = (f.n_gen + 15) / 16 * 16;
-    opts.kv.pool_tokens = std::max<int64_t>((opts.kv.capacity + 15) / 16 * 16, max_m * round16);
+  // The pool (both layouts) must hold the largest batch of whole sequences.
+  if (opts.kv.pool_tokens == 0) {
+    const int64_t cap16 = (opts.kv.capacity + 15) / 16 * 16;
+    opts.kv.pool_tokens = std::max<int64_t>(4, max_m) * cap16;
   }
   if (f.ubatch > 0) opts.max_batch = f.ubatch;
   const std::string path = f.model.model_path();

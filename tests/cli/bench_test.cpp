@@ -74,6 +74,13 @@ TEST(Bench, BatchedDecodeAndRoofline) {
   EXPECT_FALSE(j["roofline"]["measured"].get<bool>());
 }
 
+TEST(Bench, BatchLargerThanTheDefaultPoolFits) {
+  // 6 contiguous sequences: more than the default pool of 4 sequences' capacity.
+  auto r = run_ferrum("bench '" + bundled() + "' -p 0 -n 4 -r 1 -t 1 --batch 6 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["results"][1]["test"], "tg4 x6");
+}
+
 TEST(Bench, MeasuresBandwidthAndPrintsATable) {
   auto r = run_ferrum("bench '" + bundled() + "' -p 16 -n 4 -r 1 -t 1 --roofline");
   ASSERT_EQ(r.exit_code, 0) << r.err;
