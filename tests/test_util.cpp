@@ -49,6 +49,12 @@ std::string unxz(const std::string& rel) {
   return out.string();
 }
 
+void copy_file_atomic(const std::string& from, const std::string& to) {
+  const std::string tmp = to + ".tmp" + std::to_string(getpid());
+  fs::copy_file(from, tmp, fs::copy_options::overwrite_existing);
+  fs::rename(tmp, to);
+}
+
 Npy load_npy(const std::string& path_in) {
   std::string path = path_in;
   std::string raw = read_all(path);

@@ -23,6 +23,10 @@ Npy load_npy(const std::string& path);
 // returns the path of the uncompressed file.
 std::string unxz(const std::string& rel);
 
+// Copies a file so that readers in parallel test processes never see it half-written: the copy
+// goes to a temporary name and is renamed over `to`.
+void copy_file_atomic(const std::string& from, const std::string& to);
+
 struct RunResult {
   int exit_code;
   std::string out;  // stdout

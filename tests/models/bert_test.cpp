@@ -26,9 +26,8 @@ std::string bert_hf_dir(const std::string& sub) {
   fs::create_directories(dst / "1_Pooling");
   for (const char* f :
        {"config.json", "modules.json", "tokenizer_config.json", "vocab.txt", "1_Pooling/config.json"})
-    fs::copy_file(src / f, dst / f, fs::copy_options::overwrite_existing);
-  fs::copy_file(unxz("models/bert/" + sub + "/model.safetensors"), dst / "model.safetensors",
-                fs::copy_options::overwrite_existing);
+    copy_file_atomic((src / f).string(), (dst / f).string());
+  copy_file_atomic(unxz("models/bert/" + sub + "/model.safetensors"), (dst / "model.safetensors").string());
   return dst.string();
 }
 

@@ -19,9 +19,9 @@ std::string hf_dir(const std::string& model, const std::string& sub) {
     if (name.size() > 3 && name.compare(name.size() - 3, 3, ".xz") == 0) {
       const std::string plain = unxz("models/" + model + "/" + sub + "/" + name.substr(0, name.size() - 3));
       const fs::path target = dst / name.substr(0, name.size() - 3);
-      if (!fs::exists(target)) fs::copy_file(plain, target);
+      if (!fs::exists(target)) copy_file_atomic(plain, target.string());
     } else if (!fs::exists(dst / name)) {
-      fs::copy_file(e.path(), dst / name);
+      copy_file_atomic(e.path().string(), (dst / name).string());
     }
   }
   return dst.string();
