@@ -5,15 +5,20 @@
 #include <cstring>
 
 #include "core/fp16.h"
+#include "kernels/cpu/elementwise.h"
 
 namespace ferrum::kernels {
 
 const char* kv_type_name(KvType t) {
   switch (t) {
-    case KvType::F32: return "f32";
-    case KvType::F16: return "f16";
-    case KvType::BF16: return "bf16";
-    case KvType::INT8: return "int8";
+    case KvType::F32:
+      return "f32";
+    case KvType::F16:
+      return "f16";
+    case KvType::BF16:
+      return "bf16";
+    case KvType::INT8:
+      return "int8";
   }
   return "?";
 }
@@ -21,10 +26,13 @@ const char* kv_type_name(KvType t) {
 size_t kv_row_bytes(KvType t, int n_head_kv, int head_dim) {
   const size_t n = static_cast<size_t>(n_head_kv) * head_dim;
   switch (t) {
-    case KvType::F32: return n * 4;
+    case KvType::F32:
+      return n * 4;
     case KvType::F16:
-    case KvType::BF16: return n * 2;
-    case KvType::INT8: return n + static_cast<size_t>(n_head_kv) * 4;
+    case KvType::BF16:
+      return n * 2;
+    case KvType::INT8:
+      return n + static_cast<size_t>(n_head_kv) * 4;
   }
   return 0;
 }
@@ -55,7 +63,8 @@ void kv_store_row(KvType t, const float* src, uint8_t* dst, int n_head_kv, int h
         for (int i = 0; i < head_dim; ++i) amax = std::max(amax, std::fabs(x[i]));
         const float s = amax / 127.0f;
         const float inv = s > 0 ? 1.0f / s : 0.0f;
-        for (int i = 0; i < head_dim; ++i) q[h * head_dim + i] = static_cast<int8_t>(std::nearbyint(x[i] * inv));
+        for (int i = 0; i < head_dim; ++i)
+          q[h * head_dim + i] = static_cast<int8_t>(std::nearbyint(x[i] * inv));
         std::memcpy(scales + h, &s, sizeof(float));
       }
       return;
@@ -106,20 +115,18 @@ inline void axpy(float* y, float w, const float* x, int n) {
 }
 
 // Query token t of `job`, KV head hk: all query heads of the group at once.
-void attend_group(const AttentionParams& p, const AttentionJob& job, int64_t t, int hk, float* buf, int64_t max_len) {
+void attend_group(const AttentionParams& p, const AttentionJob& job, int64_t t, int hk, float* buf,
+                  int64_t max_len) {
   const int group = p.n_head / p.n_head_kv;
   const int hd = p.head_dim;
   const int64_t pos = job.pos0 + t;
   const int64_t lo = p.sliding_window > 0 ? std::max<int64_t>(0, pos - p.sliding_window + 1) : 0;
   const int64_t n = pos - lo + 1;
-  float* scores = buf;                   // group * max_len
+  float* scores = buf;                    // group * max_len
   float* row = scores + group * max_len;  // hd
   const bool f32 = job.kv.type == KvType::F32;
   const float* qg = job.q + t * job.ldq + static_cast<int64_t>(hk) * group * hd;
 
-  float mx[64];
-  const int g_n = std::min(group, 64);
-  for (int g = 0; g < g_n; ++g) mx[g] = -INFINITY;
   for (int64_t j = 0; j < n; ++j) {
     const uint8_t* kr = job.kv.k_row(lo + j);
     const float* k;
@@ -130,22 +137,11 @@ void attend_group(const AttentionParams& p, const AttentionJob& job, int64_t t, 
       k = row;
     }
     for (int g = 0; g < group; ++g) {
-      const float s = dot_f32(qg + g * hd, k, hd) * p.scale;
-      scores[g * max_len + j] = s;
-      if (g < 64) mx[g] = std::max(mx[g], s);
+      scores[g * max_len + j] = dot_f32(qg + g * hd, k, hd) * p.scale;
     }
   }
   for (int g = 0; g < group; ++g) {
-    float* sc = scores + g * max_len;
-    const float m = g < 64 ? mx[g] : *std::max_element(sc, sc + n);
-    double sum = 0.0;
-    for (int64_t j = 0; j < n; ++j) {
-      const float e = std::exp(sc[j] - m);
-      sc[j] = e;
-      sum += e;
-    }
-    const float inv = static_cast<float>(1.0 / sum);
-    for (int64_t j = 0; j < n; ++j) sc[j] *= inv;
+    softmax(scores + g * max_len, n);
     std::fill_n(job.out + t * job.ldo + (static_cast<int64_t>(hk) * group + g) * hd, hd, 0.0f);
   }
   for (int64_t j = 0; j < n; ++j) {
@@ -158,7 +154,8 @@ void attend_group(const AttentionParams& p, const AttentionJob& job, int64_t t, 
       v = row;
     }
     for (int g = 0; g < group; ++g)
-      axpy(job.out + t * job.ldo + (static_cast<int64_t>(hk) * group + g) * hd, scores[g * max_len + j], v, hd);
+      axpy(job.out + t * job.ldo + (static_cast<int64_t>(hk) * group + g) * hd, scores[g * max_len + j], v,
+           hd);
   }
 }
 
