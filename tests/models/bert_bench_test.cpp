@@ -19,16 +19,6 @@
 namespace ferrum::test {
 namespace {
 
-// Process CPU seconds: on a shared, overloaded machine wall time mostly measures the other
-// processes; tokens per CPU-second x threads is the load-independent figure.
-double cpu_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-int bench_threads() {
-  return std::getenv("FERRUM_BENCH_THREADS") ? std::atoi(std::getenv("FERRUM_BENCH_THREADS")) : 0;
-}
 
 void add_tensor(WeightSet& w, const std::string& name, DType type, std::vector<int64_t> ne, float sigma,
                 float mean, uint64_t seed) {

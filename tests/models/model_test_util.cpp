@@ -1,6 +1,11 @@
 #include "model_test_util.h"
 
+#include "engine/sampler.h"
+
+#include <time.h>
+
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -55,6 +60,30 @@ std::vector<float> all_logits(Model& m, const std::vector<int32_t>& ids) {
   m.prefill(0, ids, out.data(), true);
   m.reset();
   return out;
+}
+
+std::vector<int32_t> greedy_continuation(Model& m, const std::vector<int32_t>& prompt, size_t n) {
+  const int V = m.config().n_vocab;
+  std::vector<float> logits(V);
+  m.reset();
+  m.prefill(0, prompt, logits.data());
+  std::vector<int32_t> got;
+  for (size_t i = 0; i < n; ++i) {
+    got.push_back(argmax(logits.data(), V));
+    if (i + 1 < n) m.decode(0, got.back(), m.seq_len(0), logits.data());
+  }
+  return got;
+}
+
+double cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int bench_threads() {
+  const char* v = std::getenv("FERRUM_BENCH_THREADS");
+  return v ? std::atoi(v) : 0;
 }
 
 Diff compare(const std::vector<float>& a, const std::vector<float>& b, int64_t rows, int64_t cols) {

@@ -26,6 +26,16 @@ std::unique_ptr<Model> open_model(const std::string& path, Precision prec, int t
 // All-position logits of a prompt run as one prefill.
 std::vector<float> all_logits(Model& m, const std::vector<int32_t>& ids);
 
+// Greedy continuation (argmax, lowest id on ties): `prompt` as one prefill, then one token per
+// decode, n tokens in all (the way llama.cpp's reference greedy runs were made).
+std::vector<int32_t> greedy_continuation(Model& m, const std::vector<int32_t>& prompt, size_t n);
+
+// Benchmarks: process CPU seconds (on a shared, overloaded machine wall time mostly measures the
+// other processes; tokens per CPU-second x threads is the load-independent figure), and the
+// thread count from FERRUM_BENCH_THREADS (0 = all cores).
+double cpu_seconds();
+int bench_threads();
+
 struct Diff {
   double max_abs = 0, mean_abs = 0;
   int64_t argmax_agree = 0, rows = 0;
