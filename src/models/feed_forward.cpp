@@ -8,17 +8,17 @@
 
 namespace ferrum {
 
-DenseFeedForward::DenseFeedForward(const ModelConfig& cfg, const WeightSet& w, int l)
+DenseFeedForward::DenseFeedForward(const ModelConfig& cfg, const WeightSet& w, int l, kernels::Precision prec,
+                                   ThreadPool& pool)
     : n_embd_(cfg.n_embd), n_ff_(cfg.n_ff) {
   const int64_t d = n_embd_, ff = n_ff_;
   auto name = [&](const char* n) { return fmt::format("blk.{}.{}", l, n); };
-  if (w.find(name("ffn_gate_up.weight"))) {
-    gate_up_.push_back({w.get(name("ffn_gate_up.weight"), {d, 2 * ff}), 0});
-  } else {
-    gate_up_.push_back({w.get(name("ffn_gate.weight"), {d, ff}), 0});
-    gate_up_.push_back({w.get(name("ffn_up.weight"), {d, ff}), ff});
-  }
-  down_ = w.get(name("ffn_down.weight"), {ff, d});
+  if (w.find(name("ffn_gate_up.weight")))
+    gate_up_ = kernels::Linear({w.get(name("ffn_gate_up.weight"), {d, 2 * ff})}, prec, pool);
+  else
+    gate_up_ = kernels::Linear({w.get(name("ffn_gate.weight"), {d, ff}), w.get(name("ffn_up.weight"), {d, ff})},
+                               prec, pool);
+  down_ = kernels::Linear({w.get(name("ffn_down.weight"), {ff, d})}, prec, pool);
 }
 
 void DenseFeedForward::forward(const float* x, int64_t n, float* out, FfnContext& ctx) {
@@ -27,15 +27,15 @@ void DenseFeedForward::forward(const float* x, int64_t n, float* out, FfnContext
     gu_.resize(n * 2 * ff);
     act_.resize(n * ff);
   }
-  for (const Part& p : gate_up_)
-    kernels::matmul(p.w, x, n_embd_, n, gu_.data() + p.col, 2 * ff, ctx.pool, ctx.precision, ctx.scratch);
+  gate_up_.forward(x, n_embd_, n, gu_.data(), 2 * ff, ctx.pool, ctx.precision, ctx.scratch);
   for (int64_t t = 0; t < n; ++t) kernels::swiglu(&gu_[t * 2 * ff], &gu_[t * 2 * ff + ff], &act_[t * ff], ff);
-  kernels::matmul(down_, act_.data(), ff, n, out, n_embd_, ctx.pool, ctx.precision, ctx.scratch);
+  down_.forward(act_.data(), ff, n, out, n_embd_, ctx.pool, ctx.precision, ctx.scratch);
 }
 
-std::unique_ptr<FeedForward> make_feed_forward(const ModelConfig& cfg, const WeightSet& w, int layer) {
+std::unique_ptr<FeedForward> make_feed_forward(const ModelConfig& cfg, const WeightSet& w, int layer,
+                                               kernels::Precision prec, ThreadPool& pool) {
   if (cfg.n_expert > 0) return std::make_unique<MoeFeedForward>(cfg, w, layer);
-  return std::make_unique<DenseFeedForward>(cfg, w, layer);
+  return std::make_unique<DenseFeedForward>(cfg, w, layer, prec, pool);
 }
 
 }  // namespace ferrum

@@ -8,6 +8,7 @@
 
 #include "core/thread_pool.h"
 #include "ferrum/model_config.h"
+#include "kernels/cpu/linear.h"
 #include "kernels/cpu/matmul.h"
 #include "models/weights.h"
 
@@ -30,21 +31,19 @@ class FeedForward {
 // SwiGLU: down(silu(gate(x)) * up(x)); gate/up fused (ffn_gate_up) or separate (ffn_gate, ffn_up).
 class DenseFeedForward : public FeedForward {
  public:
-  DenseFeedForward(const ModelConfig& cfg, const WeightSet& w, int layer);
+  DenseFeedForward(const ModelConfig& cfg, const WeightSet& w, int layer, kernels::Precision prec, ThreadPool& pool);
   void forward(const float* x, int64_t n, float* out, FfnContext& ctx) override;
 
  private:
-  struct Part {
-    TensorView w;
-    int64_t col = 0;
-  };
   int64_t n_embd_, n_ff_;
-  std::vector<Part> gate_up_;  // gate at col 0, up at col n_ff
-  TensorView down_;
+  kernels::Linear gate_up_;  // gate rows, then up rows (one fused tensor, or gate and up stacked)
+  kernels::Linear down_;
   std::vector<float> gu_, act_;  // grow-only workspace
 };
 
 // Builds the layer's block: mixture of experts when cfg.n_expert > 0, else dense.
-std::unique_ptr<FeedForward> make_feed_forward(const ModelConfig& cfg, const WeightSet& w, int layer);
+// prec and pool: how the dense weights are prepared (packed for the Fast kernels).
+std::unique_ptr<FeedForward> make_feed_forward(const ModelConfig& cfg, const WeightSet& w, int layer,
+                                               kernels::Precision prec, ThreadPool& pool);
 
 }  // namespace ferrum

@@ -73,12 +73,10 @@ void LlamaModel::bind_weights() {
   const int64_t d = cfg_.n_embd, qd = cfg_.q_dim(), kvd = cfg_.kv_dim();
   tok_embd_ = weights_.get("token_embd.weight", {d, cfg_.n_vocab});
   output_norm_ = f32_tensor("output_norm.weight", d);
-  if (const TensorView* out = weights_.find("output.weight")) {
-    output_ = weights_.get("output.weight", {d, cfg_.n_vocab});
-    (void)out;
-  } else {
-    output_ = tok_embd_;  // tied embeddings
-  }
+  // Tied embeddings: the output matrix is token_embd (the lookup keeps reading the file's rows).
+  output_ = kernels::Linear({weights_.find("output.weight") ? weights_.get("output.weight", {d, cfg_.n_vocab})
+                                                            : tok_embd_},
+                            kprec_, pool_);
   if (cfg_.rope_freq_factors.empty()) {
     if (const float* ff_t = f32_tensor("rope_freqs.weight", cfg_.n_rot / 2, false))
       cfg_.rope_freq_factors.assign(ff_t, ff_t + cfg_.n_rot / 2);
@@ -87,13 +85,12 @@ void LlamaModel::bind_weights() {
   for (int l = 0; l < cfg_.n_layer; ++l) {
     Layer& L = layers_[l];
     L.attn_norm = f32_tensor(blk(l, "attn_norm.weight"), d);
-    if (weights_.find(blk(l, "attn_qkv.weight"))) {
-      L.qkv.push_back({weights_.get(blk(l, "attn_qkv.weight"), {d, qd + 2 * kvd}), 0});
-    } else {
-      L.qkv.push_back({weights_.get(blk(l, "attn_q.weight"), {d, qd}), 0});
-      L.qkv.push_back({weights_.get(blk(l, "attn_k.weight"), {d, kvd}), qd});
-      L.qkv.push_back({weights_.get(blk(l, "attn_v.weight"), {d, kvd}), qd + kvd});
-    }
+    if (weights_.find(blk(l, "attn_qkv.weight")))
+      L.qkv = kernels::Linear({weights_.get(blk(l, "attn_qkv.weight"), {d, qd + 2 * kvd})}, kprec_, pool_);
+    else
+      L.qkv = kernels::Linear({weights_.get(blk(l, "attn_q.weight"), {d, qd}), weights_.get(blk(l, "attn_k.weight"), {d, kvd}),
+                               weights_.get(blk(l, "attn_v.weight"), {d, kvd})},
+                              kprec_, pool_);
     if (cfg_.qkv_bias) {
       if (const float* b = f32_tensor(blk(l, "attn_qkv.bias"), qd + 2 * kvd, false)) {
         L.bias_qkv = b;
@@ -112,9 +109,9 @@ void LlamaModel::bind_weights() {
       L.q_norm = f32_tensor(blk(l, "attn_q_norm.weight"), cfg_.head_dim);
       L.k_norm = f32_tensor(blk(l, "attn_k_norm.weight"), cfg_.head_dim);
     }
-    L.wo = weights_.get(blk(l, "attn_output.weight"), {qd, d});
+    L.wo = kernels::Linear({weights_.get(blk(l, "attn_output.weight"), {qd, d})}, kprec_, pool_);
     L.ffn_norm = f32_tensor(blk(l, "ffn_norm.weight"), d);
-    L.ffn = make_feed_forward(cfg_, weights_, l);
+    L.ffn = make_feed_forward(cfg_, weights_, l, kprec_, pool_);
   }
 }
 
@@ -148,8 +145,8 @@ void LlamaModel::ensure_workspace(int64_t n) {
   ws_tokens_ = n;
 }
 
-void LlamaModel::matmul(const TensorView& w, const float* x, int64_t ldx, int64_t n, float* y, int64_t ldy) {
-  kernels::matmul(w, x, ldx, n, y, ldy, pool_, kprec_, mm_scratch_);
+void LlamaModel::matmul(const kernels::Linear& w, const float* x, int64_t ldx, int64_t n, float* y, int64_t ldy) {
+  w.forward(x, ldx, n, y, ldy, pool_, kprec_, mm_scratch_);
 }
 
 void LlamaModel::unified_forward(std::span<const SeqTokens> items, float* logits) {
@@ -204,7 +201,7 @@ void LlamaModel::unified_forward(std::span<const SeqTokens> items, float* logits
   for (int l = 0; l < cfg_.n_layer; ++l) {
     Layer& L = layers_[l];
     for (int64_t t = 0; t < n; ++t) kernels::rms_norm(&x_[t * d], L.attn_norm, &h_[t * d], d, eps);
-    for (const Part& p : L.qkv) matmul(p.w, h_.data(), d, n, qkv_.data() + p.col, wqkv);
+    matmul(L.qkv, h_.data(), d, n, qkv_.data(), wqkv);
     for (int64_t t = 0; t < n; ++t) {
       float* row = &qkv_[t * wqkv];
       if (L.bias_qkv) kernels::add_inplace(row, L.bias_qkv, wqkv);

@@ -9,6 +9,7 @@
 #include "core/thread_pool.h"
 #include "ferrum/model.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/linear.h"
 #include "kernels/cpu/matmul.h"
 #include "models/feed_forward.h"
 #include "models/weights.h"
@@ -36,25 +37,20 @@ class LlamaModel : public Model {
   size_t weight_bytes() const override { return weights_.total_bytes(); }
 
  private:
-  // A matrix product whose output lands in columns [col, col + rows) of a wider activation row.
-  struct Part {
-    TensorView w;
-    int64_t col = 0;
-  };
   struct Layer {
     const float* attn_norm = nullptr;
-    std::vector<Part> qkv;            // one fused part, or q, k, v
+    kernels::Linear qkv;              // one fused tensor, or q, k, v stacked
     const float* bias_qkv = nullptr;  // q|k|v biases concatenated, or null
     const float* q_norm = nullptr;
     const float* k_norm = nullptr;
-    TensorView wo;
+    kernels::Linear wo;
     const float* ffn_norm = nullptr;
     std::unique_ptr<FeedForward> ffn;  // dense SwiGLU or mixture of experts
   };
 
   void bind_weights();
   const float* f32_tensor(const std::string& name, int64_t n, bool required = true);
-  void matmul(const TensorView& w, const float* x, int64_t ldx, int64_t n, float* y, int64_t ldy);
+  void matmul(const kernels::Linear& w, const float* x, int64_t ldx, int64_t n, float* y, int64_t ldy);
   void ensure_workspace(int64_t n);
 
   ModelConfig cfg_;
@@ -64,7 +60,8 @@ class LlamaModel : public Model {
   kernels::Precision kprec_;
   runtime::KvCache kv_;
 
-  TensorView tok_embd_, output_;
+  TensorView tok_embd_;
+  kernels::Linear output_;
   const float* output_norm_ = nullptr;
   std::vector<Layer> layers_;
 

@@ -51,6 +51,19 @@ struct IsaKernels {
   void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
 };
 
+// Kernels for the 8-row packed layouts (packed.h); AVX-512 (VNNI) only.
+struct PackedKernels {
+  // One 8-row group (n inputs per row) x nt <= kMaxTile tokens of prepared activations:
+  // y[t*ldy + r] for r < 8.
+  using GroupFn = void (*)(const uint8_t* group, int64_t n, const uint8_t* act, size_t act_stride, int nt,
+                           float* y, int64_t ldy);
+  GroupFn q4_0, q8_0, q4_k;
+  // Activation preparation for weights of type t, and its size per token.
+  void (*prep)(DType t, const float* x, uint8_t* out, int64_t n);
+  size_t (*act_bytes)(DType t, int64_t n);
+};
+const PackedKernels& avx512_packed_kernels();
+
 const IsaKernels& scalar_kernels();
 const IsaKernels& avx2_kernels();
 const IsaKernels& avx512_kernels();

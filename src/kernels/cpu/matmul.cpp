@@ -4,15 +4,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 
 #include "core/quant.h"
 #include "ferrum/error.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/packed.h"
 
 namespace ferrum::kernels {
 namespace {
 
-constexpr int64_t kRowChunk = 16;     // rows per work item: a chunk stays in L1/L2 across token tiles
+constexpr int64_t kRowChunk = 16;     // rows per work item with many tokens: stays in L1/L2 across token tiles
 constexpr int64_t kTokenGroup = 64;   // tokens per work item (Fast)
 constexpr int64_t kExactGroup = 256;  // tokens per work item (Exact: one dequantization per row and group)
 
@@ -86,9 +88,18 @@ T* grow(std::vector<T>& v, size_t n) {
 // Below this many multiply-adds a matmul runs on the calling thread: waking the pool costs more.
 constexpr int64_t kInlineMacs = 1 << 16;
 
+// Rows per work item. With one tile of tokens (decode) there is no reuse across token tiles, so the
+// items are larger (about 8 per thread): every claim is an atomic on a line shared by all threads.
+int64_t row_chunk(int64_t rows, int64_t n_tok, int n_threads) {
+  if (n_tok > kMaxTile) return kRowChunk;
+  const int64_t per = (rows + 8 * n_threads - 1) / (8 * n_threads);
+  return std::clamp<int64_t>((per + kRowChunk - 1) / kRowChunk * kRowChunk, kRowChunk, 512);
+}
+
 template <typename Body>
 void for_items(ThreadPool& pool, int64_t rows, int64_t cols, int64_t n_tok, int64_t group, Body&& body) {
-  const int64_t n_rc = (rows + kRowChunk - 1) / kRowChunk;
+  const int64_t chunk = row_chunk(rows, n_tok, pool.size());
+  const int64_t n_rc = (rows + chunk - 1) / chunk;
   const int64_t n_tg = (n_tok + group - 1) / group;
   const int64_t n_items = n_rc * n_tg;
   std::atomic<int64_t> next{0};
@@ -96,8 +107,7 @@ void for_items(ThreadPool& pool, int64_t rows, int64_t cols, int64_t n_tok, int6
     for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n_items;
          i = next.fetch_add(1, std::memory_order_relaxed)) {
       const int64_t rc = i % n_rc, tg = i / n_rc;
-      body(rc * kRowChunk, std::min(rows, (rc + 1) * kRowChunk), tg * group,
-           std::min(n_tok, (tg + 1) * group), ith);
+      body(rc * chunk, std::min(rows, (rc + 1) * chunk), tg * group, std::min(n_tok, (tg + 1) * group), ith);
     }
   };
   if (n_items == 1 || rows * cols * n_tok < kInlineMacs)
@@ -185,6 +195,35 @@ void run_fast(const TensorView& W, int64_t rb, int64_t re, const float* x, int64
 }
 
 }  // namespace
+
+bool packed_kernels_active() { return std::strcmp(active_isa(), "avx512") == 0; }
+
+void matmul_packed(const PackedMatrix& P, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
+                   ThreadPool& pool, MatmulScratch& scratch) {
+  if (!packed_kernels_active()) fail("matmul_packed: packed weights need the avx512 kernels (active: {})", active_isa());
+  if (n_tok < 0 || (n_tok > 0 && (!x || !y))) fail("matmul_packed: bad activations for a {}x{} matrix", P.rows, P.cols);
+  if (n_tok > 1 && (ldx < P.cols || ldy < P.rows)) fail("matmul_packed: strides {} / {} too small", ldx, ldy);
+  if (n_tok == 0 || P.rows == 0) return;
+  const PackedKernels& k = avx512_packed_kernels();
+  const PackedKernels::GroupFn fn = P.type == DType::Q4_0 ? k.q4_0 : P.type == DType::Q8_0 ? k.q8_0 : k.q4_k;
+  const int64_t cols = P.cols;
+  const size_t stride = (k.act_bytes(P.type, cols) + 63) / 64 * 64;
+  uint8_t* act = grow(scratch.act, stride * n_tok);
+  auto prep = [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; ++t) k.prep(P.type, x + t * ldx, act + t * stride, cols);
+  };
+  if (n_tok > 1 && n_tok * cols >= kInlineMacs / 8)
+    pool.parallel_for(n_tok, prep);
+  else
+    prep(0, n_tok, 0);
+  for_items(pool, P.rows, cols, n_tok, kTokenGroup, [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; t += kMaxTile) {
+      const int nt = static_cast<int>(std::min<int64_t>(kMaxTile, t1 - t));
+      for (int64_t r = r0; r < r1; r += kPackRows)
+        fn(P.group(r / kPackRows), cols, act + t * stride, stride, nt, y + t * ldy + r, ldy);
+    }
+  });
+}
 
 void matmul_rows(const TensorView& W, int64_t row_begin, int64_t row_end, const float* x, int64_t ldx,
                  int64_t n_tok, float* y, int64_t ldy, ThreadPool& pool, Precision prec,

@@ -1,0 +1,42 @@
+// A weight matrix of a linear layer as the forward pass uses it: one or more row blocks of the file
+// stacked in order (q, k, v -> one matrix), multiplied in one call. When the kernels allow it (Fast
+// precision, the avx512 kernels, a packable type shared by all blocks, rows in multiples of 8) the
+// blocks are also repacked into one PackedMatrix at load; the file's rows stay as they are (the
+// embedding lookup and the other ISAs read them), so forcing another ISA later still works.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/packed.h"
+
+namespace ferrum::kernels {
+
+class Linear {
+ public:
+  Linear() = default;
+  // All parts have the same number of columns. FERRUM_PACK=0 in the environment disables packing.
+  Linear(std::vector<TensorView> parts, Precision prec, ThreadPool& pool);
+
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return parts_.empty() ? 0 : parts_[0].cols(); }
+  const std::vector<TensorView>& parts() const { return parts_; }
+  const PackedMatrix* packed() const { return packed_.get(); }
+  // Bytes of weights one full product reads.
+  size_t weight_bytes() const;
+
+  // y[t*ldy + o] = sum_i W[o,i] x[t*ldx + i], o over all rows of all parts.
+  void forward(const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy, ThreadPool& pool,
+               Precision prec, MatmulScratch& scratch) const;
+
+ private:
+  std::vector<TensorView> parts_;
+  std::vector<int64_t> offsets_;
+  int64_t rows_ = 0;
+  std::shared_ptr<const PackedMatrix> packed_;
+};
+
+}  // namespace ferrum::kernels

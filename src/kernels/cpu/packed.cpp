@@ -1,0 +1,168 @@
+// Repacking of file rows into the 8-row interleaved layouts of packed.h, and the way back (to
+// reconstruct a row for checks).
+#include "kernels/cpu/packed.h"
+
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "core/fp16.h"
+#include "core/quant.h"
+#include "ferrum/error.h"
+
+namespace ferrum::kernels {
+namespace {
+
+size_t round64(size_t n) { return (n + 63) / 64 * 64; }
+
+size_t group_bytes(DType t, int64_t cols) {
+  switch (t) {
+    case DType::Q4_0:
+      return round64(static_cast<size_t>(cols / 32) * 144);
+    case DType::Q8_0:
+      return round64(static_cast<size_t>(cols / 32) * 272);
+    case DType::Q4_K:
+      return round64(static_cast<size_t>(cols / 256) * 1184);
+    default:
+      return 0;
+  }
+}
+
+// Where packed byte i of a block's quant area comes from, for one 8-row group: pointers to the 8
+// file rows; nb blocks (or super-blocks) per row.
+void pack_group(DType t, const uint8_t* const rows[8], int64_t nb, uint8_t* out) {
+  for (int64_t b = 0; b < nb; ++b)
+    for (int r = 0; r < 8; ++r) {
+      if (t == DType::Q4_0) {
+        const auto& blk = reinterpret_cast<const BlockQ4_0*>(rows[r])[b];
+        const Q32Offsets o = q32_offsets(b, nb, 128);
+        std::memcpy(out + o.qs + r * 16, blk.qs, 16);
+        reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
+      } else if (t == DType::Q8_0) {
+        const auto& blk = reinterpret_cast<const BlockQ8_0*>(rows[r])[b];
+        const Q32Offsets o = q32_offsets(b, nb, 256);
+        for (int h = 0; h < 2; ++h)
+          for (int i = 0; i < 16; ++i)
+            out[o.qs + (r / 4) * 128 + h * 64 + (r % 4) * 16 + i] =
+                static_cast<uint8_t>(static_cast<uint8_t>(blk.qs[16 * h + i]) ^ 0x80);
+        reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
+      } else {  // Q4_K
+        const auto& blk = reinterpret_cast<const BlockQ4_K*>(rows[r])[b];
+        const Q4KOffsets o = q4k_offsets(b, nb);
+        for (int c = 0; c < 4; ++c)
+          for (int h = 0; h < 2; ++h)
+            std::memcpy(out + o.qs + ((c * 2 + h) * 2 + r / 4) * 64 + (r % 4) * 16, blk.qs + 32 * c + 16 * h, 16);
+        uint64_t s8, m8;
+        k4_scales_mins(blk.scales, s8, m8);
+        for (int j = 0; j < 8; ++j) {
+          out[o.sc + j * 8 + r] = static_cast<uint8_t>(s8 >> (8 * j));
+          out[o.mn + r * 8 + j] = static_cast<uint8_t>(m8 >> (8 * j));
+        }
+        reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
+        reinterpret_cast<uint16_t*>(out + o.dmin)[r] = blk.dmin;
+      }
+    }
+}
+
+void free_aligned(uint8_t* p) { std::free(p); }
+
+}  // namespace
+
+bool packable(DType t) { return t == DType::Q4_0 || t == DType::Q8_0 || t == DType::Q4_K; }
+
+std::unique_ptr<PackedMatrix> pack_matrix(std::span<const TensorView> parts, ThreadPool& pool) {
+  if (parts.empty()) fail("pack_matrix: no tensors");
+  const DType t = parts[0].type;
+  const int64_t cols = parts[0].cols();
+  int64_t rows = 0;
+  for (const TensorView& p : parts) {
+    if (p.type != t || p.cols() != cols)
+      fail("pack_matrix: tensor '{}' ({} {}) does not match '{}' ({} {})", p.name, dtype_name(p.type),
+           p.shape_string(), parts[0].name, dtype_name(t), parts[0].shape_string());
+    if (!packable(t)) fail("pack_matrix: tensor '{}' has type {}, which has no packed layout", p.name, dtype_name(t));
+    if (p.rows() % kPackRows != 0)
+      fail("pack_matrix: tensor '{}' has {} rows, not a multiple of {}", p.name, p.rows(), kPackRows);
+    if (cols % dtype_info(t).block_size != 0)
+      fail("pack_matrix: tensor '{}' has {} columns, not a multiple of the block size", p.name, cols);
+    if (p.nbytes < p.row_bytes() * static_cast<size_t>(p.rows()))
+      fail("pack_matrix: tensor '{}' has {} bytes, needs {}", p.name, p.nbytes, p.row_bytes() * p.rows());
+    rows += p.rows();
+  }
+  auto m = std::make_unique<PackedMatrix>();
+  m->type = t;
+  m->rows = rows;
+  m->cols = cols;
+  m->group_bytes = group_bytes(t, cols);
+  const size_t total = m->group_bytes * static_cast<size_t>(rows / kPackRows);
+  // 2 MiB pages where the kernel allows them (THP "madvise" mode): a gemv streams the whole matrix,
+  // and with 4 KiB pages the hardware prefetcher stops at every page boundary and the TLB misses.
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t alloc = total >= kHuge ? (total + kHuge - 1) / kHuge * kHuge : (total + 63) / 64 * 64 + 64;
+  auto* mem = static_cast<uint8_t*>(std::aligned_alloc(total >= kHuge ? kHuge : 64, alloc));
+  if (!mem) fail("pack_matrix: out of memory for {} bytes ({})", total, parts[0].name);
+  if (total >= kHuge) madvise(mem, alloc, MADV_HUGEPAGE);
+  std::memset(mem, 0, total);
+  m->data = std::unique_ptr<uint8_t, void (*)(uint8_t*)>(mem, free_aligned);
+
+  // Group g -> (part, first row) lookup, then groups in parallel.
+  std::vector<std::pair<const TensorView*, int64_t>> where;
+  where.reserve(static_cast<size_t>(rows / kPackRows));
+  for (const TensorView& p : parts)
+    for (int64_t r = 0; r < p.rows(); r += kPackRows) where.emplace_back(&p, r);
+  const int64_t nb = cols / dtype_info(t).block_size;
+  pool.parallel_for(static_cast<int64_t>(where.size()), [&](int64_t g0, int64_t g1, int) {
+    for (int64_t g = g0; g < g1; ++g) {
+      const uint8_t* src[8];
+      for (int r = 0; r < 8; ++r) src[r] = where[g].first->row(where[g].second + r);
+      pack_group(t, src, nb, mem + static_cast<size_t>(g) * m->group_bytes);
+    }
+  });
+  return m;
+}
+
+void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
+  if (row < 0 || row >= p.rows) fail("unpack_row: row {} out of range ({} rows)", row, p.rows);
+  const uint8_t* g = p.group(row / kPackRows);
+  const int r = static_cast<int>(row % kPackRows);
+  const int64_t nb = p.cols / dtype_info(p.type).block_size;
+  std::vector<uint8_t> file_row(row_size(p.type, p.cols));
+  if (p.type == DType::Q4_0) {
+    auto* blk = reinterpret_cast<BlockQ4_0*>(file_row.data());
+    for (int64_t b = 0; b < nb; ++b) {
+      const Q32Offsets o = q32_offsets(b, nb, 128);
+      std::memcpy(blk[b].qs, g + o.qs + r * 16, 16);
+      blk[b].d = reinterpret_cast<const uint16_t*>(g + o.d)[r];
+    }
+  } else if (p.type == DType::Q8_0) {
+    auto* blk = reinterpret_cast<BlockQ8_0*>(file_row.data());
+    for (int64_t b = 0; b < nb; ++b) {
+      const Q32Offsets o = q32_offsets(b, nb, 256);
+      for (int h = 0; h < 2; ++h)
+        for (int i = 0; i < 16; ++i)
+          blk[b].qs[16 * h + i] = static_cast<int8_t>(g[o.qs + (r / 4) * 128 + h * 64 + (r % 4) * 16 + i] ^ 0x80);
+      blk[b].d = reinterpret_cast<const uint16_t*>(g + o.d)[r];
+    }
+  } else {
+    // Q4_K: dequantize directly (the 6-bit scale packing is not needed to get the values back).
+    for (int64_t b = 0; b < nb; ++b) {
+      const Q4KOffsets o = q4k_offsets(b, nb);
+      const float db = f16_to_f32(reinterpret_cast<const uint16_t*>(g + o.d)[r]);
+      const float mb = f16_to_f32(reinterpret_cast<const uint16_t*>(g + o.dmin)[r]);
+      for (int c = 0; c < 4; ++c)
+        for (int h = 0; h < 2; ++h) {
+          const uint8_t* q = g + o.qs + ((c * 2 + h) * 2 + r / 4) * 64 + (r % 4) * 16;
+          for (int i = 0; i < 16; ++i) {
+            const int e = 16 * h + i, j0 = 2 * c, j1 = 2 * c + 1;
+            out[b * 256 + 64 * c + e] = db * g[o.sc + j0 * 8 + r] * (q[i] & 0xF) - mb * g[o.mn + r * 8 + j0];
+            out[b * 256 + 64 * c + 32 + e] = db * g[o.sc + j1 * 8 + r] * (q[i] >> 4) - mb * g[o.mn + r * 8 + j1];
+          }
+        }
+    }
+    return;
+  }
+  dequantize_row(p.type, file_row.data(), out, p.cols);
+}
+
+}  // namespace ferrum::kernels

@@ -1,0 +1,160 @@
+// The 8-row packed weights (kernels/cpu/packed.h, linear.h): the packing keeps every value, the
+// packed products agree with the row-major Fast path and with a float64 reference, a token's result
+// is bitwise the same alone or in a batch of any size, and fused parts equal separate products.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "ferrum/error.h"
+#include "kernel_test_util.h"
+#include "kernels/cpu/linear.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/packed.h"
+
+namespace ferrum::kernels {
+namespace {
+
+// Shapes exercise full tiles and tails: 96 columns = 3 blocks (a lone partial tile), 4864 = 152
+// blocks / 19 super-blocks (an odd one left over), 2048 = whole tiles.
+struct Shape {
+  DType type;
+  int64_t rows, cols;
+};
+const Shape kShapes[] = {{DType::Q4_0, 16, 96},   {DType::Q4_0, 24, 4864}, {DType::Q4_0, 40, 2048},
+                         {DType::Q8_0, 16, 96},   {DType::Q8_0, 24, 4864}, {DType::Q8_0, 40, 2048},
+                         {DType::Q4_K, 16, 256},  {DType::Q4_K, 24, 4864}, {DType::Q4_K, 40, 2048},
+                         {DType::Q4_K, 8, 768}};
+
+TEST(Packed, UnpackedRowsEqualTheFile) {
+  ThreadPool pool(2);
+  for (const Shape& s : kShapes) {
+    test::TestMatrix m(s.type, s.rows, s.cols, 11);
+    const auto want = m.dequantized();
+    const auto p = pack_matrix(std::span<const TensorView>(&m.view, 1), pool);
+    std::vector<float> row(s.cols);
+    for (int64_t r = 0; r < s.rows; ++r) {
+      unpack_row(*p, r, row.data());
+      ASSERT_EQ(0, std::memcmp(row.data(), want.data() + r * s.cols, s.cols * sizeof(float)))
+          << dtype_name(s.type) << " " << s.rows << "x" << s.cols << " row " << r;
+    }
+  }
+}
+
+TEST(Packed, RejectsWhatItCannotPack) {
+  ThreadPool pool(1);
+  test::TestMatrix odd(DType::Q4_0, 12, 64, 1);  // 12 rows: not a multiple of 8
+  EXPECT_THROW(pack_matrix(std::span<const TensorView>(&odd.view, 1), pool), Error);
+  test::TestMatrix f16(DType::F16, 8, 64, 1);
+  EXPECT_THROW(pack_matrix(std::span<const TensorView>(&f16.view, 1), pool), Error);
+  test::TestMatrix a(DType::Q4_0, 8, 64, 1), b(DType::Q8_0, 8, 64, 2);
+  const TensorView mixed[] = {a.view, b.view};
+  EXPECT_THROW(pack_matrix(mixed, pool), Error);
+}
+
+class PackedProduct : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!packed_kernels_active()) GTEST_SKIP() << "no avx512 kernels on this CPU (packing is off there)";
+  }
+};
+
+TEST_F(PackedProduct, MatchesRowMajorFastPathAndReference) {
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  for (const Shape& s : kShapes) {
+    test::TestMatrix m(s.type, s.rows, s.cols, 5);
+    const Linear lin({m.view}, Precision::Fast, pool);
+    ASSERT_NE(lin.packed(), nullptr) << dtype_name(s.type);
+    const int64_t n_tok = 7;
+    const auto x = test::gaussian(static_cast<size_t>(n_tok * s.cols), 9);
+    std::vector<float> yp(n_tok * s.rows), yr(n_tok * s.rows);
+    lin.forward(x.data(), s.cols, n_tok, yp.data(), s.rows, pool, Precision::Fast, scratch);
+    matmul(m.view, x.data(), s.cols, n_tok, yr.data(), s.rows, pool, Precision::Fast, scratch);
+    const auto w = m.dequantized();
+    double worst_rows = 0, worst_ref = 0;
+    for (int64_t t = 0; t < n_tok; ++t)
+      for (int64_t r = 0; r < s.rows; ++r) {
+        double ref = 0, mag = 0;
+        for (int64_t i = 0; i < s.cols; ++i) {
+          ref += static_cast<double>(w[r * s.cols + i]) * x[t * s.cols + i];
+          mag += std::fabs(static_cast<double>(w[r * s.cols + i]) * x[t * s.cols + i]);
+        }
+        const float got = yp[t * s.rows + r];
+        // Same 8-bit activations as the row-major Fast path: only the float summation order differs.
+        worst_rows = std::max(worst_rows, std::fabs(got - yr[t * s.rows + r]) / (mag + 1e-9));
+        // Against exact float64 with float activations: the 8-bit activation error (~1/254 per value).
+        worst_ref = std::max(worst_ref, std::fabs(got - ref) / (mag + 1e-9));
+      }
+    EXPECT_LT(worst_rows, 1e-5) << dtype_name(s.type) << " " << s.rows << "x" << s.cols;
+    EXPECT_LT(worst_ref, 2e-2) << dtype_name(s.type) << " " << s.rows << "x" << s.cols;
+  }
+}
+
+TEST_F(PackedProduct, TokenResultDoesNotDependOnBatch) {
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  for (const Shape& s : kShapes) {
+    test::TestMatrix m(s.type, s.rows, s.cols, 3);
+    const Linear lin({m.view}, Precision::Fast, pool);
+    const int64_t n_tok = 11;  // tiles of 4, 4, 3
+    const auto x = test::gaussian(static_cast<size_t>(n_tok * s.cols), 4);
+    std::vector<float> batch(n_tok * s.rows), one(s.rows);
+    lin.forward(x.data(), s.cols, n_tok, batch.data(), s.rows, pool, Precision::Fast, scratch);
+    for (int64_t t = 0; t < n_tok; ++t) {
+      lin.forward(x.data() + t * s.cols, s.cols, 1, one.data(), s.rows, pool, Precision::Fast, scratch);
+      ASSERT_EQ(0, std::memcmp(one.data(), batch.data() + t * s.rows, s.rows * sizeof(float)))
+          << dtype_name(s.type) << " " << s.rows << "x" << s.cols << " token " << t;
+    }
+  }
+}
+
+TEST_F(PackedProduct, FusedPartsEqualSeparateProducts) {
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  test::TestMatrix q(DType::Q4_K, 32, 512, 1), k(DType::Q4_K, 8, 512, 2), v(DType::Q4_K, 8, 512, 3);
+  const Linear fused({q.view, k.view, v.view}, Precision::Fast, pool);
+  ASSERT_NE(fused.packed(), nullptr);
+  EXPECT_EQ(fused.rows(), 48);
+  const auto x = test::gaussian(3 * 512, 8);
+  std::vector<float> y(3 * 48), part(3 * 32);
+  fused.forward(x.data(), 512, 3, y.data(), 48, pool, Precision::Fast, scratch);
+  int64_t off = 0;
+  for (const TensorView* t : {&q.view, &k.view, &v.view}) {
+    const Linear alone({*t}, Precision::Fast, pool);
+    alone.forward(x.data(), 512, 3, part.data(), t->rows(), pool, Precision::Fast, scratch);
+    for (int64_t tok = 0; tok < 3; ++tok)
+      for (int64_t r = 0; r < t->rows(); ++r)
+        ASSERT_EQ(part[tok * t->rows() + r], y[tok * 48 + off + r]) << t->name << " row " << r;
+    off += t->rows();
+  }
+  // Mixed types are not packed together and still give the stacked product.
+  test::TestMatrix k8(DType::Q8_0, 8, 512, 2);
+  const Linear mixed({q.view, k8.view}, Precision::Fast, pool);
+  EXPECT_EQ(mixed.packed(), nullptr);
+  std::vector<float> ym(40), yq(32), yk(8);
+  mixed.forward(x.data(), 512, 1, ym.data(), 40, pool, Precision::Fast, scratch);
+  matmul(q.view, x.data(), 512, 1, yq.data(), 32, pool, Precision::Fast, scratch);
+  matmul(k8.view, x.data(), 512, 1, yk.data(), 8, pool, Precision::Fast, scratch);
+  for (int r = 0; r < 32; ++r) EXPECT_EQ(ym[r], yq[r]);
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(ym[32 + r], yk[r]);
+}
+
+TEST_F(PackedProduct, OtherIsaFallsBackToTheFileRows) {
+  ThreadPool pool(1);
+  MatmulScratch scratch;
+  test::TestMatrix m(DType::Q4_0, 16, 256, 6);
+  const Linear lin({m.view}, Precision::Fast, pool);
+  ASSERT_NE(lin.packed(), nullptr);
+  const auto x = test::gaussian(256, 2);
+  std::vector<float> y(16), want(16);
+  force_isa("scalar");
+  lin.forward(x.data(), 256, 1, y.data(), 16, pool, Precision::Fast, scratch);
+  matmul(m.view, x.data(), 256, 1, want.data(), 16, pool, Precision::Fast, scratch);
+  force_isa("avx512");
+  EXPECT_EQ(y, want);
+}
+
+}  // namespace
+}  // namespace ferrum::kernels
