@@ -129,14 +129,17 @@ TEST_F(PackedProduct, FusedPartsEqualSeparateProducts) {
         ASSERT_EQ(part[tok * t->rows() + r], y[tok * 48 + off + r]) << t->name << " row " << r;
     off += t->rows();
   }
-  // Mixed types are not packed together and still give the stacked product.
-  test::TestMatrix k8(DType::Q8_0, 8, 512, 2);
-  const Linear mixed({q.view, k8.view}, Precision::Fast, pool);
+  // Mixed types are packed separately (and an F16 part is left as it is) and still give the
+  // stacked product.
+  test::TestMatrix k8(DType::Q8_0, 8, 512, 2), v16(DType::F16, 8, 512, 4);
+  const Linear mixed({q.view, k8.view, v16.view}, Precision::Fast, pool);
   EXPECT_EQ(mixed.packed(), nullptr);
-  std::vector<float> ym(40), yq(32), yk(8);
-  mixed.forward(x.data(), 512, 1, ym.data(), 40, pool, Precision::Fast, scratch);
-  matmul(q.view, x.data(), 512, 1, yq.data(), 32, pool, Precision::Fast, scratch);
-  matmul(k8.view, x.data(), 512, 1, yk.data(), 8, pool, Precision::Fast, scratch);
+  std::vector<float> ym(48), yq(32), yk(8), yv(8);
+  mixed.forward(x.data(), 512, 1, ym.data(), 48, pool, Precision::Fast, scratch);
+  Linear({q.view}, Precision::Fast, pool).forward(x.data(), 512, 1, yq.data(), 32, pool, Precision::Fast, scratch);
+  Linear({k8.view}, Precision::Fast, pool).forward(x.data(), 512, 1, yk.data(), 8, pool, Precision::Fast, scratch);
+  matmul(v16.view, x.data(), 512, 1, yv.data(), 8, pool, Precision::Fast, scratch);
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(ym[40 + r], yv[r]);
   for (int r = 0; r < 32; ++r) EXPECT_EQ(ym[r], yq[r]);
   for (int r = 0; r < 8; ++r) EXPECT_EQ(ym[32 + r], yk[r]);
 }

@@ -17,30 +17,46 @@ bool packing_enabled() {
 
 Linear::Linear(std::vector<TensorView> parts, Precision prec, ThreadPool& pool) : parts_(std::move(parts)) {
   if (parts_.empty()) fail("Linear: no weight tensors");
-  bool pack = prec == Precision::Fast && packed_kernels_active() && packing_enabled();
   for (const TensorView& p : parts_) {
     if (p.cols() != parts_[0].cols())
       fail("tensor '{}' has {} inputs per row, but '{}' (fused with it) has {}", p.name, p.cols(), parts_[0].name,
            parts_[0].cols());
     offsets_.push_back(rows_);
     rows_ += p.rows();
-    pack = pack && p.type == parts_[0].type && packable(p.type) && p.rows() % kPackRows == 0 &&
-           p.cols() % dtype_info(p.type).block_size == 0;
   }
-  if (pack) packed_ = pack_matrix(parts_, pool);
+  const bool pack = prec == Precision::Fast && packed_kernels_active() && packing_enabled();
+  auto packs = [&](const TensorView& p) {
+    return pack && packable(p.type) && p.rows() % kPackRows == 0 && p.cols() % dtype_info(p.type).block_size == 0;
+  };
+  // Runs of consecutive packable parts of one type become one packed segment.
+  for (size_t i = 0; i < parts_.size();) {
+    size_t j = i + 1;
+    if (packs(parts_[i])) {
+      while (j < parts_.size() && packs(parts_[j]) && parts_[j].type == parts_[i].type) ++j;
+      segments_.push_back({offsets_[i], pack_matrix(std::span<const TensorView>(&parts_[i], j - i), pool), 0});
+    } else {
+      segments_.push_back({offsets_[i], nullptr, i});
+    }
+    i = j;
+  }
 }
 
 size_t Linear::weight_bytes() const {
-  if (packed_) return packed_->bytes();
   size_t n = 0;
-  for (const TensorView& p : parts_) n += p.row_bytes() * static_cast<size_t>(p.rows());
+  for (const Segment& s : segments_)
+    n += s.packed ? s.packed->bytes() : parts_[s.part].row_bytes() * static_cast<size_t>(parts_[s.part].rows());
   return n;
 }
 
 void Linear::forward(const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy, ThreadPool& pool,
                      Precision prec, MatmulScratch& scratch) const {
-  if (packed_ && prec == Precision::Fast && packed_kernels_active()) {
-    matmul_packed(*packed_, x, ldx, n_tok, y, ldy, pool, scratch);
+  if (prec == Precision::Fast && packed_kernels_active()) {
+    for (const Segment& s : segments_) {
+      if (s.packed)
+        matmul_packed(*s.packed, x, ldx, n_tok, y + s.row0, ldy, pool, scratch);
+      else
+        matmul(parts_[s.part], x, ldx, n_tok, y + s.row0, ldy, pool, prec, scratch);
+    }
     return;
   }
   for (size_t i = 0; i < parts_.size(); ++i)

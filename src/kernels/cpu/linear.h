@@ -1,8 +1,9 @@
 // A weight matrix of a linear layer as the forward pass uses it: one or more row blocks of the file
 // stacked in order (q, k, v -> one matrix), multiplied in one call. When the kernels allow it (Fast
-// precision, the avx512 kernels, a packable type shared by all blocks, rows in multiples of 8) the
-// blocks are also repacked into one PackedMatrix at load; the file's rows stay as they are (the
-// embedding lookup and the other ISAs read them), so forcing another ISA later still works.
+// precision, the avx512 kernels, a packable type, rows in multiples of 8) consecutive blocks of one
+// type are also repacked into one PackedMatrix at load (q and k of Q4_K together when v is Q6_K);
+// the file's rows stay as they are (the embedding lookup and the other ISAs read them), so forcing
+// another ISA later still works.
 #pragma once
 
 #include <memory>
@@ -24,7 +25,10 @@ class Linear {
   int64_t rows() const { return rows_; }
   int64_t cols() const { return parts_.empty() ? 0 : parts_[0].cols(); }
   const std::vector<TensorView>& parts() const { return parts_; }
-  const PackedMatrix* packed() const { return packed_.get(); }
+  // The packed matrix when all rows are in one (null otherwise).
+  const PackedMatrix* packed() const {
+    return segments_.size() == 1 && segments_[0].packed ? segments_[0].packed.get() : nullptr;
+  }
   // Bytes of weights one full product reads.
   size_t weight_bytes() const;
 
@@ -33,10 +37,16 @@ class Linear {
                Precision prec, MatmulScratch& scratch) const;
 
  private:
+  // Rows from row0 on: one packed matrix, or the file tensor parts_[part].
+  struct Segment {
+    int64_t row0 = 0;
+    std::shared_ptr<const PackedMatrix> packed;
+    size_t part = 0;
+  };
   std::vector<TensorView> parts_;
-  std::vector<int64_t> offsets_;
+  std::vector<int64_t> offsets_;  // first row of each part
+  std::vector<Segment> segments_;
   int64_t rows_ = 0;
-  std::shared_ptr<const PackedMatrix> packed_;
 };
 
 }  // namespace ferrum::kernels

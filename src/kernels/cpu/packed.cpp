@@ -103,7 +103,6 @@ std::unique_ptr<PackedMatrix> pack_matrix(std::span<const TensorView> parts, Thr
   auto* mem = static_cast<uint8_t*>(std::aligned_alloc(total >= kHuge ? kHuge : 64, alloc));
   if (!mem) fail("pack_matrix: out of memory for {} bytes ({})", total, parts[0].name);
   if (total >= kHuge) madvise(mem, alloc, MADV_HUGEPAGE);
-  std::memset(mem, 0, total);
   m->data = std::unique_ptr<uint8_t, void (*)(uint8_t*)>(mem, free_aligned);
 
   // Group g -> (part, first row) lookup, then groups in parallel.
