@@ -25,7 +25,8 @@ struct Shape {
 const Shape kShapes[] = {{DType::Q4_0, 16, 96},   {DType::Q4_0, 24, 4864}, {DType::Q4_0, 40, 2048},
                          {DType::Q8_0, 16, 96},   {DType::Q8_0, 24, 4864}, {DType::Q8_0, 40, 2048},
                          {DType::Q4_K, 16, 256},  {DType::Q4_K, 24, 4864}, {DType::Q4_K, 40, 2048},
-                         {DType::Q4_K, 8, 768}};
+                         {DType::Q4_K, 8, 768},   {DType::F16, 16, 96},    {DType::F16, 24, 4864},
+                         {DType::F16, 8, 2048}};
 
 TEST(Packed, UnpackedRowsEqualTheFile) {
   ThreadPool pool(2);
@@ -46,8 +47,10 @@ TEST(Packed, RejectsWhatItCannotPack) {
   ThreadPool pool(1);
   test::TestMatrix odd(DType::Q4_0, 12, 64, 1);  // 12 rows: not a multiple of 8
   EXPECT_THROW(pack_matrix(std::span<const TensorView>(&odd.view, 1), pool), Error);
-  test::TestMatrix f16(DType::F16, 8, 64, 1);
+  test::TestMatrix f16(DType::F16, 8, 48, 1);  // 48 columns: not a multiple of 32
   EXPECT_THROW(pack_matrix(std::span<const TensorView>(&f16.view, 1), pool), Error);
+  test::TestMatrix q6(DType::Q6_K, 8, 256, 1);
+  EXPECT_THROW(pack_matrix(std::span<const TensorView>(&q6.view, 1), pool), Error);
   test::TestMatrix a(DType::Q4_0, 8, 64, 1), b(DType::Q8_0, 8, 64, 2);
   const TensorView mixed[] = {a.view, b.view};
   EXPECT_THROW(pack_matrix(mixed, pool), Error);
@@ -129,9 +132,9 @@ TEST_F(PackedProduct, FusedPartsEqualSeparateProducts) {
         ASSERT_EQ(part[tok * t->rows() + r], y[tok * 48 + off + r]) << t->name << " row " << r;
     off += t->rows();
   }
-  // Mixed types are packed separately (and an F16 part is left as it is) and still give the
+  // Mixed types are packed separately (and a Q6_K part is left as it is) and still give the
   // stacked product.
-  test::TestMatrix k8(DType::Q8_0, 8, 512, 2), v16(DType::F16, 8, 512, 4);
+  test::TestMatrix k8(DType::Q8_0, 8, 512, 2), v16(DType::Q6_K, 8, 512, 4);
   const Linear mixed({q.view, k8.view, v16.view}, Precision::Fast, pool);
   EXPECT_EQ(mixed.packed(), nullptr);
   std::vector<float> ym(48), yq(32), yk(8), yv(8);

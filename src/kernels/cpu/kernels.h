@@ -57,8 +57,9 @@ struct PackedKernels {
   // y[t*ldy + r] for r < 8.
   using GroupFn = void (*)(const uint8_t* group, int64_t n, const uint8_t* act, size_t act_stride, int nt,
                            float* y, int64_t ldy);
-  GroupFn q4_0, q8_0, q4_k;
-  // Activation preparation for weights of type t, and its size per token.
+  GroupFn q4_0, q8_0, q4_k, f16;
+  // Activation preparation for weights of type t, and its size per token (F16 uses the F32
+  // activations as they are).
   void (*prep)(DType t, const float* x, uint8_t* out, int64_t n);
   size_t (*act_bytes)(DType t, int64_t n);
 };

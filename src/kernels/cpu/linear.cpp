@@ -26,7 +26,7 @@ Linear::Linear(std::vector<TensorView> parts, Precision prec, ThreadPool& pool) 
   }
   const bool pack = prec == Precision::Fast && packed_kernels_active() && packing_enabled();
   auto packs = [&](const TensorView& p) {
-    return pack && packable(p.type) && p.rows() % kPackRows == 0 && p.cols() % dtype_info(p.type).block_size == 0;
+    return pack && packable(p.type, p.rows(), p.cols());
   };
   // Runs of consecutive packable parts of one type become one packed segment.
   for (size_t i = 0; i < parts_.size();) {

@@ -205,17 +205,25 @@ void matmul_packed(const PackedMatrix& P, const float* x, int64_t ldx, int64_t n
   if (n_tok > 1 && (ldx < P.cols || ldy < P.rows)) fail("matmul_packed: strides {} / {} too small", ldx, ldy);
   if (n_tok == 0 || P.rows == 0) return;
   const PackedKernels& k = avx512_packed_kernels();
-  const PackedKernels::GroupFn fn = P.type == DType::Q4_0 ? k.q4_0 : P.type == DType::Q8_0 ? k.q8_0 : k.q4_k;
+  const PackedKernels::GroupFn fn = P.type == DType::Q4_0   ? k.q4_0
+                                    : P.type == DType::Q8_0 ? k.q8_0
+                                    : P.type == DType::Q4_K ? k.q4_k
+                                                            : k.f16;
   const int64_t cols = P.cols;
-  const size_t stride = (k.act_bytes(P.type, cols) + 63) / 64 * 64;
-  uint8_t* act = grow(scratch.act, stride * n_tok);
-  auto prep = [&](int64_t t0, int64_t t1, int) {
-    for (int64_t t = t0; t < t1; ++t) k.prep(P.type, x + t * ldx, act + t * stride, cols);
-  };
-  if (n_tok > 1 && n_tok * cols >= kInlineMacs / 8)
-    pool.parallel_for(n_tok, prep);
-  else
-    prep(0, n_tok, 0);
+  const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
+  size_t stride = static_cast<size_t>(ldx) * sizeof(float);
+  if (P.type != DType::F16) {
+    stride = (k.act_bytes(P.type, cols) + 63) / 64 * 64;
+    uint8_t* buf = grow(scratch.act, stride * n_tok);
+    auto prep = [&](int64_t t0, int64_t t1, int) {
+      for (int64_t t = t0; t < t1; ++t) k.prep(P.type, x + t * ldx, buf + t * stride, cols);
+    };
+    if (n_tok > 1 && n_tok * cols >= kInlineMacs / 8)
+      pool.parallel_for(n_tok, prep);
+    else
+      prep(0, n_tok, 0);
+    act = buf;
+  }
   for_items(pool, P.rows, cols, n_tok, kTokenGroup, [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1, int) {
     for (int64_t t = t0; t < t1; t += kMaxTile) {
       const int nt = static_cast<int>(std::min<int64_t>(kMaxTile, t1 - t));

@@ -25,6 +25,8 @@ size_t group_bytes(DType t, int64_t cols) {
       return round64(static_cast<size_t>(cols / 32) * 272);
     case DType::Q4_K:
       return round64(static_cast<size_t>(cols / 256) * 1184);
+    case DType::F16:
+      return static_cast<size_t>(cols) * 16;
     default:
       return 0;
   }
@@ -33,6 +35,13 @@ size_t group_bytes(DType t, int64_t cols) {
 // Where packed byte i of a block's quant area comes from, for one 8-row group: pointers to the 8
 // file rows; nb blocks (or super-blocks) per row.
 void pack_group(DType t, const uint8_t* const rows[8], int64_t nb, uint8_t* out) {
+  if (t == DType::F16) {  // nb = columns
+    const int64_t nc = nb / 32;
+    for (int r = 0; r < 8; ++r)
+      for (int64_t c = 0; c < nc; ++c)
+        std::memcpy(out + (r / 4) * nc * 256 + c * 256 + (r % 4) * 64, rows[r] + c * 64, 64);
+    return;
+  }
   for (int64_t b = 0; b < nb; ++b)
     for (int r = 0; r < 8; ++r) {
       if (t == DType::Q4_0) {
@@ -70,7 +79,20 @@ void free_aligned(uint8_t* p) { std::free(p); }
 
 }  // namespace
 
-bool packable(DType t) { return t == DType::Q4_0 || t == DType::Q8_0 || t == DType::Q4_K; }
+bool packable(DType t, int64_t rows, int64_t cols) {
+  if (rows % kPackRows != 0 || cols <= 0) return false;
+  switch (t) {
+    case DType::Q4_0:
+    case DType::Q8_0:
+      return cols % 32 == 0;
+    case DType::Q4_K:
+      return cols % 256 == 0;
+    case DType::F16:
+      return cols % 32 == 0;
+    default:
+      return false;
+  }
+}
 
 std::unique_ptr<PackedMatrix> pack_matrix(std::span<const TensorView> parts, ThreadPool& pool) {
   if (parts.empty()) fail("pack_matrix: no tensors");
@@ -81,11 +103,9 @@ std::unique_ptr<PackedMatrix> pack_matrix(std::span<const TensorView> parts, Thr
     if (p.type != t || p.cols() != cols)
       fail("pack_matrix: tensor '{}' ({} {}) does not match '{}' ({} {})", p.name, dtype_name(p.type),
            p.shape_string(), parts[0].name, dtype_name(t), parts[0].shape_string());
-    if (!packable(t)) fail("pack_matrix: tensor '{}' has type {}, which has no packed layout", p.name, dtype_name(t));
-    if (p.rows() % kPackRows != 0)
-      fail("pack_matrix: tensor '{}' has {} rows, not a multiple of {}", p.name, p.rows(), kPackRows);
-    if (cols % dtype_info(t).block_size != 0)
-      fail("pack_matrix: tensor '{}' has {} columns, not a multiple of the block size", p.name, cols);
+    if (!packable(t, p.rows(), cols))
+      fail("pack_matrix: tensor '{}' ({} {}) has no packed layout (types Q4_0/Q8_0/Q4_K/F16, rows in multiples of 8)",
+           p.name, dtype_name(t), p.shape_string());
     if (p.nbytes < p.row_bytes() * static_cast<size_t>(p.rows()))
       fail("pack_matrix: tensor '{}' has {} bytes, needs {}", p.name, p.nbytes, p.row_bytes() * p.rows());
     rows += p.rows();
@@ -126,6 +146,13 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
   const uint8_t* g = p.group(row / kPackRows);
   const int r = static_cast<int>(row % kPackRows);
   const int64_t nb = p.cols / dtype_info(p.type).block_size;
+  if (p.type == DType::F16) {
+    const int64_t nc = p.cols / 32;
+    for (int64_t c = 0; c < nc; ++c)
+      for (int i = 0; i < 32; ++i)
+        out[c * 32 + i] = f16_to_f32(reinterpret_cast<const uint16_t*>(g + (r / 4) * nc * 256 + c * 256 + (r % 4) * 64)[i]);
+    return;
+  }
   std::vector<uint8_t> file_row(row_size(p.type, p.cols));
   if (p.type == DType::Q4_0) {
     auto* blk = reinterpret_cast<BlockQ4_0*>(file_row.data());

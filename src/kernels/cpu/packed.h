@@ -15,6 +15,7 @@
 //         sub-blocks 2c/2c+1); sc[8 sub-blocks][8 rows], mins[8 rows][8 sub-blocks] (6-bit values in
 //         bytes); d[8], dmin[8] (F16). Tile: qs x2, sc x2, mins x2, d x2, dmin x2. 1184 bytes per
 //         8x256 vs 1152 in the file (+2.8%).
+//   F16:  two 4-row halves one after the other, each [n/32 chunks][4 rows][32 values]. Same bytes.
 #pragma once
 
 #include <cstdint>
@@ -57,8 +58,9 @@ struct PackedMatrix {
   size_t bytes() const { return group_bytes * static_cast<size_t>(rows / kPackRows); }
 };
 
-// Whether `t` has a packed layout and kernel (Q4_0, Q8_0, Q4_K).
-bool packable(DType t);
+// Whether a rows x cols matrix of type t can be packed: Q4_0, Q8_0, Q4_K or F16 (F16: cols a multiple
+// of 32), rows a multiple of 8.
+bool packable(DType t, int64_t rows, int64_t cols);
 
 // Packs the rows of all parts, stacked in order (e.g. q, k, v into one matrix). The parts must have
 // one packable type, the same number of columns and a multiple of 8 rows each; otherwise throws.
