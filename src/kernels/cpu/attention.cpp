@@ -1,11 +1,13 @@
 #include "kernels/cpu/attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
 #include "core/fp16.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/kernels.h"
 
 namespace ferrum::kernels {
 
@@ -109,53 +111,48 @@ float dot_f32(const float* a, const float* b, int64_t n) {
 
 namespace {
 
-// y += w * x over n floats.
-inline void axpy(float* y, float w, const float* x, int n) {
-  for (int i = 0; i < n; ++i) y[i] += w * x[i];
+constexpr int64_t kQueryBlock = 16;  // query tokens per work item: K/V rows are converted once per block
+
+// Head h of cached rows [j0, j1) of K (or V) as floats, hd per row.
+void load_rows(const KvSeqView& kv, bool k, int h, int n_head_kv, int hd, int64_t j0, int64_t j1, float* out,
+               const IsaKernels& isa) {
+  for (int64_t j = j0; j < j1; ++j, out += hd) {
+    const uint8_t* row = k ? kv.k_row(j) : kv.v_row(j);
+    if (kv.type == KvType::F16)
+      isa.f16_to_f32(reinterpret_cast<const uint16_t*>(row) + static_cast<size_t>(h) * hd, out, hd);
+    else
+      kv_load_head(kv.type, row, h, n_head_kv, hd, out);
+  }
 }
 
-// Query token t of `job`, KV head hk: all query heads of the group at once.
-void attend_group(const AttentionParams& p, const AttentionJob& job, int64_t t, int hk, float* buf,
-                  int64_t max_len) {
+// Query tokens [t0, t1) of `job`, KV head hk, all query heads of the group. The arithmetic for a
+// token does not depend on the block it is in (same dot/axpy/softmax calls in the same order).
+void attend_block(const AttentionParams& p, const AttentionJob& job, int64_t t0, int64_t t1, int hk, float* buf,
+                  int64_t max_len, const IsaKernels& isa) {
   const int group = p.n_head / p.n_head_kv;
   const int hd = p.head_dim;
-  const int64_t pos = job.pos0 + t;
-  const int64_t lo = p.sliding_window > 0 ? std::max<int64_t>(0, pos - p.sliding_window + 1) : 0;
-  const int64_t n = pos - lo + 1;
-  float* scores = buf;                    // group * max_len
-  float* row = scores + group * max_len;  // hd
-  const bool f32 = job.kv.type == KvType::F32;
-  const float* qg = job.q + t * job.ldq + static_cast<int64_t>(hk) * group * hd;
-
-  for (int64_t j = 0; j < n; ++j) {
-    const uint8_t* kr = job.kv.k_row(lo + j);
-    const float* k;
-    if (f32) {
-      k = reinterpret_cast<const float*>(kr) + static_cast<int64_t>(hk) * hd;
-    } else {
-      kv_load_head(job.kv.type, kr, hk, p.n_head_kv, hd, row);
-      k = row;
-    }
+  auto first_key = [&](int64_t pos) {
+    return p.sliding_window > 0 ? std::max<int64_t>(0, pos - p.sliding_window + 1) : int64_t{0};
+  };
+  const int64_t j0 = first_key(job.pos0 + t0), j1 = job.pos0 + t1;  // keys any query of the block sees
+  float* keys = buf;                   // (j1 - j0) x hd
+  float* vals = keys + max_len * hd;   // (j1 - j0) x hd
+  float* scores = vals + max_len * hd;  // max_len
+  load_rows(job.kv, true, hk, p.n_head_kv, hd, j0, j1, keys, isa);
+  load_rows(job.kv, false, hk, p.n_head_kv, hd, j0, j1, vals, isa);
+  for (int64_t t = t0; t < t1; ++t) {
+    const int64_t pos = job.pos0 + t, lo = first_key(pos), n = pos - lo + 1;
+    const float* k = keys + (lo - j0) * hd;
+    const float* v = vals + (lo - j0) * hd;
     for (int g = 0; g < group; ++g) {
-      scores[g * max_len + j] = dot_f32(qg + g * hd, k, hd) * p.scale;
+      const int64_t head = static_cast<int64_t>(hk) * group + g;
+      const float* q = job.q + t * job.ldq + head * hd;
+      for (int64_t j = 0; j < n; ++j) scores[j] = isa.dot_f32(q, k + j * hd, hd) * p.scale;
+      softmax(scores, n);
+      float* out = job.out + t * job.ldo + head * hd;
+      std::fill_n(out, hd, 0.0f);
+      for (int64_t j = 0; j < n; ++j) isa.axpy_f32(out, scores[j], v + j * hd, hd);
     }
-  }
-  for (int g = 0; g < group; ++g) {
-    softmax(scores + g * max_len, n);
-    std::fill_n(job.out + t * job.ldo + (static_cast<int64_t>(hk) * group + g) * hd, hd, 0.0f);
-  }
-  for (int64_t j = 0; j < n; ++j) {
-    const uint8_t* vr = job.kv.v_row(lo + j);
-    const float* v;
-    if (f32) {
-      v = reinterpret_cast<const float*>(vr) + static_cast<int64_t>(hk) * hd;
-    } else {
-      kv_load_head(job.kv.type, vr, hk, p.n_head_kv, hd, row);
-      v = row;
-    }
-    for (int g = 0; g < group; ++g)
-      axpy(job.out + t * job.ldo + (static_cast<int64_t>(hk) * group + g) * hd, scores[g * max_len + j], v,
-           hd);
   }
 }
 
@@ -163,25 +160,39 @@ void attend_group(const AttentionParams& p, const AttentionJob& job, int64_t t, 
 
 void attention(const AttentionParams& p, const AttentionJob* jobs, int n_jobs, ThreadPool& pool,
                AttentionScratch& scratch) {
+  const IsaKernels& isa = active_kernels();
   int64_t max_len = 0, n_items = 0;
   for (int i = 0; i < n_jobs; ++i) {
     max_len = std::max(max_len, jobs[i].pos0 + jobs[i].n_tok);
-    n_items += jobs[i].n_tok * p.n_head_kv;
+    n_items += (jobs[i].n_tok + kQueryBlock - 1) / kQueryBlock * p.n_head_kv;
   }
-  const int group = p.n_head / p.n_head_kv;
-  const size_t per_thread = static_cast<size_t>(group) * max_len + p.head_dim;
+  const size_t per_thread = static_cast<size_t>(max_len) * (2 * p.head_dim + 1);
   if (scratch.buf.size() < per_thread * pool.size()) scratch.buf.resize(per_thread * pool.size());
-  pool.parallel_for(n_items, [&](int64_t b, int64_t e, int ith) {
+  // Items are claimed dynamically, each job's last (longest) query blocks first, so the causal
+  // triangle's unequal items still balance over the threads.
+  std::atomic<int64_t> next{0};
+  auto work = [&](int ith, int) {
     float* buf = scratch.buf.data() + per_thread * ith;
-    // Map the flat item index to (job, token, kv head).
-    int job = 0;
-    int64_t base = 0;
-    for (int64_t it = b; it < e; ++it) {
-      while (it - base >= jobs[job].n_tok * p.n_head_kv) base += jobs[job++].n_tok * p.n_head_kv;
-      const int64_t local = it - base;
-      attend_group(p, jobs[job], local / p.n_head_kv, static_cast<int>(local % p.n_head_kv), buf, max_len);
+    for (int64_t it = next.fetch_add(1, std::memory_order_relaxed); it < n_items;
+         it = next.fetch_add(1, std::memory_order_relaxed)) {
+      int job = 0;
+      int64_t local = it;
+      for (;; ++job) {
+        const int64_t cnt = (jobs[job].n_tok + kQueryBlock - 1) / kQueryBlock * p.n_head_kv;
+        if (local < cnt) break;
+        local -= cnt;
+      }
+      const AttentionJob& J = jobs[job];
+      const int64_t n_blocks = (J.n_tok + kQueryBlock - 1) / kQueryBlock;
+      const int64_t blk = n_blocks - 1 - local / p.n_head_kv;
+      const int hk = static_cast<int>(local % p.n_head_kv);
+      attend_block(p, J, blk * kQueryBlock, std::min(J.n_tok, (blk + 1) * kQueryBlock), hk, buf, max_len, isa);
     }
-  });
+  };
+  if (n_items == 1)
+    work(0, 1);
+  else
+    pool.run(work);
 }
 
 }  // namespace ferrum::kernels

@@ -47,8 +47,11 @@ struct IsaKernels {
   // Activation preparation; the same numbers on every ISA (round half to even everywhere).
   void (*quantize_q8_1f)(const float* x, uint8_t* y, int64_t n);  // Q8Act layout
   void (*quantize_q8_k)(const float* x, BlockQ8_K* y, int64_t n);
-  // Exact F16 -> F32 row conversion (the Exact path's dequantization of F16 weights).
+  // Exact F16 -> F32 row conversion (the Exact path's dequantization of F16 weights, F16 KV rows).
   void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
+  // Attention inner loops: dot product, and y += a * x.
+  float (*dot_f32)(const float* a, const float* b, int64_t n);
+  void (*axpy_f32)(float* y, float a, const float* x, int64_t n);
 };
 
 // Kernels for the 8-row packed layouts (packed.h); AVX-512 (VNNI) only.

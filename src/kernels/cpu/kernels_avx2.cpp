@@ -332,6 +332,30 @@ void row_fn(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int 
   tile_dispatch<K>(nt, w, n, act, stride, y, ldy);
 }
 
+float dot8(const float* a, const float* b, int64_t n) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+  }
+  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+  __m256 s = _mm256_add_ps(s0, s1);
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_movehdup_ps(h));
+  float r = _mm_cvtss_f32(h);
+  for (; i < n; ++i) r += a[i] * b[i];
+  return r;
+}
+
+void axpy8(float* y, float a, const float* x, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
 }  // namespace
 
 const IsaKernels& avx2_kernels() {
@@ -349,7 +373,9 @@ const IsaKernels& avx2_kernels() {
                                tile_fn2<FloatTile<0, 0>::K>,
                                scalar_kernels().quantize_q8_1f,
                                scalar_kernels().quantize_q8_k,
-                               f16_row};
+                               f16_row,
+                               dot8,
+                               axpy8};
   return k;
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/fp16.h"
+#include "kernels/cpu/attention.h"
 #include "kernels/cpu/kernels.h"
 
 namespace ferrum::kernels {
@@ -224,10 +225,14 @@ void f16_row(const uint16_t* x, float* y, int64_t n) {
   dequantize_row(DType::F16, x, y, n);
 }
 
+void axpy(float* y, float a, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
 const IsaKernels kScalar = {
     "scalar",           rows_of<q4_0>, rows_of<q5_0>, rows_of<q5_1>, rows_of<q8_0>, rows_of<qk4<false>>,
     rows_of<qk4<true>>, rows_of<q6_k>, rows_of<bf16>, rows_of<f16>,  rows_of<f32>,  quantize_q8_1f,
-    quantize_q8_k,      f16_row};
+    quantize_q8_k,      f16_row,       dot_f32,       axpy};
 
 }  // namespace
 
