@@ -20,11 +20,11 @@ size_t round64(size_t n) { return (n + 63) / 64 * 64; }
 size_t group_bytes(DType t, int64_t cols) {
   switch (t) {
     case DType::Q4_0:
-      return round64(static_cast<size_t>(cols / 32) * 144);
+      return round64(q32_group_bytes(cols / 32, 128));
     case DType::Q8_0:
-      return round64(static_cast<size_t>(cols / 32) * 272);
+      return round64(q32_group_bytes(cols / 32, 256));
     case DType::Q4_K:
-      return round64(static_cast<size_t>(cols / 256) * 1184);
+      return round64(q4k_group_bytes(cols / 256));
     case DType::F16:
       return static_cast<size_t>(cols) * 16;
     default:

@@ -8,12 +8,12 @@
 // of 4 blocks (2 super-blocks for Q4_K), each tile all of its fields one after the other, so a gemv
 // reads one sequential stream (separate per-field arrays made 2-5 short streams per group, which the
 // hardware prefetcher followed badly: measured 8 vs 16 GB/s per core for Q4_K).
-//   Q4_0 block: qs[8 rows][16] (the file's nibbles); d[8] (F16). Tile: qs x4, d x4. Same bytes as the file.
+//   Q4_0 block: qs[8 rows][16] (the file's nibbles); d[8] (F16). Tile: d x4, qs x4. Same bytes as the file.
 //   Q8_0 block: qs[2 row quads][2 halves][4 rows][16] (levels + 128 as u8: elements 0-15 | 16-31);
-//         d[8]. Tile: qs x4, d x4. Same bytes as the file.
+//         d[8]. Tile: d x4, qs x4. Same bytes as the file.
 //   Q4_K super-block: qs[4 pairs][2 halves][2 row quads][4 rows][16] (the file's nibbles of
 //         sub-blocks 2c/2c+1); sc[8 sub-blocks][8 rows], mins[8 rows][8 sub-blocks] (6-bit values in
-//         bytes); d[8], dmin[8] (F16). Tile: qs x2, sc x2, mins x2, d x2, dmin x2. 1184 bytes per
+//         bytes); d[8], dmin[8] (F16). Tile: sc x2, mins x2, d x2, dmin x2, qs x2: 1184 bytes per
 //         8x256 vs 1152 in the file (+2.8%).
 //   F16:  two 4-row halves one after the other, each [n/32 chunks][4 rows][32 values]. Same bytes.
 #pragma once
@@ -30,24 +30,33 @@ namespace ferrum::kernels {
 constexpr int kPackRows = 8;
 
 // Byte offsets of block b's fields inside its group (nb blocks per row; qs_bytes 128 for Q4_0, 256
-// for Q8_0).
+// for Q8_0). A tile is [d x4 (64 bytes)][qs x4]: the scales come first so the one sequential stream
+// reaches them before the levels that need them.
 struct Q32Offsets {
   size_t qs, d;
 };
 inline Q32Offsets q32_offsets(int64_t b, int64_t nb, size_t qs_bytes) {
-  const int64_t tile = b / 4, j = b % 4, tb = nb - 4 * tile < 4 ? nb - 4 * tile : 4;
-  const size_t base = static_cast<size_t>(tile) * 4 * (qs_bytes + 16);
-  return {base + j * qs_bytes, base + tb * qs_bytes + j * 16};
+  (void)nb;
+  const int64_t tile = b / 4, j = b % 4;
+  const size_t base = static_cast<size_t>(tile) * (64 + 4 * qs_bytes);
+  return {base + 64 + j * qs_bytes, base + j * 16};
 }
+inline size_t q32_group_bytes(int64_t nb, size_t qs_bytes) {
+  const int64_t tail = nb % 4;
+  return static_cast<size_t>(nb / 4) * (64 + 4 * qs_bytes) + (tail ? 64 + tail * qs_bytes : 0);
+}
+// Q4_K tile: [sc x2][mins x2][d x2][dmin x2] padded to 64 bytes, then [qs x2].
 struct Q4KOffsets {
   size_t qs, sc, mn, d, dmin;
 };
 inline Q4KOffsets q4k_offsets(int64_t b, int64_t nsb) {
   const int64_t tile = b / 2, j = b % 2, tb = nsb - 2 * tile < 2 ? nsb - 2 * tile : 2;
-  const size_t base = static_cast<size_t>(tile) * 2 * 1184;
-  return {base + j * 1024, base + tb * 1024 + j * 64, base + tb * 1088 + j * 64, base + tb * 1152 + j * 16,
-          base + tb * 1168 + j * 16};
+  const size_t base = static_cast<size_t>(tile) * 2368;  // full tiles: 320 + 2 * 1024
+  const size_t meta = tb == 2 ? 320 : 192;
+  return {base + meta + j * 1024, base + j * 64, base + tb * 64 + j * 64, base + tb * 128 + j * 16,
+          base + tb * 144 + j * 16};
 }
+inline size_t q4k_group_bytes(int64_t nsb) { return static_cast<size_t>(nsb / 2) * 2368 + (nsb % 2 ? 1216 : 0); }
 
 struct PackedMatrix {
   DType type = DType::F32;  // the file type the values came from
