@@ -149,9 +149,7 @@ void attend_block(const AttentionParams& p, const AttentionJob& job, int64_t t0,
       const float* q = job.q + t * job.ldq + head * hd;
       for (int64_t j = 0; j < n; ++j) scores[j] = isa.dot_f32(q, k + j * hd, hd) * p.scale;
       softmax(scores, n);
-      float* out = job.out + t * job.ldo + head * hd;
-      std::fill_n(out, hd, 0.0f);
-      for (int64_t j = 0; j < n; ++j) isa.axpy_f32(out, scores[j], v + j * hd, hd);
+      isa.weighted_sum(scores, v, hd, n, hd, job.out + t * job.ldo + head * hd);
     }
   }
 }

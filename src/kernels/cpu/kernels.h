@@ -49,9 +49,10 @@ struct IsaKernels {
   void (*quantize_q8_k)(const float* x, BlockQ8_K* y, int64_t n);
   // Exact F16 -> F32 row conversion (the Exact path's dequantization of F16 weights, F16 KV rows).
   void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
-  // Attention inner loops: dot product, and y += a * x.
+  // Attention inner loops: dot product, and out[i] = sum_j w[j] * v[j*ld + i] for i < hd, j < n
+  // (accumulated in order of j, one fused multiply-add per term).
   float (*dot_f32)(const float* a, const float* b, int64_t n);
-  void (*axpy_f32)(float* y, float a, const float* x, int64_t n);
+  void (*weighted_sum)(const float* w, const float* v, int64_t ld, int64_t n, int64_t hd, float* out);
 };
 
 // Kernels for the 8-row packed layouts (packed.h); AVX-512 (VNNI) only.

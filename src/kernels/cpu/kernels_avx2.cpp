@@ -2,6 +2,8 @@
 // these level ranges) followed by madd (-> i32), with the sub-block scale folded into the madd.
 #include <immintrin.h>
 
+#include <cmath>
+
 #include <cstring>
 
 #include "core/fp16.h"
@@ -349,11 +351,29 @@ float dot8(const float* a, const float* b, int64_t n) {
   return r;
 }
 
-void axpy8(float* y, float a, const float* x, int64_t n) {
-  const __m256 va = _mm256_set1_ps(a);
+// Output columns in register blocks of 32 (4 ymm), rows j streamed through them.
+void weighted_sum8(const float* w, const float* v, int64_t ld, int64_t n, int64_t hd, float* out) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-  for (; i < n; ++i) y[i] += a * x[i];
+  for (; i + 32 <= hd; i += 32) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t j = 0; j < n; ++j) {
+      const __m256 s = _mm256_set1_ps(w[j]);
+      const float* r = v + j * ld + i;
+      a0 = _mm256_fmadd_ps(s, _mm256_loadu_ps(r), a0);
+      a1 = _mm256_fmadd_ps(s, _mm256_loadu_ps(r + 8), a1);
+      a2 = _mm256_fmadd_ps(s, _mm256_loadu_ps(r + 16), a2);
+      a3 = _mm256_fmadd_ps(s, _mm256_loadu_ps(r + 24), a3);
+    }
+    _mm256_storeu_ps(out + i, a0);
+    _mm256_storeu_ps(out + i + 8, a1);
+    _mm256_storeu_ps(out + i + 16, a2);
+    _mm256_storeu_ps(out + i + 24, a3);
+  }
+  for (; i < hd; ++i) {
+    float a = 0.0f;
+    for (int64_t j = 0; j < n; ++j) a = std::fma(w[j], v[j * ld + i], a);
+    out[i] = a;
+  }
 }
 
 }  // namespace
@@ -375,7 +395,7 @@ const IsaKernels& avx2_kernels() {
                                scalar_kernels().quantize_q8_k,
                                f16_row,
                                dot8,
-                               axpy8};
+                               weighted_sum8};
   return k;
 }
 

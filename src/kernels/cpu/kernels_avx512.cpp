@@ -496,11 +496,27 @@ float dot16(const float* a, const float* b, int64_t n) {
   return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
 }
 
-void axpy16(float* y, float a, const float* x, int64_t n) {
-  const __m512 va = _mm512_set1_ps(a);
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - i)) - 1);
-    _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(va, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
+// Output columns in register blocks of 64 (4 zmm), rows j streamed through them.
+void weighted_sum16(const float* w, const float* v, int64_t ld, int64_t n, int64_t hd, float* out) {
+  for (int64_t i = 0; i < hd; i += 64) {
+    __mmask16 m[4];
+    for (int c = 0; c < 4; ++c) {
+      const int64_t left = hd - i - 16 * c;
+      m[c] = left >= 16 ? 0xFFFF : left <= 0 ? 0 : static_cast<__mmask16>((1u << left) - 1);
+    }
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t j = 0; j < n; ++j) {
+      const __m512 s = _mm512_set1_ps(w[j]);
+      const float* r = v + j * ld + i;
+      a0 = _mm512_fmadd_ps(s, _mm512_maskz_loadu_ps(m[0], r), a0);
+      a1 = _mm512_fmadd_ps(s, _mm512_maskz_loadu_ps(m[1], r + 16), a1);
+      a2 = _mm512_fmadd_ps(s, _mm512_maskz_loadu_ps(m[2], r + 32), a2);
+      a3 = _mm512_fmadd_ps(s, _mm512_maskz_loadu_ps(m[3], r + 48), a3);
+    }
+    _mm512_mask_storeu_ps(out + i, m[0], a0);
+    _mm512_mask_storeu_ps(out + i + 16, m[1], a1);
+    _mm512_mask_storeu_ps(out + i + 32, m[2], a2);
+    _mm512_mask_storeu_ps(out + i + 48, m[3], a3);
   }
 }
 
@@ -524,7 +540,7 @@ const IsaKernels kAvx512 = {"avx512",
                             quantize_q8_k,
                             f16_row,
                             dot16,
-                            axpy16};
+                            weighted_sum16};
 
 }  // namespace
 

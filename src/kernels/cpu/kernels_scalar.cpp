@@ -225,14 +225,16 @@ void f16_row(const uint16_t* x, float* y, int64_t n) {
   dequantize_row(DType::F16, x, y, n);
 }
 
-void axpy(float* y, float a, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+void weighted_sum(const float* w, const float* v, int64_t ld, int64_t n, int64_t hd, float* out) {
+  std::fill_n(out, hd, 0.0f);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < hd; ++i) out[i] = std::fma(w[j], v[j * ld + i], out[i]);
 }
 
 const IsaKernels kScalar = {
     "scalar",           rows_of<q4_0>, rows_of<q5_0>, rows_of<q5_1>, rows_of<q8_0>, rows_of<qk4<false>>,
     rows_of<qk4<true>>, rows_of<q6_k>, rows_of<bf16>, rows_of<f16>,  rows_of<f32>,  quantize_q8_1f,
-    quantize_q8_k,      f16_row,       dot_f32,       axpy};
+    quantize_q8_k,      f16_row,       dot_f32,       weighted_sum};
 
 }  // namespace
 
