@@ -113,20 +113,28 @@ namespace {
 
 constexpr int64_t kQueryBlock = 16;  // query tokens per work item: K/V rows are converted once per block
 
-// Head h of cached rows [j0, j1) of K (or V) as floats, hd per row.
-void load_rows(const KvSeqView& kv, bool k, int h, int n_head_kv, int hd, int64_t j0, int64_t j1, float* out,
-               const IsaKernels& isa) {
-  for (int64_t j = j0; j < j1; ++j, out += hd) {
-    const uint8_t* row = k ? kv.k_row(j) : kv.v_row(j);
+// Head h of cached rows [j0, j1) as floats: keys transposed (kt[d*ldk + j - j0], zero past j1),
+// values as rows (hd per row).
+void load_block(const KvSeqView& kv, int h, int n_head_kv, int hd, int64_t j0, int64_t j1, int64_t ldk, float* kt,
+                float* vals, float* row, const IsaKernels& isa) {
+  auto load = [&](const uint8_t* r, float* out) {
     if (kv.type == KvType::F16)
-      isa.f16_to_f32(reinterpret_cast<const uint16_t*>(row) + static_cast<size_t>(h) * hd, out, hd);
+      isa.f16_to_f32(reinterpret_cast<const uint16_t*>(r) + static_cast<size_t>(h) * hd, out, hd);
     else
-      kv_load_head(kv.type, row, h, n_head_kv, hd, out);
+      kv_load_head(kv.type, r, h, n_head_kv, hd, out);
+  };
+  const int64_t n = j1 - j0;
+  for (int64_t j = 0; j < n; ++j) {
+    load(kv.k_row(j0 + j), row);
+    for (int d = 0; d < hd; ++d) kt[d * ldk + j] = row[d];
+    load(kv.v_row(j0 + j), vals + j * hd);
   }
+  for (int d = 0; d < hd; ++d) std::fill(kt + d * ldk + n, kt + (d + 1) * ldk, 0.0f);
 }
 
 // Query tokens [t0, t1) of `job`, KV head hk, all query heads of the group. The arithmetic for a
-// token does not depend on the block it is in (same dot/axpy/softmax calls in the same order).
+// token does not depend on the block it is in (each score and output element is summed in the same
+// order), so results are the same for any batching or chunking.
 void attend_block(const AttentionParams& p, const AttentionJob& job, int64_t t0, int64_t t1, int hk, float* buf,
                   int64_t max_len, const IsaKernels& isa) {
   const int group = p.n_head / p.n_head_kv;
@@ -135,21 +143,22 @@ void attend_block(const AttentionParams& p, const AttentionJob& job, int64_t t0,
     return p.sliding_window > 0 ? std::max<int64_t>(0, pos - p.sliding_window + 1) : int64_t{0};
   };
   const int64_t j0 = first_key(job.pos0 + t0), j1 = job.pos0 + t1;  // keys any query of the block sees
-  float* keys = buf;                   // (j1 - j0) x hd
-  float* vals = keys + max_len * hd;   // (j1 - j0) x hd
-  float* scores = vals + max_len * hd;  // max_len
-  load_rows(job.kv, true, hk, p.n_head_kv, hd, j0, j1, keys, isa);
-  load_rows(job.kv, false, hk, p.n_head_kv, hd, j0, j1, vals, isa);
+  const int64_t ldk = (j1 - j0 + 15) / 16 * 16;
+  const int64_t cap = (max_len + 15) / 16 * 16;
+  float* kt = buf;                     // hd x ldk
+  float* vals = kt + cap * hd;         // (j1 - j0) x hd
+  float* scores = vals + cap * hd;     // ldk
+  float* row = scores + cap;           // hd
+  load_block(job.kv, hk, p.n_head_kv, hd, j0, j1, ldk, kt, vals, row, isa);
   for (int64_t t = t0; t < t1; ++t) {
     const int64_t pos = job.pos0 + t, lo = first_key(pos), n = pos - lo + 1;
-    const float* k = keys + (lo - j0) * hd;
-    const float* v = vals + (lo - j0) * hd;
     for (int g = 0; g < group; ++g) {
       const int64_t head = static_cast<int64_t>(hk) * group + g;
       const float* q = job.q + t * job.ldq + head * hd;
-      for (int64_t j = 0; j < n; ++j) scores[j] = isa.dot_f32(q, k + j * hd, hd) * p.scale;
+      // Keys from lo on: columns lo - j0 .. of kt; the scores kernel works in 16-column steps from there.
+      isa.scores_t(q, kt + (lo - j0), ldk, n, hd, p.scale, scores);
       softmax(scores, n);
-      isa.weighted_sum(scores, v, hd, n, hd, job.out + t * job.ldo + head * hd);
+      isa.weighted_sum(scores, vals + (lo - j0) * hd, hd, n, hd, job.out + t * job.ldo + head * hd);
     }
   }
 }
@@ -164,7 +173,8 @@ void attention(const AttentionParams& p, const AttentionJob* jobs, int n_jobs, T
     max_len = std::max(max_len, jobs[i].pos0 + jobs[i].n_tok);
     n_items += (jobs[i].n_tok + kQueryBlock - 1) / kQueryBlock * p.n_head_kv;
   }
-  const size_t per_thread = static_cast<size_t>(max_len) * (2 * p.head_dim + 1);
+  const size_t cap = static_cast<size_t>((max_len + 15) / 16 * 16);
+  const size_t per_thread = cap * (2 * p.head_dim + 1) + p.head_dim + 16;
   if (scratch.buf.size() < per_thread * pool.size()) scratch.buf.resize(per_thread * pool.size());
   // Items are claimed dynamically, each job's last (longest) query blocks first, so the causal
   // triangle's unequal items still balance over the threads.

@@ -52,6 +52,10 @@ struct IsaKernels {
   // Attention inner loops: dot product, and out[i] = sum_j w[j] * v[j*ld + i] for i < hd, j < n
   // (accumulated in order of j, one fused multiply-add per term).
   float (*dot_f32)(const float* a, const float* b, int64_t n);
+  // Attention scores against keys stored transposed (kt[d*ldk + j], ldk a multiple of 16 with the
+  // columns past n finite): out[j] = scale * sum_d q[d] kt[d*ldk + j] for j < round_up(n, 16), each
+  // sum taken in order of d with one fused multiply-add per term.
+  void (*scores_t)(const float* q, const float* kt, int64_t ldk, int64_t n, int64_t hd, float scale, float* out);
   void (*weighted_sum)(const float* w, const float* v, int64_t ld, int64_t n, int64_t hd, float* out);
 };
 

@@ -225,6 +225,15 @@ void f16_row(const uint16_t* x, float* y, int64_t n) {
   dequantize_row(DType::F16, x, y, n);
 }
 
+void scores_t(const float* q, const float* kt, int64_t ldk, int64_t n, int64_t hd, float scale, float* out) {
+  const int64_t n16 = (n + 15) / 16 * 16;
+  for (int64_t j = 0; j < n16; ++j) {
+    float a = 0.0f;
+    for (int64_t d = 0; d < hd; ++d) a = std::fma(q[d], kt[d * ldk + j], a);
+    out[j] = a * scale;
+  }
+}
+
 void weighted_sum(const float* w, const float* v, int64_t ld, int64_t n, int64_t hd, float* out) {
   std::fill_n(out, hd, 0.0f);
   for (int64_t j = 0; j < n; ++j)
@@ -234,7 +243,7 @@ void weighted_sum(const float* w, const float* v, int64_t ld, int64_t n, int64_t
 const IsaKernels kScalar = {
     "scalar",           rows_of<q4_0>, rows_of<q5_0>, rows_of<q5_1>, rows_of<q8_0>, rows_of<qk4<false>>,
     rows_of<qk4<true>>, rows_of<q6_k>, rows_of<bf16>, rows_of<f16>,  rows_of<f32>,  quantize_q8_1f,
-    quantize_q8_k,      f16_row,       dot_f32,       weighted_sum};
+    quantize_q8_k,      f16_row,       dot_f32,       scores_t, weighted_sum};
 
 }  // namespace
 
