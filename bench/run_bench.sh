@@ -14,6 +14,9 @@
 #   FERRUM=build/ferrum   BENCH_DIR=/tmp/ferrum-bench   LLAMA_CPP_BIN=   (dir with llama-bench)
 #   SHAPES=llama-1b,qwen-0.5b   TYPES=Q8_0,Q4_0,Q4_K_M,F16   THREADS=<all cores>   REPS=3
 #   PP=512   TG=128   BATCH=4,16 (ferrum batched decode, first shape only; empty = skip)
+#   ROUNDS=1 (run ferrum and llama-bench alternately this many times per file and keep each
+#             engine's best round per test: on a shared VM whose memory bandwidth varies by
+#             +-30% from minute to minute, this compares the engines' best against best)
 #   FERRUM_ARGS= (extra flags for ferrum bench)   LLAMA_ARGS= (extra flags for llama-bench)
 set -euo pipefail
 
@@ -27,6 +30,7 @@ REPS=${REPS:-3}
 PP=${PP:-512}
 TG=${TG:-128}
 BATCH=${BATCH-4,16}
+ROUNDS=${ROUNDS:-1}
 LLAMA_CPP_BIN=${LLAMA_CPP_BIN:-}
 
 [ -x "$FERRUM" ] || { echo "run_bench: $FERRUM not found (build it: ninja -C build ferrum, or set FERRUM=)" >&2; exit 1; }
@@ -63,45 +67,54 @@ BW=$("$FERRUM" bench "$BENCH_DIR/$(echo "$SHAPES" | cut -d, -f1)-$(echo "$TYPES"
       -p 0 -n 1 -r 1 -t "$THREADS" --roofline --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["roofline"]["read_bandwidth_gbs"])')
 log "memory read bandwidth: $BW GB/s"
 
-# 3. The runs.
+# 3. The runs (ROUNDS alternating rounds of ferrum then llama-bench per file).
 first_shape=${SHAPES%%,*}
 for entry in "${FILES[@]}"; do
   IFS=: read -r shape type f <<<"$entry"
-  out="$BENCH_DIR/ferrum-$shape-$type.json"
-  batch_args=()
-  [ "$shape" = "$first_shape" ] && [ -n "$BATCH" ] && batch_args=(--batch "$BATCH")
-  log "ferrum bench $shape $type (load $(cut -d' ' -f1 /proc/loadavg))"
-  # shellcheck disable=SC2086
-  "$FERRUM" bench "$f" -p "$PP" -n "$TG" -r "$REPS" -t "$THREADS" --bandwidth "$BW" "${batch_args[@]}" \
-    ${FERRUM_ARGS:-} --json >"$out"
-  if [ -n "$LLAMA_CPP_BIN" ]; then
-    log "llama-bench $shape $type (load $(cut -d' ' -f1 /proc/loadavg))"
+  for round in $(seq 1 "$ROUNDS"); do
+    batch_args=()
+    [ "$shape" = "$first_shape" ] && [ -n "$BATCH" ] && [ "$round" = 1 ] && batch_args=(--batch "$BATCH")
+    log "ferrum bench $shape $type round $round (load $(cut -d' ' -f1 /proc/loadavg))"
     # shellcheck disable=SC2086
-    "$LLAMA_CPP_BIN/llama-bench" -m "$f" -p "$PP" -n "$TG" -r "$REPS" -t "$THREADS" ${LLAMA_ARGS:-} -o json \
-      >"$BENCH_DIR/llama-$shape-$type.json" 2>"$BENCH_DIR/llama-$shape-$type.log"
-  fi
+    "$FERRUM" bench "$f" -p "$PP" -n "$TG" -r "$REPS" -t "$THREADS" --bandwidth "$BW" "${batch_args[@]}" \
+      ${FERRUM_ARGS:-} --json >"$BENCH_DIR/ferrum-$shape-$type.r$round.json"
+    if [ -n "$LLAMA_CPP_BIN" ]; then
+      log "llama-bench $shape $type round $round (load $(cut -d' ' -f1 /proc/loadavg))"
+      # shellcheck disable=SC2086
+      "$LLAMA_CPP_BIN/llama-bench" -m "$f" -p "$PP" -n "$TG" -r "$REPS" -t "$THREADS" ${LLAMA_ARGS:-} -o json \
+        >"$BENCH_DIR/llama-$shape-$type.r$round.json" 2>"$BENCH_DIR/llama-$shape-$type.r$round.log"
+    fi
+  done
 done
 log "done (load $(cut -d' ' -f1-3 /proc/loadavg))"
 
 # 4. The table.
-python3 - "$BENCH_DIR" "$PP" "$TG" "$BW" "${FILES[@]}" <<'EOF'
+python3 - "$BENCH_DIR" "$PP" "$TG" "$BW" "$ROUNDS" "${FILES[@]}" <<'EOF'
 import json, os, sys
-bench_dir, pp, tg, bw = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+bench_dir, pp, tg, bw, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+def best(results, key):
+    """The result with the highest mean over the rounds (results: one list per round)."""
+    cands = [r for rs in results for r in rs if key(r)]
+    return max(cands, key=lambda r: r["avg_ts"]) if cands else None
 def fmt(m, s): return f"{m:.2f} ± {s:.2f}"
 def ratio(a, b): return f"**{a / b:.2f}**" if a and b else "–"
 rows, batch_rows, llama_build = [], [], None
-for e in sys.argv[5:]:
+for e in sys.argv[6:]:
     shape, typ, _ = e.split(":", 2)
-    fj = json.load(open(f"{bench_dir}/ferrum-{shape}-{typ}.json"))
-    res = {r["test"]: r for r in fj["results"]}
-    fpp, ftg = res.get(f"pp{pp}"), res.get(f"tg{tg}")
-    lpp = ltg = None
-    lpath = f"{bench_dir}/llama-{shape}-{typ}.json"
-    if os.path.exists(lpath) and os.path.getsize(lpath) > 0:
-        for r in json.load(open(lpath)):
-            llama_build = f'{r.get("build_commit", "?")} (build {r.get("build_number", "?")}), {r.get("cpu_info", "")}'
-            if r["n_prompt"] == pp and r["n_gen"] == 0: lpp = r
-            if r["n_gen"] == tg and r["n_prompt"] == 0: ltg = r
+    fjs = [json.load(open(f"{bench_dir}/ferrum-{shape}-{typ}.r{k}.json")) for k in range(1, rounds + 1)]
+    fj = fjs[0]
+    fres = [j["results"] for j in fjs]
+    fpp = best(fres, lambda r: r["test"] == f"pp{pp}")
+    ftg = best(fres, lambda r: r["test"] == f"tg{tg}" and r.get("batch", 1) == 1)
+    lres = []
+    for k in range(1, rounds + 1):
+        lpath = f"{bench_dir}/llama-{shape}-{typ}.r{k}.json"
+        if os.path.exists(lpath) and os.path.getsize(lpath) > 0:
+            lres.append(json.load(open(lpath)))
+            for r in lres[-1]:
+                llama_build = f'{r.get("build_commit", "?")} (build {r.get("build_number", "?")}), {r.get("cpu_info", "")}'
+    lpp = best(lres, lambda r: r["n_prompt"] == pp and r["n_gen"] == 0)
+    ltg = best(lres, lambda r: r["n_gen"] == tg and r["n_prompt"] == 0)
     per_tok = fj["model"]["weight_bytes_per_token"]
     roof = bw * 1e9 / per_tok
     rows.append("| {} | {} | {} | {} | {} | {} | {} | {} | {:.0f}% | {} |".format(
@@ -119,7 +132,8 @@ for e in sys.argv[5:]:
             batch_rows.append("| {} | {} | {} | {} | {} |".format(shape, typ, r["batch"], fmt(r["avg_ts"], r["stddev_ts"]),
                               f'{r.get("ratio_to_batch1", 1.0):.2f}x'))
     setup = fj["setup"]
-print(f"\nferrum: {setup['threads']} threads, isa {setup['isa']}, precision {setup['precision']}, ubatch {setup['ubatch']}; "
+print(f"\nbest of {rounds} alternating round(s) per engine and test, each the mean of the repetitions")
+print(f"ferrum: {setup['threads']} threads, isa {setup['isa']}, precision {setup['precision']}, ubatch {setup['ubatch']}; "
       f"memory read bandwidth {bw:.1f} GB/s")
 if llama_build: print(f"llama.cpp: {llama_build}")
 print(f"\n| shape | type | ferrum pp{pp} t/s | llama.cpp pp{pp} t/s | pp ratio | ferrum tg{tg} t/s | llama.cpp tg{tg} t/s | tg ratio | ferrum tg % roofline | llama.cpp tg % roofline |")
