@@ -11,13 +11,16 @@
 #include <string>
 
 #include "kernel_test_util.h"
+#include "kernels/cpu/linear.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/packed.h"
 
 namespace ferrum::kernels {
 namespace {
 
-double seconds_per_call(const test::TestMatrix& m, const std::vector<float>& x, int64_t n_tok,
-                        std::vector<float>& y, ThreadPool& pool, Precision prec, MatmulScratch& s) {
+// Fastest single call of f over ~0.3 s (after a warm-up call).
+template <typename F>
+double seconds_per_call(F&& f, ThreadPool& pool) {
   // One thread: its CPU time (robust on a shared machine); more threads: wall time.
   const clockid_t clk = pool.size() == 1 ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
   auto now = [clk] {
@@ -25,12 +28,12 @@ double seconds_per_call(const test::TestMatrix& m, const std::vector<float>& x, 
     clock_gettime(clk, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
   };
-  matmul(m.view, x.data(), m.view.cols(), n_tok, y.data(), m.view.rows(), pool, prec, s);  // warm-up
+  f();  // warm-up
   // Fastest single call over ~0.3 s: the machine is shared, the minimum is the least disturbed.
   double best = 1e30;
   for (const double start = now(); now() - start < 0.3;) {
     const double t0 = now();
-    matmul(m.view, x.data(), m.view.cols(), n_tok, y.data(), m.view.rows(), pool, prec, s);
+    f();
     best = std::min(best, now() - t0);
   }
   return best;
@@ -59,10 +62,22 @@ TEST(MatmulBench, DISABLED_Bench) {
           force_isa(isa);
           for (Precision prec : {Precision::Fast, Precision::Exact}) {
             if (prec == Precision::Exact && std::string(isa) != "avx512") continue;
-            const double s = seconds_per_call(m, x, n_tok, y, pool, prec, scratch);
+            const double s = seconds_per_call(
+                [&] { matmul(m.view, x.data(), 2048, n_tok, y.data(), rows, pool, prec, scratch); }, pool);
             std::printf("| %s | %ldx2048 | %ld | %s | %s | %.3f | %.1f | %.1f |\n", dtype_name(t), (long)rows,
                         (long)n_tok, isa, prec == Precision::Fast ? "fast" : "exact", s * 1e3,
                         2.0 * rows * 2048 * n_tok / s * 1e-9, m.view.nbytes / s * 1e-9);
+            std::fflush(stdout);
+          }
+          // The 8-row packed layout (what the models use for these types on AVX-512).
+          if (std::string(isa) == "avx512" && packable(t, rows, 2048)) {
+            const Linear lin({m.view}, Precision::Fast, pool);
+            const double s = seconds_per_call(
+                [&] { lin.forward(x.data(), 2048, n_tok, y.data(), rows, pool, Precision::Fast, scratch); },
+                pool);
+            std::printf("| %s | %ldx2048 | %ld | %s | %s | %.3f | %.1f | %.1f |\n", dtype_name(t), (long)rows,
+                        (long)n_tok, "avx512 packed", "fast", s * 1e3, 2.0 * rows * 2048 * n_tok / s * 1e-9,
+                        lin.weight_bytes() / s * 1e-9);
             std::fflush(stdout);
           }
         }

@@ -1,6 +1,8 @@
 // The 8-row packed weights (kernels/cpu/packed.h, linear.h): the packing keeps every value, the
 // packed products agree with the row-major Fast path and with a float64 reference, a token's result
 // is bitwise the same alone or in a batch of any size, and fused parts equal separate products.
+#include "kernels/cpu/packed.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +13,6 @@
 #include "kernel_test_util.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/matmul.h"
-#include "kernels/cpu/packed.h"
 
 namespace ferrum::kernels {
 namespace {
@@ -22,10 +23,10 @@ struct Shape {
   DType type;
   int64_t rows, cols;
 };
-const Shape kShapes[] = {{DType::Q4_0, 16, 96},   {DType::Q4_0, 24, 4864}, {DType::Q4_0, 40, 2048},
-                         {DType::Q8_0, 16, 96},   {DType::Q8_0, 24, 4864}, {DType::Q8_0, 40, 2048},
-                         {DType::Q4_K, 16, 256},  {DType::Q4_K, 24, 4864}, {DType::Q4_K, 40, 2048},
-                         {DType::Q4_K, 8, 768},   {DType::F16, 16, 96},    {DType::F16, 24, 4864},
+const Shape kShapes[] = {{DType::Q4_0, 16, 96},  {DType::Q4_0, 24, 4864}, {DType::Q4_0, 40, 2048},
+                         {DType::Q8_0, 16, 96},  {DType::Q8_0, 24, 4864}, {DType::Q8_0, 40, 2048},
+                         {DType::Q4_K, 16, 256}, {DType::Q4_K, 24, 4864}, {DType::Q4_K, 40, 2048},
+                         {DType::Q4_K, 8, 768},  {DType::F16, 16, 96},    {DType::F16, 24, 4864},
                          {DType::F16, 8, 2048}};
 
 TEST(Packed, UnpackedRowsEqualTheFile) {
@@ -139,8 +140,10 @@ TEST_F(PackedProduct, FusedPartsEqualSeparateProducts) {
   EXPECT_EQ(mixed.packed(), nullptr);
   std::vector<float> ym(48), yq(32), yk(8), yv(8);
   mixed.forward(x.data(), 512, 1, ym.data(), 48, pool, Precision::Fast, scratch);
-  Linear({q.view}, Precision::Fast, pool).forward(x.data(), 512, 1, yq.data(), 32, pool, Precision::Fast, scratch);
-  Linear({k8.view}, Precision::Fast, pool).forward(x.data(), 512, 1, yk.data(), 8, pool, Precision::Fast, scratch);
+  Linear({q.view}, Precision::Fast, pool)
+      .forward(x.data(), 512, 1, yq.data(), 32, pool, Precision::Fast, scratch);
+  Linear({k8.view}, Precision::Fast, pool)
+      .forward(x.data(), 512, 1, yk.data(), 8, pool, Precision::Fast, scratch);
   matmul(v16.view, x.data(), 512, 1, yv.data(), 8, pool, Precision::Fast, scratch);
   for (int r = 0; r < 8; ++r) EXPECT_EQ(ym[40 + r], yv[r]);
   for (int r = 0; r < 32; ++r) EXPECT_EQ(ym[r], yq[r]);

@@ -115,8 +115,8 @@ constexpr int64_t kQueryBlock = 16;  // query tokens per work item: K/V rows are
 
 // Head h of cached rows [j0, j1) as floats: keys transposed (kt[d*ldk + j - j0], zero past j1),
 // values as rows (hd per row).
-void load_block(const KvSeqView& kv, int h, int n_head_kv, int hd, int64_t j0, int64_t j1, int64_t ldk, float* kt,
-                float* vals, float* row, const IsaKernels& isa) {
+void load_block(const KvSeqView& kv, int h, int n_head_kv, int hd, int64_t j0, int64_t j1, int64_t ldk,
+                float* kt, float* vals, float* row, const IsaKernels& isa) {
   auto load = [&](const uint8_t* r, float* out) {
     if (kv.type == KvType::F16)
       isa.f16_to_f32(reinterpret_cast<const uint16_t*>(r) + static_cast<size_t>(h) * hd, out, hd);
@@ -135,8 +135,8 @@ void load_block(const KvSeqView& kv, int h, int n_head_kv, int hd, int64_t j0, i
 // Query tokens [t0, t1) of `job`, KV head hk, all query heads of the group. The arithmetic for a
 // token does not depend on the block it is in (each score and output element is summed in the same
 // order), so results are the same for any batching or chunking.
-void attend_block(const AttentionParams& p, const AttentionJob& job, int64_t t0, int64_t t1, int hk, float* buf,
-                  int64_t max_len, const IsaKernels& isa) {
+void attend_block(const AttentionParams& p, const AttentionJob& job, int64_t t0, int64_t t1, int hk,
+                  float* buf, int64_t max_len, const IsaKernels& isa) {
   const int group = p.n_head / p.n_head_kv;
   const int hd = p.head_dim;
   auto first_key = [&](int64_t pos) {
@@ -145,10 +145,10 @@ void attend_block(const AttentionParams& p, const AttentionJob& job, int64_t t0,
   const int64_t j0 = first_key(job.pos0 + t0), j1 = job.pos0 + t1;  // keys any query of the block sees
   const int64_t ldk = (j1 - j0 + 15) / 16 * 16;
   const int64_t cap = (max_len + 15) / 16 * 16;
-  float* kt = buf;                     // hd x ldk
-  float* vals = kt + cap * hd;         // (j1 - j0) x hd
-  float* scores = vals + cap * hd;     // ldk
-  float* row = scores + cap;           // hd
+  float* kt = buf;                  // hd x ldk
+  float* vals = kt + cap * hd;      // (j1 - j0) x hd
+  float* scores = vals + cap * hd;  // ldk
+  float* row = scores + cap;        // hd
   load_block(job.kv, hk, p.n_head_kv, hd, j0, j1, ldk, kt, vals, row, isa);
   for (int64_t t = t0; t < t1; ++t) {
     const int64_t pos = job.pos0 + t, lo = first_key(pos), n = pos - lo + 1;
@@ -194,7 +194,8 @@ void attention(const AttentionParams& p, const AttentionJob* jobs, int n_jobs, T
       const int64_t n_blocks = (J.n_tok + kQueryBlock - 1) / kQueryBlock;
       const int64_t blk = n_blocks - 1 - local / p.n_head_kv;
       const int hk = static_cast<int>(local % p.n_head_kv);
-      attend_block(p, J, blk * kQueryBlock, std::min(J.n_tok, (blk + 1) * kQueryBlock), hk, buf, max_len, isa);
+      attend_block(p, J, blk * kQueryBlock, std::min(J.n_tok, (blk + 1) * kQueryBlock), hk, buf, max_len,
+                   isa);
     }
   };
   if (n_items == 1)

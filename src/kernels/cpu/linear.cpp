@@ -19,21 +19,20 @@ Linear::Linear(std::vector<TensorView> parts, Precision prec, ThreadPool& pool) 
   if (parts_.empty()) fail("Linear: no weight tensors");
   for (const TensorView& p : parts_) {
     if (p.cols() != parts_[0].cols())
-      fail("tensor '{}' has {} inputs per row, but '{}' (fused with it) has {}", p.name, p.cols(), parts_[0].name,
-           parts_[0].cols());
+      fail("tensor '{}' has {} inputs per row, but '{}' (fused with it) has {}", p.name, p.cols(),
+           parts_[0].name, parts_[0].cols());
     offsets_.push_back(rows_);
     rows_ += p.rows();
   }
   const bool pack = prec == Precision::Fast && packed_kernels_active() && packing_enabled();
-  auto packs = [&](const TensorView& p) {
-    return pack && packable(p.type, p.rows(), p.cols());
-  };
+  auto packs = [&](const TensorView& p) { return pack && packable(p.type, p.rows(), p.cols()); };
   // Runs of consecutive packable parts of one type become one packed segment.
   for (size_t i = 0; i < parts_.size();) {
     size_t j = i + 1;
     if (packs(parts_[i])) {
       while (j < parts_.size() && packs(parts_[j]) && parts_[j].type == parts_[i].type) ++j;
-      segments_.push_back({offsets_[i], pack_matrix(std::span<const TensorView>(&parts_[i], j - i), pool), 0});
+      segments_.push_back(
+          {offsets_[i], pack_matrix(std::span<const TensorView>(&parts_[i], j - i), pool), 0});
     } else {
       segments_.push_back({offsets_[i], nullptr, i});
     }
@@ -44,7 +43,8 @@ Linear::Linear(std::vector<TensorView> parts, Precision prec, ThreadPool& pool) 
 size_t Linear::weight_bytes() const {
   size_t n = 0;
   for (const Segment& s : segments_)
-    n += s.packed ? s.packed->bytes() : parts_[s.part].row_bytes() * static_cast<size_t>(parts_[s.part].rows());
+    n += s.packed ? s.packed->bytes()
+                  : parts_[s.part].row_bytes() * static_cast<size_t>(parts_[s.part].rows());
   return n;
 }
 

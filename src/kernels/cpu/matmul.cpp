@@ -14,8 +14,8 @@
 namespace ferrum::kernels {
 namespace {
 
-constexpr int64_t kRowChunk = 16;     // rows per work item with many tokens: stays in L1/L2 across token tiles
-constexpr int64_t kTokenGroup = 64;   // tokens per work item (Fast)
+constexpr int64_t kRowChunk = 16;    // rows per work item with many tokens: stays in L1/L2 across token tiles
+constexpr int64_t kTokenGroup = 64;  // tokens per work item (Fast)
 constexpr int64_t kExactGroup = 256;  // tokens per work item (Exact: one dequantization per row and group)
 
 // Activation formats: Q8Act (32-element weight types), Q8_K (K-quants), BF16, plain F32.
@@ -196,12 +196,16 @@ void run_fast(const TensorView& W, int64_t rb, int64_t re, const float* x, int64
 
 }  // namespace
 
-bool packed_kernels_active() { return std::strcmp(active_isa(), "avx512") == 0; }
+bool packed_kernels_active() {
+  return std::strcmp(active_isa(), "avx512") == 0;
+}
 
 void matmul_packed(const PackedMatrix& P, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
                    ThreadPool& pool, MatmulScratch& scratch) {
-  if (!packed_kernels_active()) fail("matmul_packed: packed weights need the avx512 kernels (active: {})", active_isa());
-  if (n_tok < 0 || (n_tok > 0 && (!x || !y))) fail("matmul_packed: bad activations for a {}x{} matrix", P.rows, P.cols);
+  if (!packed_kernels_active())
+    fail("matmul_packed: packed weights need the avx512 kernels (active: {})", active_isa());
+  if (n_tok < 0 || (n_tok > 0 && (!x || !y)))
+    fail("matmul_packed: bad activations for a {}x{} matrix", P.rows, P.cols);
   if (n_tok > 1 && (ldx < P.cols || ldy < P.rows)) fail("matmul_packed: strides {} / {} too small", ldx, ldy);
   if (n_tok == 0 || P.rows == 0) return;
   const PackedKernels& k = avx512_packed_kernels();

@@ -15,7 +15,9 @@
 namespace ferrum::kernels {
 namespace {
 
-size_t round64(size_t n) { return (n + 63) / 64 * 64; }
+size_t round64(size_t n) {
+  return (n + 63) / 64 * 64;
+}
 
 size_t group_bytes(DType t, int64_t cols) {
   switch (t) {
@@ -62,7 +64,8 @@ void pack_group(DType t, const uint8_t* const rows[8], int64_t nb, uint8_t* out)
         const Q4KOffsets o = q4k_offsets(b, nb);
         for (int c = 0; c < 4; ++c)
           for (int h = 0; h < 2; ++h)
-            std::memcpy(out + o.qs + ((c * 2 + h) * 2 + r / 4) * 64 + (r % 4) * 16, blk.qs + 32 * c + 16 * h, 16);
+            std::memcpy(out + o.qs + ((c * 2 + h) * 2 + r / 4) * 64 + (r % 4) * 16, blk.qs + 32 * c + 16 * h,
+                        16);
         uint64_t s8, m8;
         k4_scales_mins(blk.scales, s8, m8);
         for (int j = 0; j < 8; ++j) {
@@ -75,7 +78,9 @@ void pack_group(DType t, const uint8_t* const rows[8], int64_t nb, uint8_t* out)
     }
 }
 
-void free_aligned(uint8_t* p) { std::free(p); }
+void free_aligned(uint8_t* p) {
+  std::free(p);
+}
 
 }  // namespace
 
@@ -104,8 +109,10 @@ std::unique_ptr<PackedMatrix> pack_matrix(std::span<const TensorView> parts, Thr
       fail("pack_matrix: tensor '{}' ({} {}) does not match '{}' ({} {})", p.name, dtype_name(p.type),
            p.shape_string(), parts[0].name, dtype_name(t), parts[0].shape_string());
     if (!packable(t, p.rows(), cols))
-      fail("pack_matrix: tensor '{}' ({} {}) has no packed layout (types Q4_0/Q8_0/Q4_K/F16, rows in multiples of 8)",
-           p.name, dtype_name(t), p.shape_string());
+      fail(
+          "pack_matrix: tensor '{}' ({} {}) has no packed layout (types Q4_0/Q8_0/Q4_K/F16, rows in "
+          "multiples of 8)",
+          p.name, dtype_name(t), p.shape_string());
     if (p.nbytes < p.row_bytes() * static_cast<size_t>(p.rows()))
       fail("pack_matrix: tensor '{}' has {} bytes, needs {}", p.name, p.nbytes, p.row_bytes() * p.rows());
     rows += p.rows();
@@ -150,7 +157,8 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
     const int64_t nc = p.cols / 32;
     for (int64_t c = 0; c < nc; ++c)
       for (int i = 0; i < 32; ++i)
-        out[c * 32 + i] = f16_to_f32(reinterpret_cast<const uint16_t*>(g + (r / 4) * nc * 256 + c * 256 + (r % 4) * 64)[i]);
+        out[c * 32 + i] =
+            f16_to_f32(reinterpret_cast<const uint16_t*>(g + (r / 4) * nc * 256 + c * 256 + (r % 4) * 64)[i]);
     return;
   }
   std::vector<uint8_t> file_row(row_size(p.type, p.cols));
@@ -167,7 +175,8 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
       const Q32Offsets o = q32_offsets(b, nb, 256);
       for (int h = 0; h < 2; ++h)
         for (int i = 0; i < 16; ++i)
-          blk[b].qs[16 * h + i] = static_cast<int8_t>(g[o.qs + (r / 4) * 128 + h * 64 + (r % 4) * 16 + i] ^ 0x80);
+          blk[b].qs[16 * h + i] =
+              static_cast<int8_t>(g[o.qs + (r / 4) * 128 + h * 64 + (r % 4) * 16 + i] ^ 0x80);
       blk[b].d = reinterpret_cast<const uint16_t*>(g + o.d)[r];
     }
   } else {
@@ -182,7 +191,8 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
           for (int i = 0; i < 16; ++i) {
             const int e = 16 * h + i, j0 = 2 * c, j1 = 2 * c + 1;
             out[b * 256 + 64 * c + e] = db * g[o.sc + j0 * 8 + r] * (q[i] & 0xF) - mb * g[o.mn + r * 8 + j0];
-            out[b * 256 + 64 * c + 32 + e] = db * g[o.sc + j1 * 8 + r] * (q[i] >> 4) - mb * g[o.mn + r * 8 + j1];
+            out[b * 256 + 64 * c + 32 + e] =
+                db * g[o.sc + j1 * 8 + r] * (q[i] >> 4) - mb * g[o.mn + r * 8 + j1];
           }
         }
     }

@@ -56,7 +56,9 @@ inline Q4KOffsets q4k_offsets(int64_t b, int64_t nsb) {
   return {base + meta + j * 1024, base + j * 64, base + tb * 64 + j * 64, base + tb * 128 + j * 16,
           base + tb * 144 + j * 16};
 }
-inline size_t q4k_group_bytes(int64_t nsb) { return static_cast<size_t>(nsb / 2) * 2368 + (nsb % 2 ? 1216 : 0); }
+inline size_t q4k_group_bytes(int64_t nsb) {
+  return static_cast<size_t>(nsb / 2) * 2368 + (nsb % 2 ? 1216 : 0);
+}
 
 struct PackedMatrix {
   DType type = DType::F32;  // the file type the values came from

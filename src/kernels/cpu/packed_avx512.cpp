@@ -67,13 +67,15 @@ void prep_q8b(const float* x, uint8_t* out, int64_t n, int32_t offset) {
     const float d = _cvtsh_ss(_cvtss_sh(amax / 127.0f, 0));
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     const __m512 vid = _mm512_set1_ps(id);
-    const __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, vid)), i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, vid));
+    const __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, vid)),
+                  i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, vid));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * b), _mm512_cvtepi32_epi8(i0));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * b + 16), _mm512_cvtepi32_epi8(i1));
     ds[b] = d;
     alignas(64) int32_t s[16];
     _mm512_store_si512(s, _mm512_add_epi32(i0, i1));
-    for (int k = 0; k < 4; ++k) bias[4 * b + k] = -offset * (s[4 * k] + s[4 * k + 1] + s[4 * k + 2] + s[4 * k + 3]);
+    for (int k = 0; k < 4; ++k)
+      bias[4 * b + k] = -offset * (s[4 * k] + s[4 * k + 1] + s[4 * k + 2] + s[4 * k + 3]);
   }
 }
 
@@ -96,7 +98,8 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
   for (int64_t b = 0; b < nb; ++b) {
     const Q32Offsets o = q32_offsets(b, nb, kQs);
     constexpr size_t pf = kQ8 ? kPrefetchQ8_0 : kPrefetchQ4_0;
-    for (size_t l = 0; l < kQs + 16; l += 64) _mm_prefetch(reinterpret_cast<const char*>(g + o.qs + pf + l), _MM_HINT_T0);
+    for (size_t l = 0; l < kQs + 16; l += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(g + o.qs + pf + l), _MM_HINT_T0);
     __m512i lo0, hi0, lo1, hi1;
     if constexpr (kQ8) {
       const uint8_t* q = g + o.qs;
@@ -140,7 +143,8 @@ struct Q8KP {
         bsum(reinterpret_cast<const int16_t*>(p + n + 4 * (n / 256))) {}
 };
 
-void prep_q8kp(const float* x, uint8_t* out, int64_t n, void (*quantize_q8_k)(const float*, BlockQ8_K*, int64_t)) {
+void prep_q8kp(const float* x, uint8_t* out, int64_t n,
+               void (*quantize_q8_k)(const float*, BlockQ8_K*, int64_t)) {
   const int64_t nsb = n / 256;
   auto* qs = reinterpret_cast<int8_t*>(out);
   auto* ds = reinterpret_cast<float*>(out + n);
@@ -167,43 +171,50 @@ void group_q4k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
     aq[t] = a.qs, ad[t] = a.d, ab[t] = a.bsum;
   }
   const __m512i m4 = _mm512_set1_epi8(0x0F);
-  // Lane r takes byte r of a broadcast dword, zero-extended to 8 int16.
-  const __m512i spread = _mm512_set_epi64(0x8003800380038003LL, 0x8003800380038003LL, 0x8002800280028002LL,
-                                          0x8002800280028002LL, 0x8001800180018001LL, 0x8001800180018001LL,
-                                          0x8000800080008000LL, 0x8000800080008000LL);
+  // Lane r takes byte r of a broadcast dword, zero-extended into the low int16 of each int32 (the
+  // high int16 is 0): vpdpwssd against it multiplies each int32 partial (which fits in int16, see
+  // below) by the scale.
+  const __m512i spread = _mm512_set_epi64(0x8080800380808003LL, 0x8080800380808003LL, 0x8080800280808002LL,
+                                          0x8080800280808002LL, 0x8080800180808001LL, 0x8080800180808001LL,
+                                          0x8080800080808000LL, 0x8080800080808000LL);
   auto scale_vec = [&](const uint8_t* p) {
     uint32_t v;
     std::memcpy(&v, p, 4);
     return _mm512_shuffle_epi8(_mm512_set1_epi32(static_cast<int>(v)), spread);
   };
+  const __m512i zero = _mm512_setzero_si512();
   for (int64_t b = 0; b < nsb; ++b) {
     const Q4KOffsets o = q4k_offsets(b, nsb);
     __m512i S0[NT], S1[NT];
-    for (int t = 0; t < NT; ++t) S0[t] = S1[t] = _mm512_setzero_si512();
+    for (int t = 0; t < NT; ++t) S0[t] = S1[t] = zero;
     const uint8_t* scb = g + o.sc;
     for (int c = 0; c < 4; ++c) {
+      // Sub-blocks 2c (low nibbles) and 2c+1 (high nibbles) of row quads 0 and 1.
       const __m512i sl0 = scale_vec(scb + 16 * c), sl1 = scale_vec(scb + 16 * c + 4);
       const __m512i sh0 = scale_vec(scb + 16 * c + 8), sh1 = scale_vec(scb + 16 * c + 12);
-      for (int h = 0; h < 2; ++h) {
-        const uint8_t* q = g + o.qs + (c * 2 + h) * 128;
-        const __m512i w0 = _mm512_load_si512(q), w1 = _mm512_load_si512(q + 64);
-        const __m512i lo0 = _mm512_and_si512(w0, m4), hi0 = _mm512_and_si512(_mm512_srli_epi16(w0, 4), m4);
-        const __m512i lo1 = _mm512_and_si512(w1, m4), hi1 = _mm512_and_si512(_mm512_srli_epi16(w1, 4), m4);
-        for (int t = 0; t < NT; ++t) {
-          const int8_t* a = aq[t] + 256 * b + 64 * c + 16 * h;
-          const __m512i alo = bcast128(a), ahi = bcast128(a + 32);
-          // u4 x s8 pairs -> i16 (|.| <= 2*15*128, no saturation), then x sub-block scale -> i32.
-          S0[t] = _mm512_dpwssd_epi32(S0[t], _mm512_maddubs_epi16(lo0, alo), sl0);
-          S0[t] = _mm512_dpwssd_epi32(S0[t], _mm512_maddubs_epi16(hi0, ahi), sh0);
-          S1[t] = _mm512_dpwssd_epi32(S1[t], _mm512_maddubs_epi16(lo1, alo), sl1);
-          S1[t] = _mm512_dpwssd_epi32(S1[t], _mm512_maddubs_epi16(hi1, ahi), sh1);
-        }
+      const uint8_t* q = g + o.qs + c * 256;  // [h][quad][4 rows][16]
+      const __m512i w00 = _mm512_load_si512(q), w01 = _mm512_load_si512(q + 64);
+      const __m512i w10 = _mm512_load_si512(q + 128), w11 = _mm512_load_si512(q + 192);
+      const __m512i lo00 = _mm512_and_si512(w00, m4), hi00 = _mm512_and_si512(_mm512_srli_epi16(w00, 4), m4);
+      const __m512i lo01 = _mm512_and_si512(w01, m4), hi01 = _mm512_and_si512(_mm512_srli_epi16(w01, 4), m4);
+      const __m512i lo10 = _mm512_and_si512(w10, m4), hi10 = _mm512_and_si512(_mm512_srli_epi16(w10, 4), m4);
+      const __m512i lo11 = _mm512_and_si512(w11, m4), hi11 = _mm512_and_si512(_mm512_srli_epi16(w11, 4), m4);
+      for (int t = 0; t < NT; ++t) {
+        const int8_t* a = aq[t] + 256 * b + 64 * c;
+        const __m512i alo0 = bcast128(a), alo1 = bcast128(a + 16), ahi0 = bcast128(a + 32), ahi1 = bcast128(a + 48);
+        // u4 x s8 over 8 elements per int32: |.| <= 8*15*128 < 2^15, so the int32 is an exact int16
+        // for the scale multiply.
+        S0[t] = _mm512_dpwssd_epi32(S0[t], _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, lo00, alo0), lo10, alo1), sl0);
+        S0[t] = _mm512_dpwssd_epi32(S0[t], _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, hi00, ahi0), hi10, ahi1), sh0);
+        S1[t] = _mm512_dpwssd_epi32(S1[t], _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, lo01, alo0), lo11, alo1), sl1);
+        S1[t] = _mm512_dpwssd_epi32(S1[t], _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, hi01, ahi0), hi11, ahi1), sh1);
       }
     }
     const __m256 d8 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g + o.d)));
     const __m256 m8 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g + o.dmin)));
     const __m512 dv0 = lanes_of(d8, 0), dv1 = lanes_of(d8, 1), mv0 = lanes_of(m8, 0), mv1 = lanes_of(m8, 1);
-    const __m512i mins0 = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + o.mn)));
+    const __m512i mins0 =
+        _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + o.mn)));
     const __m512i mins1 =
         _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + o.mn + 32)));
     for (int t = 0; t < NT; ++t) {
@@ -221,7 +232,6 @@ void group_q4k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
 }
 
 // ---------------------------------------------------------------- F16 x F32 activations
-
 
 // (No software prefetch: measured slower at 1024 and 4096 bytes ahead.)
 // 4 rows x NT tokens per half: 8 F16->F32 conversions and 2*NT activation loads feed 8*NT FMAs.
@@ -310,6 +320,8 @@ const PackedKernels kPacked = {by_nt<KQ4_0>, by_nt<KQ8_0>, by_nt<KQ4_K>, by_nt<K
 
 }  // namespace
 
-const PackedKernels& avx512_packed_kernels() { return kPacked; }
+const PackedKernels& avx512_packed_kernels() {
+  return kPacked;
+}
 
 }  // namespace ferrum::kernels
