@@ -19,6 +19,8 @@ DenseFeedForward::DenseFeedForward(const ModelConfig& cfg, const WeightSet& w, i
     gate_up_ = kernels::Linear({w.get(name("ffn_gate.weight"), {d, ff}), w.get(name("ffn_up.weight"), {d, ff})},
                                prec, pool);
   down_ = kernels::Linear({w.get(name("ffn_down.weight"), {ff, d})}, prec, pool);
+  w.release_packed(gate_up_);  // the packed copies replace the file pages (see WeightSet)
+  w.release_packed(down_);
 }
 
 void DenseFeedForward::forward(const float* x, int64_t n, float* out, FfnContext& ctx) {

@@ -112,7 +112,12 @@ void LlamaModel::bind_weights() {
     L.wo = kernels::Linear({weights_.get(blk(l, "attn_output.weight"), {qd, d})}, kprec_, pool_);
     L.ffn_norm = f32_tensor(blk(l, "ffn_norm.weight"), d);
     L.ffn = make_feed_forward(cfg_, weights_, l, kprec_, pool_);
+    weights_.release_packed(L.qkv);
+    weights_.release_packed(L.wo);
   }
+  // The packed copies are what the products read; the file pages of those tensors would only
+  // double the resident memory (the embedding lookup re-reads the few rows it needs).
+  weights_.release_packed(output_);
 }
 
 void LlamaModel::truncate_kv(int seq, int64_t new_len) {

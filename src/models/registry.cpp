@@ -114,11 +114,15 @@ ModelConfig config_from_gguf(const gguf::File& f) {
 
 WeightSet weights_from_gguf(std::shared_ptr<const gguf::File> f) {
   WeightSet w(f->path());
+  const uint8_t *lo = nullptr, *hi = nullptr;
   for (const TensorView& t : f->tensors()) {
     if (!dtype_info(t.type).supported)
       fail("{}: tensor '{}' has type {}, which ferrum does not support", f->path(), t.name, dtype_name(t.type));
     w.add(t);
+    if (t.data && (!lo || t.data < lo)) lo = t.data;
+    if (t.data && (!hi || t.data + t.nbytes > hi)) hi = t.data + t.nbytes;
   }
+  w.set_file_mapping(lo, hi);  // the tensors live in the file's read-only mapping
   w.keep_alive(f);
   return w;
 }

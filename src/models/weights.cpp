@@ -1,5 +1,9 @@
 #include "models/weights.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
 #include <cstdlib>
 
 #include "ferrum/error.h"
@@ -30,6 +34,26 @@ const TensorView& WeightSet::get(const std::string& name, std::vector<int64_t> n
     fail("{}: tensor '{}' has shape {}, expected {}", source_, name, t.shape_string(), want + "]");
   }
   return t;
+}
+
+size_t WeightSet::release_pages(const TensorView& t) const {
+  if (!map_begin_ || !t.data || t.data < map_begin_ || t.data + t.nbytes > map_end_) return 0;
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  // Only whole pages inside the tensor: neighbours sharing its first or last page keep theirs.
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(t.data) + page - 1) / page * page;
+  const uintptr_t e = (reinterpret_cast<uintptr_t>(t.data) + t.nbytes) / page * page;
+  if (e <= b) return 0;
+  // A read-only private file mapping has no private copies: MADV_DONTNEED only drops the page
+  // cache references, and a later access maps the file page again.
+  if (madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED) != 0) return 0;
+  return e - b;
+}
+
+size_t WeightSet::release_packed(const kernels::Linear& lin) const {
+  size_t n = 0;
+  for (size_t i = 0; i < lin.parts().size(); ++i)
+    if (lin.part_packed(i)) n += release_pages(lin.parts()[i]);
+  return n;
 }
 
 uint8_t* WeightSet::allocate(size_t n) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "kernels/cpu/linear.h"
 
 namespace ferrum {
 
@@ -32,11 +33,22 @@ class WeightSet {
 
   size_t total_bytes() const;
 
+  // Marks [begin, end) as a read-only private file mapping (a GGUF file) that the weights point into.
+  void set_file_mapping(const uint8_t* begin, const uint8_t* end) { map_begin_ = begin, map_end_ = end; }
+  // Drops the resident pages of a tensor that lies in the file mapping (after it was repacked into
+  // its own memory): they are re-read from the file if touched again (e.g. a few embedding rows).
+  // Does nothing for tensors in owned memory. Returns the bytes released.
+  size_t release_pages(const TensorView& t) const;
+  // release_pages() for every part of `lin` that it holds packed.
+  size_t release_packed(const kernels::Linear& lin) const;
+
  private:
   std::string source_;
   std::map<std::string, TensorView> tensors_;
   std::vector<std::shared_ptr<const void>> owners_;
   std::vector<std::unique_ptr<uint8_t[], void (*)(uint8_t*)>> buffers_;
+  const uint8_t* map_begin_ = nullptr;
+  const uint8_t* map_end_ = nullptr;
 };
 
 }  // namespace ferrum

@@ -40,6 +40,15 @@ Linear::Linear(std::vector<TensorView> parts, Precision prec, ThreadPool& pool) 
   }
 }
 
+bool Linear::part_packed(size_t i) const {
+  for (size_t k = 0; k < segments_.size(); ++k) {
+    if (offsets_[i] < segments_[k].row0) break;
+    const int64_t end = k + 1 < segments_.size() ? segments_[k + 1].row0 : rows_;
+    if (offsets_[i] < end) return segments_[k].packed != nullptr;
+  }
+  return false;
+}
+
 size_t Linear::weight_bytes() const {
   size_t n = 0;
   for (const Segment& s : segments_)

@@ -29,6 +29,8 @@ class Linear {
   const PackedMatrix* packed() const {
     return segments_.size() == 1 && segments_[0].packed ? segments_[0].packed.get() : nullptr;
   }
+  // Whether parts()[i] is held in a packed matrix (its file rows are then only a fallback).
+  bool part_packed(size_t i) const;
   // Bytes of weights one full product reads.
   size_t weight_bytes() const;
 
