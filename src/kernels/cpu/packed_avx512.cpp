@@ -54,28 +54,18 @@ struct Q8B {
 };
 
 void prep_q8b(const float* x, uint8_t* out, int64_t n, int32_t offset) {
+  // Levels and scales exactly as the row-major path's Q8Act (same offsets: levels, then scales);
+  // its per-block sums land where the biases go and are overwritten below.
+  avx512_kernels().quantize_q8_1f(x, out, n);
   const int64_t nb = n / 32;
-  auto* qs = reinterpret_cast<int8_t*>(out);
-  auto* ds = reinterpret_cast<float*>(out + n);
+  const auto* qs = reinterpret_cast<const int8_t*>(out);
   auto* bias = reinterpret_cast<int32_t*>(out + n + 4 * nb);
-  const __m512 sign = _mm512_set1_ps(-0.0f);
-  for (int64_t b = 0; b < nb; ++b, x += 32) {
-    const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
-    const float amax =
-        _mm512_reduce_max_ps(_mm512_max_ps(_mm512_andnot_ps(sign, v0), _mm512_andnot_ps(sign, v1)));
-    // The same levels and F16-rounded scale as the Q8Act path (and llama.cpp's Q8_0 activations).
-    const float d = _cvtsh_ss(_cvtss_sh(amax / 127.0f, 0));
-    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    const __m512 vid = _mm512_set1_ps(id);
-    const __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, vid)),
-                  i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, vid));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * b), _mm512_cvtepi32_epi8(i0));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * b + 16), _mm512_cvtepi32_epi8(i1));
-    ds[b] = d;
-    alignas(64) int32_t s[16];
-    _mm512_store_si512(s, _mm512_add_epi32(i0, i1));
-    for (int k = 0; k < 4; ++k)
-      bias[4 * b + k] = -offset * (s[4 * k] + s[4 * k + 1] + s[4 * k + 2] + s[4 * k + 3]);
+  for (int64_t b = 0; b < nb; ++b) {
+    // Byte sums of groups of 4 (vpdpbusd with all-ones), then element k + element k + 4.
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * b));
+    const __m256i g = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), q);
+    const __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(g), _mm256_extracti128_si256(g, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(bias + 4 * b), _mm_mullo_epi32(s4, _mm_set1_epi32(-offset)));
   }
 }
 
