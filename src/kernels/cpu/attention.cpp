@@ -99,16 +99,6 @@ void kv_load_head(KvType t, const uint8_t* row, int h, int n_head_kv, int head_d
   }
 }
 
-float dot_f32(const float* a, const float* b, int64_t n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
-  float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
 namespace {
 
 constexpr int64_t kQueryBlock = 16;  // query tokens per work item: K/V rows are converted once per block

@@ -63,7 +63,4 @@ struct AttentionJob {
 void attention(const AttentionParams& p, const AttentionJob* jobs, int n_jobs, ThreadPool& pool,
                AttentionScratch& scratch);
 
-// Dot product of two float vectors (vectorisable, 8 partial sums).
-float dot_f32(const float* a, const float* b, int64_t n);
-
 }  // namespace ferrum::kernels

@@ -334,23 +334,6 @@ void row_fn(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int 
   tile_dispatch<K>(nt, w, n, act, stride, y, ldy);
 }
 
-float dot8(const float* a, const float* b, int64_t n) {
-  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-  }
-  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-  __m256 s = _mm256_add_ps(s0, s1);
-  __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_add_ss(h, _mm_movehdup_ps(h));
-  float r = _mm_cvtss_f32(h);
-  for (; i < n; ++i) r += a[i] * b[i];
-  return r;
-}
-
 // 32 keys (4 ymm accumulators) at a time so the FMA chains overlap; then 8 at a time.
 void scores_t8(const float* q, const float* kt, int64_t ldk, int64_t n, int64_t hd, float scale, float* out) {
   const int64_t n16 = (n + 15) / 16 * 16;
@@ -421,7 +404,6 @@ const IsaKernels& avx2_kernels() {
                                scalar_kernels().quantize_q8_1f,
                                scalar_kernels().quantize_q8_k,
                                f16_row,
-                               dot8,
                                scores_t8,
                                weighted_sum8};
   return k;

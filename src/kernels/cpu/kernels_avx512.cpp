@@ -482,20 +482,6 @@ void f16_row(const uint16_t* x, float* y, int64_t n) {
   }
 }
 
-float dot16(const float* a, const float* b, int64_t n) {
-  __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
-    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
-  }
-  for (; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - i)) - 1);
-    s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s0);
-  }
-  return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
-}
-
 // 64 keys (4 zmm accumulators) at a time so the FMA chains overlap; then 16 at a time.
 void scores_t16(const float* q, const float* kt, int64_t ldk, int64_t n, int64_t hd, float scale, float* out) {
   const int64_t n16 = (n + 15) / 16 * 16;
@@ -566,7 +552,6 @@ const IsaKernels kAvx512 = {"avx512",
                             quantize_q8_1f,
                             quantize_q8_k,
                             f16_row,
-                            dot16,
                             scores_t16,
                             weighted_sum16};
 

@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "core/fp16.h"
-#include "kernels/cpu/attention.h"
 #include "kernels/cpu/kernels.h"
 
 namespace ferrum::kernels {
@@ -243,7 +242,7 @@ void weighted_sum(const float* w, const float* v, int64_t ld, int64_t n, int64_t
 const IsaKernels kScalar = {
     "scalar",           rows_of<q4_0>, rows_of<q5_0>, rows_of<q5_1>, rows_of<q8_0>, rows_of<qk4<false>>,
     rows_of<qk4<true>>, rows_of<q6_k>, rows_of<bf16>, rows_of<f16>,  rows_of<f32>,  quantize_q8_1f,
-    quantize_q8_k,      f16_row,       dot_f32,       scores_t, weighted_sum};
+    quantize_q8_k,      f16_row,       scores_t,      weighted_sum};
 
 }  // namespace
 
