@@ -96,6 +96,22 @@ int64_t row_chunk(int64_t rows, int64_t n_tok, int n_threads) {
   return std::clamp<int64_t>((per + kRowChunk - 1) / kRowChunk * kRowChunk, kRowChunk, 512);
 }
 
+// Prepares every token's activations into rows of `stride` bytes of the scratch buffer:
+// convert(t, out) for t < n_tok, over the pool when there is enough work. Returns the buffer.
+template <typename Convert>
+uint8_t* prepare_activations(ThreadPool& pool, MatmulScratch& scratch, int64_t n_tok, int64_t cols, size_t stride,
+                             Convert&& convert) {
+  uint8_t* buf = grow(scratch.act, stride * n_tok);
+  auto prep = [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; ++t) convert(t, buf + t * stride);
+  };
+  if (n_tok > 1 && n_tok * cols >= kInlineMacs / 8)
+    pool.parallel_for(n_tok, prep);
+  else
+    prep(0, n_tok, 0);
+  return buf;
+}
+
 template <typename Body>
 void for_items(ThreadPool& pool, int64_t rows, int64_t cols, int64_t n_tok, int64_t group, Body&& body) {
   const int64_t chunk = row_chunk(rows, n_tok, pool.size());
@@ -163,24 +179,15 @@ void run_fast(const TensorView& W, int64_t rb, int64_t re, const float* x, int64
                  : fk.act == Act::Q8_K ? static_cast<size_t>(cols / 256) * sizeof(BlockQ8_K)
                                        : static_cast<size_t>(cols) * 2;
     stride = (row + 63) / 64 * 64;
-    uint8_t* buf = grow(scratch.act, stride * n_tok);
-    auto prep = [&](int64_t t0, int64_t t1, int) {
-      for (int64_t t = t0; t < t1; ++t) {
-        const float* xt = x + t * ldx;
-        uint8_t* out = buf + t * stride;
-        if (fk.act == Act::Q8_32)
-          k.quantize_q8_1f(xt, out, cols);
-        else if (fk.act == Act::Q8_K)
-          k.quantize_q8_k(xt, reinterpret_cast<BlockQ8_K*>(out), cols);
-        else
-          quantize_row(DType::BF16, xt, out, cols);
-      }
-    };
-    if (n_tok > 1 && n_tok * cols >= kInlineMacs / 8)
-      pool.parallel_for(n_tok, prep);
-    else
-      prep(0, n_tok, 0);
-    act = buf;
+    act = prepare_activations(pool, scratch, n_tok, cols, stride, [&](int64_t t, uint8_t* out) {
+      const float* xt = x + t * ldx;
+      if (fk.act == Act::Q8_32)
+        k.quantize_q8_1f(xt, out, cols);
+      else if (fk.act == Act::Q8_K)
+        k.quantize_q8_k(xt, reinterpret_cast<BlockQ8_K*>(out), cols);
+      else
+        quantize_row(DType::BF16, xt, out, cols);
+    });
   }
   for_items(
       pool, re - rb, cols, n_tok, kTokenGroup, [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1, int) {
@@ -218,15 +225,8 @@ void matmul_packed(const PackedMatrix& P, const float* x, int64_t ldx, int64_t n
   size_t stride = static_cast<size_t>(ldx) * sizeof(float);
   if (P.type != DType::F16) {
     stride = (k.act_bytes(P.type, cols) + 63) / 64 * 64;
-    uint8_t* buf = grow(scratch.act, stride * n_tok);
-    auto prep = [&](int64_t t0, int64_t t1, int) {
-      for (int64_t t = t0; t < t1; ++t) k.prep(P.type, x + t * ldx, buf + t * stride, cols);
-    };
-    if (n_tok > 1 && n_tok * cols >= kInlineMacs / 8)
-      pool.parallel_for(n_tok, prep);
-    else
-      prep(0, n_tok, 0);
-    act = buf;
+    act = prepare_activations(pool, scratch, n_tok, cols, stride,
+                              [&](int64_t t, uint8_t* out) { k.prep(P.type, x + t * ldx, out, cols); });
   }
   for_items(pool, P.rows, cols, n_tok, kTokenGroup, [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1, int) {
     for (int64_t t = t0; t < t1; t += kMaxTile) {
