@@ -23,11 +23,12 @@ struct Shape {
   DType type;
   int64_t rows, cols;
 };
-const Shape kShapes[] = {{DType::Q4_0, 16, 96},  {DType::Q4_0, 24, 4864}, {DType::Q4_0, 40, 2048},
-                         {DType::Q8_0, 16, 96},  {DType::Q8_0, 24, 4864}, {DType::Q8_0, 40, 2048},
-                         {DType::Q4_K, 16, 256}, {DType::Q4_K, 24, 4864}, {DType::Q4_K, 40, 2048},
-                         {DType::Q4_K, 8, 768},  {DType::F16, 16, 96},    {DType::F16, 24, 4864},
-                         {DType::F16, 8, 2048}};
+// Odd block counts (96 = 3 blocks: a lone last tile), several groups, K-quant sizes.
+const Shape kShapes[] = {{DType::Q4_0, 16, 96},  {DType::Q4_0, 48, 4864}, {DType::Q4_0, 32, 2048},
+                         {DType::Q8_0, 16, 96},  {DType::Q8_0, 48, 4864}, {DType::Q8_0, 32, 2048},
+                         {DType::Q4_K, 16, 256}, {DType::Q4_K, 48, 4864}, {DType::Q4_K, 32, 2048},
+                         {DType::Q4_K, 16, 768}, {DType::F16, 16, 96},    {DType::F16, 48, 4864},
+                         {DType::F16, 16, 2048}};
 
 TEST(Packed, UnpackedRowsEqualTheFile) {
   ThreadPool pool(2);
@@ -46,13 +47,13 @@ TEST(Packed, UnpackedRowsEqualTheFile) {
 
 TEST(Packed, RejectsWhatItCannotPack) {
   ThreadPool pool(1);
-  test::TestMatrix odd(DType::Q4_0, 12, 64, 1);  // 12 rows: not a multiple of 8
+  test::TestMatrix odd(DType::Q4_0, 24, 64, 1);  // 24 rows: not a multiple of 16
   EXPECT_THROW(pack_matrix(std::span<const TensorView>(&odd.view, 1), pool), Error);
-  test::TestMatrix f16(DType::F16, 8, 48, 1);  // 48 columns: not a multiple of 32
+  test::TestMatrix f16(DType::F16, 16, 48, 1);  // 48 columns: not a multiple of 32
   EXPECT_THROW(pack_matrix(std::span<const TensorView>(&f16.view, 1), pool), Error);
-  test::TestMatrix q6(DType::Q6_K, 8, 256, 1);
+  test::TestMatrix q6(DType::Q6_K, 16, 256, 1);
   EXPECT_THROW(pack_matrix(std::span<const TensorView>(&q6.view, 1), pool), Error);
-  test::TestMatrix a(DType::Q4_0, 8, 64, 1), b(DType::Q8_0, 8, 64, 2);
+  test::TestMatrix a(DType::Q4_0, 16, 64, 1), b(DType::Q8_0, 16, 64, 2);
   const TensorView mixed[] = {a.view, b.view};
   EXPECT_THROW(pack_matrix(mixed, pool), Error);
 }
@@ -102,7 +103,7 @@ TEST_F(PackedProduct, TokenResultDoesNotDependOnBatch) {
   for (const Shape& s : kShapes) {
     test::TestMatrix m(s.type, s.rows, s.cols, 3);
     const Linear lin({m.view}, Precision::Fast, pool);
-    const int64_t n_tok = 11;  // tiles of 4, 4, 3
+    const int64_t n_tok = 19;  // tiles of 8, 8, 3 (Q4_K: 6, 6, 6, 1)
     const auto x = test::gaussian(static_cast<size_t>(n_tok * s.cols), 4);
     std::vector<float> batch(n_tok * s.rows), one(s.rows);
     lin.forward(x.data(), s.cols, n_tok, batch.data(), s.rows, pool, Precision::Fast, scratch);
@@ -117,37 +118,37 @@ TEST_F(PackedProduct, TokenResultDoesNotDependOnBatch) {
 TEST_F(PackedProduct, FusedPartsEqualSeparateProducts) {
   ThreadPool pool(2);
   MatmulScratch scratch;
-  test::TestMatrix q(DType::Q4_K, 32, 512, 1), k(DType::Q4_K, 8, 512, 2), v(DType::Q4_K, 8, 512, 3);
+  test::TestMatrix q(DType::Q4_K, 32, 512, 1), k(DType::Q4_K, 16, 512, 2), v(DType::Q4_K, 16, 512, 3);
   const Linear fused({q.view, k.view, v.view}, Precision::Fast, pool);
   ASSERT_NE(fused.packed(), nullptr);
-  EXPECT_EQ(fused.rows(), 48);
+  EXPECT_EQ(fused.rows(), 64);
   const auto x = test::gaussian(3 * 512, 8);
-  std::vector<float> y(3 * 48), part(3 * 32);
-  fused.forward(x.data(), 512, 3, y.data(), 48, pool, Precision::Fast, scratch);
+  std::vector<float> y(3 * 64), part(3 * 32);
+  fused.forward(x.data(), 512, 3, y.data(), 64, pool, Precision::Fast, scratch);
   int64_t off = 0;
   for (const TensorView* t : {&q.view, &k.view, &v.view}) {
     const Linear alone({*t}, Precision::Fast, pool);
     alone.forward(x.data(), 512, 3, part.data(), t->rows(), pool, Precision::Fast, scratch);
     for (int64_t tok = 0; tok < 3; ++tok)
       for (int64_t r = 0; r < t->rows(); ++r)
-        ASSERT_EQ(part[tok * t->rows() + r], y[tok * 48 + off + r]) << t->name << " row " << r;
+        ASSERT_EQ(part[tok * t->rows() + r], y[tok * 64 + off + r]) << t->name << " row " << r;
     off += t->rows();
   }
   // Mixed types are packed separately (and a Q6_K part is left as it is) and still give the
   // stacked product.
-  test::TestMatrix k8(DType::Q8_0, 8, 512, 2), v16(DType::Q6_K, 8, 512, 4);
+  test::TestMatrix k8(DType::Q8_0, 16, 512, 2), v16(DType::Q6_K, 16, 512, 4);
   const Linear mixed({q.view, k8.view, v16.view}, Precision::Fast, pool);
   EXPECT_EQ(mixed.packed(), nullptr);
-  std::vector<float> ym(48), yq(32), yk(8), yv(8);
-  mixed.forward(x.data(), 512, 1, ym.data(), 48, pool, Precision::Fast, scratch);
+  std::vector<float> ym(64), yq(32), yk(16), yv(16);
+  mixed.forward(x.data(), 512, 1, ym.data(), 64, pool, Precision::Fast, scratch);
   Linear({q.view}, Precision::Fast, pool)
       .forward(x.data(), 512, 1, yq.data(), 32, pool, Precision::Fast, scratch);
   Linear({k8.view}, Precision::Fast, pool)
-      .forward(x.data(), 512, 1, yk.data(), 8, pool, Precision::Fast, scratch);
-  matmul(v16.view, x.data(), 512, 1, yv.data(), 8, pool, Precision::Fast, scratch);
-  for (int r = 0; r < 8; ++r) EXPECT_EQ(ym[40 + r], yv[r]);
+      .forward(x.data(), 512, 1, yk.data(), 16, pool, Precision::Fast, scratch);
+  matmul(v16.view, x.data(), 512, 1, yv.data(), 16, pool, Precision::Fast, scratch);
+  for (int r = 0; r < 16; ++r) EXPECT_EQ(ym[48 + r], yv[r]);
   for (int r = 0; r < 32; ++r) EXPECT_EQ(ym[r], yq[r]);
-  for (int r = 0; r < 8; ++r) EXPECT_EQ(ym[32 + r], yk[r]);
+  for (int r = 0; r < 16; ++r) EXPECT_EQ(ym[32 + r], yk[r]);
 }
 
 TEST_F(PackedProduct, OtherIsaFallsBackToTheFileRows) {

@@ -58,13 +58,17 @@ struct IsaKernels {
   void (*weighted_sum)(const float* w, const float* v, int64_t ld, int64_t n, int64_t hd, float* out);
 };
 
-// Kernels for the 8-row packed layouts (packed.h); AVX-512 (VNNI) only.
+// Kernels for the 16-row packed layouts (packed.h); AVX-512 (VNNI) only.
 struct PackedKernels {
-  // One 8-row group (n inputs per row) x nt <= kMaxTile tokens of prepared activations:
-  // y[t*ldy + r] for r < 8.
+  // One 16-row group (n inputs per row) x nt <= max_nt tokens of prepared activations:
+  // y[t*ldy + r] for r < 16.
   using GroupFn = void (*)(const uint8_t* group, int64_t n, const uint8_t* act, size_t act_stride, int nt,
                            float* y, int64_t ldy);
-  GroupFn q4_0, q8_0, q4_k, f16;
+  struct Kernel {
+    GroupFn fn;
+    int max_nt;
+  };
+  Kernel q4_0, q8_0, q4_k, f16;
   // Activation preparation for weights of type t, and its size per token (F16 uses the F32
   // activations as they are).
   void (*prep)(DType t, const float* x, uint8_t* out, int64_t n);

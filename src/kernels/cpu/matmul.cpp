@@ -90,8 +90,8 @@ constexpr int64_t kInlineMacs = 1 << 16;
 
 // Rows per work item. With one tile of tokens (decode) there is no reuse across token tiles, so the
 // items are larger (about 8 per thread): every claim is an atomic on a line shared by all threads.
-int64_t row_chunk(int64_t rows, int64_t n_tok, int n_threads) {
-  if (n_tok > kMaxTile) return kRowChunk;
+int64_t row_chunk(int64_t rows, int64_t n_tok, int n_threads, int tile) {
+  if (n_tok > tile) return kRowChunk;
   const int64_t per = (rows + 8 * n_threads - 1) / (8 * n_threads);
   return std::clamp<int64_t>((per + kRowChunk - 1) / kRowChunk * kRowChunk, kRowChunk, 512);
 }
@@ -113,8 +113,9 @@ uint8_t* prepare_activations(ThreadPool& pool, MatmulScratch& scratch, int64_t n
 }
 
 template <typename Body>
-void for_items(ThreadPool& pool, int64_t rows, int64_t cols, int64_t n_tok, int64_t group, Body&& body) {
-  const int64_t chunk = row_chunk(rows, n_tok, pool.size());
+void for_items(ThreadPool& pool, int64_t rows, int64_t cols, int64_t n_tok, int64_t group, Body&& body,
+               int tile = kMaxTile) {
+  const int64_t chunk = row_chunk(rows, n_tok, pool.size(), tile);
   const int64_t n_rc = (rows + chunk - 1) / chunk;
   const int64_t n_tg = (n_tok + group - 1) / group;
   const int64_t n_items = n_rc * n_tg;
@@ -216,10 +217,10 @@ void matmul_packed(const PackedMatrix& P, const float* x, int64_t ldx, int64_t n
   if (n_tok > 1 && (ldx < P.cols || ldy < P.rows)) fail("matmul_packed: strides {} / {} too small", ldx, ldy);
   if (n_tok == 0 || P.rows == 0) return;
   const PackedKernels& k = avx512_packed_kernels();
-  const PackedKernels::GroupFn fn = P.type == DType::Q4_0   ? k.q4_0
-                                    : P.type == DType::Q8_0 ? k.q8_0
-                                    : P.type == DType::Q4_K ? k.q4_k
-                                                            : k.f16;
+  const PackedKernels::Kernel kern = P.type == DType::Q4_0   ? k.q4_0
+                                     : P.type == DType::Q8_0 ? k.q8_0
+                                     : P.type == DType::Q4_K ? k.q4_k
+                                                             : k.f16;
   const int64_t cols = P.cols;
   const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
   size_t stride = static_cast<size_t>(ldx) * sizeof(float);
@@ -228,13 +229,16 @@ void matmul_packed(const PackedMatrix& P, const float* x, int64_t ldx, int64_t n
     act = prepare_activations(pool, scratch, n_tok, cols, stride,
                               [&](int64_t t, uint8_t* out) { k.prep(P.type, x + t * ldx, out, cols); });
   }
-  for_items(pool, P.rows, cols, n_tok, kTokenGroup, [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1, int) {
-    for (int64_t t = t0; t < t1; t += kMaxTile) {
-      const int nt = static_cast<int>(std::min<int64_t>(kMaxTile, t1 - t));
-      for (int64_t r = r0; r < r1; r += kPackRows)
-        fn(P.group(r / kPackRows), cols, act + t * stride, stride, nt, y + t * ldy + r, ldy);
-    }
-  });
+  for_items(
+      pool, P.rows, cols, n_tok, kTokenGroup,
+      [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1, int) {
+        for (int64_t t = t0; t < t1; t += kern.max_nt) {
+          const int nt = static_cast<int>(std::min<int64_t>(kern.max_nt, t1 - t));
+          for (int64_t r = r0; r < r1; r += kPackRows)
+            kern.fn(P.group(r / kPackRows), cols, act + t * stride, stride, nt, y + t * ldy + r, ldy);
+        }
+      },
+      kern.max_nt);
 }
 
 void matmul_rows(const TensorView& W, int64_t row_begin, int64_t row_end, const float* x, int64_t ldx,

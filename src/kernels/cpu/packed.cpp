@@ -1,4 +1,4 @@
-// Repacking of file rows into the 8-row interleaved layouts of packed.h, and the way back (to
+// Repacking of file rows into the 16-row interleaved layouts of packed.h, and the way back (to
 // reconstruct a row for checks).
 #include "kernels/cpu/packed.h"
 
@@ -22,55 +22,59 @@ size_t round64(size_t n) {
 size_t group_bytes(DType t, int64_t cols) {
   switch (t) {
     case DType::Q4_0:
-      return round64(q32_group_bytes(cols / 32, 128));
-    case DType::Q8_0:
       return round64(q32_group_bytes(cols / 32, 256));
+    case DType::Q8_0:
+      return round64(q32_group_bytes(cols / 32, 512));
     case DType::Q4_K:
-      return round64(q4k_group_bytes(cols / 256));
+      return static_cast<size_t>(cols / 256) * kQ4KBlockBytes;
     case DType::F16:
-      return static_cast<size_t>(cols) * 16;
+      return static_cast<size_t>(cols) * 2 * kPackRows;
     default:
       return 0;
   }
 }
 
-// Where packed byte i of a block's quant area comes from, for one 8-row group: pointers to the 8
-// file rows; nb blocks (or super-blocks) per row.
-void pack_group(DType t, const uint8_t* const rows[8], int64_t nb, uint8_t* out) {
-  if (t == DType::F16) {  // nb = columns
-    const int64_t nc = nb / 32;
-    for (int r = 0; r < 8; ++r)
-      for (int64_t c = 0; c < nc; ++c)
-        std::memcpy(out + (r / 4) * nc * 256 + c * 256 + (r % 4) * 64, rows[r] + c * 64, 64);
+// Byte i of the 4 at [j][row r][4] in a "[j][16 rows][4]" array.
+inline size_t lane_byte(int j, int r, int i) {
+  return static_cast<size_t>(j) * 64 + r * 4 + i;
+}
+
+// Writes one 16-row group: pointers to the 16 file rows; nb blocks (super-blocks; F16: columns).
+void pack_group(DType t, const uint8_t* const rows[kPackRows], int64_t nb, uint8_t* out) {
+  if (t == DType::F16) {
+    auto* o = reinterpret_cast<uint16_t*>(out);
+    for (int r = 0; r < kPackRows; ++r) {
+      const auto* row = reinterpret_cast<const uint16_t*>(rows[r]);
+      for (int64_t k = 0; k < nb; ++k) o[k * kPackRows + r] = row[k];
+    }
     return;
   }
   for (int64_t b = 0; b < nb; ++b)
-    for (int r = 0; r < 8; ++r) {
+    for (int r = 0; r < kPackRows; ++r) {
       if (t == DType::Q4_0) {
         const auto& blk = reinterpret_cast<const BlockQ4_0*>(rows[r])[b];
-        const Q32Offsets o = q32_offsets(b, nb, 128);
-        std::memcpy(out + o.qs + r * 16, blk.qs, 16);
+        const Q32Offsets o = q32_offsets(b, 256);
+        for (int j = 0; j < 4; ++j)
+          for (int i = 0; i < 4; ++i) out[o.qs + lane_byte(j, r, i)] = blk.qs[4 * j + i];
         reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
       } else if (t == DType::Q8_0) {
         const auto& blk = reinterpret_cast<const BlockQ8_0*>(rows[r])[b];
-        const Q32Offsets o = q32_offsets(b, nb, 256);
-        for (int h = 0; h < 2; ++h)
-          for (int i = 0; i < 16; ++i)
-            out[o.qs + (r / 4) * 128 + h * 64 + (r % 4) * 16 + i] =
-                static_cast<uint8_t>(static_cast<uint8_t>(blk.qs[16 * h + i]) ^ 0x80);
+        const Q32Offsets o = q32_offsets(b, 512);
+        for (int j = 0; j < 8; ++j)
+          for (int i = 0; i < 4; ++i)
+            out[o.qs + lane_byte(j, r, i)] = static_cast<uint8_t>(static_cast<uint8_t>(blk.qs[4 * j + i]) ^ 0x80);
         reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
       } else {  // Q4_K
         const auto& blk = reinterpret_cast<const BlockQ4_K*>(rows[r])[b];
-        const Q4KOffsets o = q4k_offsets(b, nb);
+        const Q4KOffsets o = q4k_offsets(b);
         for (int c = 0; c < 4; ++c)
-          for (int h = 0; h < 2; ++h)
-            std::memcpy(out + o.qs + ((c * 2 + h) * 2 + r / 4) * 64 + (r % 4) * 16, blk.qs + 32 * c + 16 * h,
-                        16);
+          for (int j = 0; j < 8; ++j)
+            for (int i = 0; i < 4; ++i) out[o.qs + lane_byte(8 * c + j, r, i)] = blk.qs[32 * c + 4 * j + i];
         uint64_t s8, m8;
         k4_scales_mins(blk.scales, s8, m8);
         for (int j = 0; j < 8; ++j) {
-          out[o.sc + j * 8 + r] = static_cast<uint8_t>(s8 >> (8 * j));
-          out[o.mn + r * 8 + j] = static_cast<uint8_t>(m8 >> (8 * j));
+          out[o.sc + j * kPackRows + r] = static_cast<uint8_t>(s8 >> (8 * j));
+          out[o.mn + (j / 2) * 2 * kPackRows + 2 * r + j % 2] = static_cast<uint8_t>(m8 >> (8 * j));
         }
         reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
         reinterpret_cast<uint16_t*>(out + o.dmin)[r] = blk.dmin;
@@ -111,7 +115,7 @@ std::unique_ptr<PackedMatrix> pack_matrix(std::span<const TensorView> parts, Thr
     if (!packable(t, p.rows(), cols))
       fail(
           "pack_matrix: tensor '{}' ({} {}) has no packed layout (types Q4_0/Q8_0/Q4_K/F16, rows in "
-          "multiples of 8)",
+          "multiples of 16)",
           p.name, dtype_name(t), p.shape_string());
     if (p.nbytes < p.row_bytes() * static_cast<size_t>(p.rows()))
       fail("pack_matrix: tensor '{}' has {} bytes, needs {}", p.name, p.nbytes, p.row_bytes() * p.rows());
@@ -140,8 +144,8 @@ std::unique_ptr<PackedMatrix> pack_matrix(std::span<const TensorView> parts, Thr
   const int64_t nb = cols / dtype_info(t).block_size;
   pool.parallel_for(static_cast<int64_t>(where.size()), [&](int64_t g0, int64_t g1, int) {
     for (int64_t g = g0; g < g1; ++g) {
-      const uint8_t* src[8];
-      for (int r = 0; r < 8; ++r) src[r] = where[g].first->row(where[g].second + r);
+      const uint8_t* src[kPackRows];
+      for (int r = 0; r < kPackRows; ++r) src[r] = where[g].first->row(where[g].second + r);
       pack_group(t, src, nb, mem + static_cast<size_t>(g) * m->group_bytes);
     }
   });
@@ -154,47 +158,42 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
   const int r = static_cast<int>(row % kPackRows);
   const int64_t nb = p.cols / dtype_info(p.type).block_size;
   if (p.type == DType::F16) {
-    const int64_t nc = p.cols / 32;
-    for (int64_t c = 0; c < nc; ++c)
-      for (int i = 0; i < 32; ++i)
-        out[c * 32 + i] =
-            f16_to_f32(reinterpret_cast<const uint16_t*>(g + (r / 4) * nc * 256 + c * 256 + (r % 4) * 64)[i]);
+    for (int64_t k = 0; k < p.cols; ++k) out[k] = f16_to_f32(reinterpret_cast<const uint16_t*>(g)[k * kPackRows + r]);
     return;
   }
   std::vector<uint8_t> file_row(row_size(p.type, p.cols));
   if (p.type == DType::Q4_0) {
     auto* blk = reinterpret_cast<BlockQ4_0*>(file_row.data());
     for (int64_t b = 0; b < nb; ++b) {
-      const Q32Offsets o = q32_offsets(b, nb, 128);
-      std::memcpy(blk[b].qs, g + o.qs + r * 16, 16);
+      const Q32Offsets o = q32_offsets(b, 256);
+      for (int j = 0; j < 4; ++j)
+        for (int i = 0; i < 4; ++i) blk[b].qs[4 * j + i] = g[o.qs + lane_byte(j, r, i)];
       blk[b].d = reinterpret_cast<const uint16_t*>(g + o.d)[r];
     }
   } else if (p.type == DType::Q8_0) {
     auto* blk = reinterpret_cast<BlockQ8_0*>(file_row.data());
     for (int64_t b = 0; b < nb; ++b) {
-      const Q32Offsets o = q32_offsets(b, nb, 256);
-      for (int h = 0; h < 2; ++h)
-        for (int i = 0; i < 16; ++i)
-          blk[b].qs[16 * h + i] =
-              static_cast<int8_t>(g[o.qs + (r / 4) * 128 + h * 64 + (r % 4) * 16 + i] ^ 0x80);
+      const Q32Offsets o = q32_offsets(b, 512);
+      for (int j = 0; j < 8; ++j)
+        for (int i = 0; i < 4; ++i) blk[b].qs[4 * j + i] = static_cast<int8_t>(g[o.qs + lane_byte(j, r, i)] ^ 0x80);
       blk[b].d = reinterpret_cast<const uint16_t*>(g + o.d)[r];
     }
   } else {
     // Q4_K: dequantize directly (the 6-bit scale packing is not needed to get the values back).
     for (int64_t b = 0; b < nb; ++b) {
-      const Q4KOffsets o = q4k_offsets(b, nb);
+      const Q4KOffsets o = q4k_offsets(b);
       const float db = f16_to_f32(reinterpret_cast<const uint16_t*>(g + o.d)[r]);
       const float mb = f16_to_f32(reinterpret_cast<const uint16_t*>(g + o.dmin)[r]);
+      auto sc = [&](int j) { return g[o.sc + j * kPackRows + r]; };
+      auto mn = [&](int j) { return g[o.mn + (j / 2) * 2 * kPackRows + 2 * r + j % 2]; };
       for (int c = 0; c < 4; ++c)
-        for (int h = 0; h < 2; ++h) {
-          const uint8_t* q = g + o.qs + ((c * 2 + h) * 2 + r / 4) * 64 + (r % 4) * 16;
-          for (int i = 0; i < 16; ++i) {
-            const int e = 16 * h + i, j0 = 2 * c, j1 = 2 * c + 1;
-            out[b * 256 + 64 * c + e] = db * g[o.sc + j0 * 8 + r] * (q[i] & 0xF) - mb * g[o.mn + r * 8 + j0];
-            out[b * 256 + 64 * c + 32 + e] =
-                db * g[o.sc + j1 * 8 + r] * (q[i] >> 4) - mb * g[o.mn + r * 8 + j1];
+        for (int j = 0; j < 8; ++j)
+          for (int i = 0; i < 4; ++i) {
+            const uint8_t q = g[o.qs + lane_byte(8 * c + j, r, i)];
+            const int e = 4 * j + i;
+            out[b * 256 + 64 * c + e] = db * sc(2 * c) * (q & 0xF) - mb * mn(2 * c);
+            out[b * 256 + 64 * c + 32 + e] = db * sc(2 * c + 1) * (q >> 4) - mb * mn(2 * c + 1);
           }
-        }
     }
     return;
   }
