@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "kernels/cpu/kernels.h"
+
 namespace ferrum::kernels {
 
 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
@@ -65,10 +67,7 @@ void rope_apply(float* x, const float* cs, int n_rot, bool interleaved) {
 }
 
 void swiglu(const float* gate, const float* up, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    out[i] = g / (1.0f + std::exp(-g)) * up[i];
-  }
+  active_kernels().swiglu(gate, up, out, n);
 }
 
 void gelu_erf(float* x, int64_t n) {
@@ -77,16 +76,7 @@ void gelu_erf(float* x, int64_t n) {
 }
 
 void softmax(float* x, int64_t n) {
-  float mx = -INFINITY;
-  for (int64_t i = 0; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    const float e = std::exp(x[i] - mx);
-    x[i] = e;
-    sum += e;
-  }
-  const float inv = static_cast<float>(1.0 / sum);
-  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+  active_kernels().softmax(x, n);
 }
 
 void add_inplace(float* y, const float* x, int64_t n) {

@@ -56,6 +56,9 @@ struct IsaKernels {
   // sum taken in order of d with one fused multiply-add per term.
   void (*scores_t)(const float* q, const float* kt, int64_t ldk, int64_t n, int64_t hd, float scale, float* out);
   void (*weighted_sum)(const float* w, const float* v, int64_t ld, int64_t n, int64_t hd, float* out);
+  // x = softmax(x) in place (exponentials summed in double); out = silu(gate) * up.
+  void (*softmax)(float* x, int64_t n);
+  void (*swiglu)(const float* gate, const float* up, float* out, int64_t n);
 };
 
 // Kernels for the 16-row packed layouts (packed.h); AVX-512 (VNNI) only.

@@ -405,7 +405,9 @@ const IsaKernels& avx2_kernels() {
                                scalar_kernels().quantize_q8_k,
                                f16_row,
                                scores_t8,
-                               weighted_sum8};
+                               weighted_sum8,
+                               scalar_kernels().softmax,
+                               scalar_kernels().swiglu};
   return k;
 }
 

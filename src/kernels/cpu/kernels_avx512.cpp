@@ -4,6 +4,7 @@
 // the F32/F16/BF16 and 32-element tiles) held in registers.
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "core/fp16.h"
@@ -538,6 +539,59 @@ void row_fn(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int 
   tile_dispatch<K>(nt, w, n, act, stride, y, ldy);
 }
 
+// e^x for 16 lanes: x = n ln2 + r (|r| <= ln2/2, ln2 in two parts), e^r by its Taylor polynomial to
+// degree 7 (truncation < 2^-26 relative), times 2^n by vscalefps. Below -87.3 (where e^x leaves the
+// normal floats) the result is 0, so exp(-inf) = 0 as softmax masks need; above 88.7 it saturates.
+inline __m512 exp16(__m512 x) {
+  const __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_GE_OQ);
+  x = _mm512_min_ps(x, _mm512_set1_ps(88.7f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723212e-6f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_maskz_scalef_ps(live, p, n);
+}
+
+void softmax16(float* x, int64_t n) {
+  __m512 vmx = _mm512_set1_ps(-INFINITY);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) vmx = _mm512_max_ps(vmx, _mm512_loadu_ps(x + i));
+  float mx = _mm512_reduce_max_ps(vmx);
+  for (int64_t j = i; j < n; ++j) mx = x[j] > mx ? x[j] : mx;
+  const __m512 m = _mm512_set1_ps(mx);
+  __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+  for (i = 0; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
+    const __m512 e = _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), m)));
+    _mm512_mask_storeu_ps(x + i, k, e);
+    s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+    s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
+  }
+  const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / _mm512_reduce_add_pd(_mm512_add_pd(s0, s1))));
+  for (i = 0; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(x + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), inv));
+  }
+}
+
+void swiglu16(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
+    const __m512 g = _mm512_maskz_loadu_ps(k, gate + i);
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), g));
+    const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+    _mm512_mask_storeu_ps(out + i, k, _mm512_mul_ps(silu, _mm512_maskz_loadu_ps(k, up + i)));
+  }
+}
+
 const IsaKernels kAvx512 = {"avx512",
                             row32_tile<UnpackQ4_0>,
                             row32_tile<UnpackQ5<BlockQ5_0, false>>,
@@ -553,7 +607,9 @@ const IsaKernels kAvx512 = {"avx512",
                             quantize_q8_k,
                             f16_row,
                             scores_t16,
-                            weighted_sum16};
+                            weighted_sum16,
+                            softmax16,
+                            swiglu16};
 
 }  // namespace
 

@@ -239,10 +239,30 @@ void weighted_sum(const float* w, const float* v, int64_t ld, int64_t n, int64_t
     for (int64_t i = 0; i < hd; ++i) out[i] = std::fma(w[j], v[j * ld + i], out[i]);
 }
 
+void softmax(float* x, int64_t n) {
+  float mx = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float e = std::exp(x[i] - mx);
+    x[i] = e;
+    sum += e;
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void swiglu(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
 const IsaKernels kScalar = {
     "scalar",           rows_of<q4_0>, rows_of<q5_0>, rows_of<q5_1>, rows_of<q8_0>, rows_of<qk4<false>>,
     rows_of<qk4<true>>, rows_of<q6_k>, rows_of<bf16>, rows_of<f16>,  rows_of<f32>,  quantize_q8_1f,
-    quantize_q8_k,      f16_row,       scores_t,      weighted_sum};
+    quantize_q8_k,      f16_row,       scores_t,      weighted_sum, softmax, swiglu};
 
 }  // namespace
 
