@@ -5,7 +5,6 @@
 // results are bitwise the same for a token alone or in a batch.
 #include <immintrin.h>
 
-#include <cstdlib>
 #include <cstring>
 
 #include "core/quant.h"
@@ -30,8 +29,8 @@ inline __m512 load_f16x16(const uint8_t* p) {
 // Software prefetch distance in bytes ahead of the block being read (one stream per group).
 // Measured A/B on the 2-vCPU Zen 4 VM, llama-1b decode (8-row layout): Q4_0 23-30 t/s without,
 // 38-40 at 2048, 41-54 at 1024; Q8_0 a smaller gain at 1024.
-static size_t envpf(const char* n, size_t d) { const char* v = getenv(n); return v ? atoi(v) : d; }
-static const size_t kPrefetchQ4_0 = envpf("PF_Q4", 1024), kPrefetchQ8_0 = envpf("PF_Q8", 1024), kPrefetchQ4K = envpf("PF_Q4K", 0);
+// Q4_K: none (with the 16-row layout, 1-4 KiB ahead measured 2x slower decode).
+constexpr size_t kPrefetchQ4_0 = 1024, kPrefetchQ8_0 = 1024;
 
 // Q8B activations of one token (n values, nb = n/32 blocks): levels int8[n], scales float[nb],
 // bias int32[nb] = -offset * (sum of the block's levels): starting the block's integer dot product
@@ -66,7 +65,7 @@ template <bool kQ8, int NT>
 void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
   const int64_t nb = n / 32;
   constexpr size_t kQs = kQ8 ? 512 : 256;
-  const size_t kPf = kQ8 ? kPrefetchQ8_0 : kPrefetchQ4_0;
+  constexpr size_t kPf = kQ8 ? kPrefetchQ8_0 : kPrefetchQ4_0;
   __m512 acc[NT];
   const int8_t* aq[NT];
   const float* ad[NT];
@@ -161,9 +160,6 @@ void group_q4k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   for (int64_t b = 0; b < nsb; ++b) {
     const Q4KOffsets o = q4k_offsets(b);
-    if (kPrefetchQ4K)
-      for (size_t l = 0; l < kQ4KBlockBytes; l += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(g + o.sc + kPrefetchQ4K + l), _MM_HINT_T0);
     __m512i S[NT];
     for (int t = 0; t < NT; ++t) S[t] = _mm512_setzero_si512();
     for (int c = 0; c < 4; ++c) {
