@@ -103,7 +103,7 @@ TEST_P(Runtime, BatchedDecodeEqualsOneByOne) {
   }
 }
 
-// With the packed AVX-512 kernels (Q4_0, Q8_0, Q4_K, F16 weights; Q6_K rows) every token's
+// With the packed AVX-512 kernels (Q4_0, Q8_0, Q4_K, Q6_K, F16 weights) every token's
 // arithmetic is independent of what else is in the step, so batching and chunking change nothing
 // at all: a server's answer to a request does not depend on the other requests.
 TEST_P(Runtime, BatchingAndChunkingAreBitwiseInvariant) {

@@ -220,6 +220,7 @@ void matmul_packed(const PackedMatrix& P, const float* x, int64_t ldx, int64_t n
   const PackedKernels::Kernel kern = P.type == DType::Q4_0   ? k.q4_0
                                      : P.type == DType::Q8_0 ? k.q8_0
                                      : P.type == DType::Q4_K ? k.q4_k
+                                     : P.type == DType::Q6_K ? k.q6_k
                                                              : k.f16;
   const int64_t cols = P.cols;
   const uint8_t* act = reinterpret_cast<const uint8_t*>(x);

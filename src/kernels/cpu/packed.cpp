@@ -27,6 +27,8 @@ size_t group_bytes(DType t, int64_t cols) {
       return round64(q32_group_bytes(cols / 32, 512));
     case DType::Q4_K:
       return static_cast<size_t>(cols / 256) * kQ4KBlockBytes;
+    case DType::Q6_K:
+      return static_cast<size_t>(cols / 256) * kQ6KBlockBytes;
     case DType::F16:
       return static_cast<size_t>(cols) * 2 * kPackRows;
     default:
@@ -64,6 +66,17 @@ void pack_group(DType t, const uint8_t* const rows[kPackRows], int64_t nb, uint8
           for (int i = 0; i < 4; ++i)
             out[o.qs + lane_byte(j, r, i)] = static_cast<uint8_t>(static_cast<uint8_t>(blk.qs[4 * j + i]) ^ 0x80);
         reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
+      } else if (t == DType::Q6_K) {
+        const auto& blk = reinterpret_cast<const BlockQ6_K*>(rows[r])[b];
+        const Q6KOffsets o = q6k_offsets(b);
+        for (int s = 0; s < 16; ++s) out[o.sc + s * kPackRows + r] = static_cast<uint8_t>(blk.scales[s]);
+        reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
+        for (int h = 0; h < 2; ++h) {
+          for (int j = 0; j < 16; ++j)
+            for (int i = 0; i < 4; ++i) out[o.qs + 1536 * h + lane_byte(j, r, i)] = blk.ql[64 * h + 4 * j + i];
+          for (int j = 0; j < 8; ++j)
+            for (int i = 0; i < 4; ++i) out[o.qs + 1536 * h + 1024 + lane_byte(j, r, i)] = blk.qh[32 * h + 4 * j + i];
+        }
       } else {  // Q4_K
         const auto& blk = reinterpret_cast<const BlockQ4_K*>(rows[r])[b];
         const Q4KOffsets o = q4k_offsets(b);
@@ -95,6 +108,7 @@ bool packable(DType t, int64_t rows, int64_t cols) {
     case DType::Q8_0:
       return cols % 32 == 0;
     case DType::Q4_K:
+    case DType::Q6_K:
       return cols % 256 == 0;
     case DType::F16:
       return cols % 32 == 0;
@@ -114,7 +128,7 @@ std::unique_ptr<PackedMatrix> pack_matrix(std::span<const TensorView> parts, Thr
            p.shape_string(), parts[0].name, dtype_name(t), parts[0].shape_string());
     if (!packable(t, p.rows(), cols))
       fail(
-          "pack_matrix: tensor '{}' ({} {}) has no packed layout (types Q4_0/Q8_0/Q4_K/F16, rows in "
+          "pack_matrix: tensor '{}' ({} {}) has no packed layout (types Q4_0/Q8_0/Q4_K/Q6_K/F16, rows in "
           "multiples of 16)",
           p.name, dtype_name(t), p.shape_string());
     if (p.nbytes < p.row_bytes() * static_cast<size_t>(p.rows()))
@@ -177,6 +191,19 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
       for (int j = 0; j < 8; ++j)
         for (int i = 0; i < 4; ++i) blk[b].qs[4 * j + i] = static_cast<int8_t>(g[o.qs + lane_byte(j, r, i)] ^ 0x80);
       blk[b].d = reinterpret_cast<const uint16_t*>(g + o.d)[r];
+    }
+  } else if (p.type == DType::Q6_K) {
+    auto* blk = reinterpret_cast<BlockQ6_K*>(file_row.data());
+    for (int64_t b = 0; b < nb; ++b) {
+      const Q6KOffsets o = q6k_offsets(b);
+      for (int s = 0; s < 16; ++s) blk[b].scales[s] = static_cast<int8_t>(g[o.sc + s * kPackRows + r]);
+      blk[b].d = reinterpret_cast<const uint16_t*>(g + o.d)[r];
+      for (int h = 0; h < 2; ++h) {
+        for (int j = 0; j < 16; ++j)
+          for (int i = 0; i < 4; ++i) blk[b].ql[64 * h + 4 * j + i] = g[o.qs + 1536 * h + lane_byte(j, r, i)];
+        for (int j = 0; j < 8; ++j)
+          for (int i = 0; i < 4; ++i) blk[b].qh[32 * h + 4 * j + i] = g[o.qs + 1536 * h + 1024 + lane_byte(j, r, i)];
+      }
     }
   } else {
     // Q4_K: dequantize directly (the 6-bit scale packing is not needed to get the values back).

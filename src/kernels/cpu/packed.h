@@ -17,6 +17,10 @@
 //   Q4_K super-block: sc[8 sub-blocks][16 rows], mn[4 sub-block pairs][16 rows][2] (6-bit values in
 //         bytes); d[16], dmin[16] (F16); qs[4 c][8 j][16 rows][4]: bytes 32c+4j.. of the file's qs
 //         (low nibbles: sub-block 2c, high: 2c+1). 2368 bytes per 16x256 vs 2304 in the file (+2.8%).
+//   Q6_K super-block: sc[16 sub-blocks][16 rows] (int8); d[16] (F16), 32 bytes of padding; then per
+//         128-element half h: L[16 j][16 rows][4] = bytes 64h+4j.. of the file's ql, H[8 j][16 rows][4]
+//         = bytes 32h+4j.. of its qh (L j and L j+8 take their high bits from H j). 3392 bytes per
+//         16x256 vs 3360 in the file (+1%).
 //   F16:  [n inputs][16 rows]: input k of the 16 rows in 32 bytes. Same bytes as the file.
 #pragma once
 
@@ -53,6 +57,16 @@ inline Q4KOffsets q4k_offsets(int64_t b) {
   return {base + 320, base, base + 128, base + 256, base + 288};
 }
 
+// Q6_K super-block b of a group: [sc 256][d 32][pad 32][half 0: L 1024, H 512][half 1: L, H].
+constexpr size_t kQ6KBlockBytes = 3392;
+struct Q6KOffsets {
+  size_t sc, d, qs;  // qs: half h's L at qs + 1536h, its H at qs + 1536h + 1024
+};
+inline Q6KOffsets q6k_offsets(int64_t b) {
+  const size_t base = static_cast<size_t>(b) * kQ6KBlockBytes;
+  return {base, base + 256, base + 320};
+}
+
 struct PackedMatrix {
   DType type = DType::F32;  // the file type the values came from
   int64_t rows = 0, cols = 0;
@@ -62,8 +76,8 @@ struct PackedMatrix {
   size_t bytes() const { return group_bytes * static_cast<size_t>(rows / kPackRows); }
 };
 
-// Whether a rows x cols matrix of type t can be packed: Q4_0, Q8_0, Q4_K or F16 (F16: cols a multiple
-// of 32), rows a multiple of 16.
+// Whether a rows x cols matrix of type t can be packed: Q4_0, Q8_0, Q4_K, Q6_K or F16 (F16: cols a
+// multiple of 32), rows a multiple of 16.
 bool packable(DType t, int64_t rows, int64_t cols);
 
 // Packs the rows of all parts, stacked in order (e.g. q, k, v into one matrix). The parts must have

@@ -197,6 +197,95 @@ void group_q4k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
 }
 
+// ---------------------------------------------------------------- Q6_K x Q8K6 activations
+
+// Q8K6 activations of one token: levels int8[n] (Q8_K levels), scales float[nsb], and
+// bias int32[nsb][16] = -32 * (sum of the levels of each 16-element sub-block): starting a
+// sub-block's dot product from it removes the weights' offset of 32 exactly.
+struct Q8K6 {
+  const int8_t* qs;
+  const float* d;
+  const int32_t* bias;
+  Q8K6(const uint8_t* p, int64_t n)
+      : qs(reinterpret_cast<const int8_t*>(p)),
+        d(reinterpret_cast<const float*>(p + n)),
+        bias(reinterpret_cast<const int32_t*>(p + n + 4 * (n / 256))) {}
+};
+
+void prep_q8k6(const float* x, uint8_t* out, int64_t n,
+               void (*quantize_q8_k)(const float*, BlockQ8_K*, int64_t)) {
+  const int64_t nsb = n / 256;
+  auto* qs = reinterpret_cast<int8_t*>(out);
+  auto* ds = reinterpret_cast<float*>(out + n);
+  auto* bias = reinterpret_cast<int32_t*>(out + n + 4 * nsb);
+  BlockQ8_K tmp;
+  for (int64_t b = 0; b < nsb; ++b) {
+    quantize_q8_k(x + 256 * b, &tmp, 256);
+    std::memcpy(qs + 256 * b, tmp.qs, 256);
+    ds[b] = tmp.d;
+    for (int j = 0; j < 16; ++j) bias[16 * b + j] = -32 * tmp.bsums[j];
+  }
+}
+
+// One 16-row group x NT tokens. Per 4 inputs j of a 128-element half, the low-nibble bytes L j and
+// L j+8 and the high-bit bytes H j give 4 vectors of 6-bit values (elements 4j, 64+4j, 32+4j, 96+4j
+// of the half, in sub-blocks j/4, 4+j/4, 2+j/4, 6+j/4); each sub-block's sum (4 vpdpbusd from its
+// bias) is scaled by its int8 scale in integers (exact: |sum| < 2^31), one float step per super-block.
+template <int NT>
+void group_q6k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+  const int64_t nsb = n / 256;
+  __m512 acc[NT];
+  const int8_t* aq[NT];
+  const float* ad[NT];
+  const int32_t* ab[NT];
+  for (int t = 0; t < NT; ++t) {
+    acc[t] = _mm512_setzero_ps();
+    const Q8K6 a(act + t * stride, n);
+    aq[t] = a.qs, ad[t] = a.d, ab[t] = a.bias;
+  }
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+  for (int64_t b = 0; b < nsb; ++b) {
+    const Q6KOffsets o = q6k_offsets(b);
+    __m512i S[NT];
+    for (int t = 0; t < NT; ++t) S[t] = _mm512_setzero_si512();
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* L = g + o.qs + 1536 * h;
+      const uint8_t* H = L + 1024;
+      for (int jq = 0; jq < 2; ++jq) {
+        const int sb[4] = {8 * h + jq, 8 * h + 4 + jq, 8 * h + 2 + jq, 8 * h + 6 + jq};
+        __m512i p[4][NT];
+        for (int t = 0; t < NT; ++t)
+          for (int v = 0; v < 4; ++v) p[v][t] = _mm512_set1_epi32(ab[t][16 * b + sb[v]]);
+        for (int j = 4 * jq; j < 4 * jq + 4; ++j) {
+          const __m512i l0 = _mm512_load_si512(L + 64 * j), l1 = _mm512_load_si512(L + 64 * j + 512);
+          const __m512i hh = _mm512_load_si512(H + 64 * j);
+          const __m512i va = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(hh, 4), m30));
+          const __m512i vb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), _mm512_and_si512(hh, m30));
+          const __m512i vc = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(_mm512_slli_epi16(hh, 2), m30));
+          const __m512i vd =
+              _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4), _mm512_and_si512(_mm512_srli_epi16(hh, 2), m30));
+          for (int t = 0; t < NT; ++t) {
+            const int8_t* a = aq[t] + 256 * b + 128 * h + 4 * j;
+            p[0][t] = _mm512_dpbusd_epi32(p[0][t], va, bcast32(a));
+            p[1][t] = _mm512_dpbusd_epi32(p[1][t], vb, bcast32(a + 64));
+            p[2][t] = _mm512_dpbusd_epi32(p[2][t], vc, bcast32(a + 32));
+            p[3][t] = _mm512_dpbusd_epi32(p[3][t], vd, bcast32(a + 96));
+          }
+        }
+        for (int v = 0; v < 4; ++v) {
+          const __m512i sc =
+              _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(g + o.sc + 16 * sb[v])));
+          for (int t = 0; t < NT; ++t) S[t] = _mm512_add_epi32(S[t], _mm512_mullo_epi32(p[v][t], sc));
+        }
+      }
+    }
+    const __m512 d = load_f16x16(g + o.d);
+    for (int t = 0; t < NT; ++t)
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[t]), _mm512_mul_ps(d, _mm512_set1_ps(ad[t][b])), acc[t]);
+  }
+  for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
+}
+
 // ---------------------------------------------------------------- F16 x F32 activations
 
 // (No software prefetch: measured slower at 1024 and 4096 bytes ahead with the 8-row layout.)
@@ -249,6 +338,13 @@ struct KQ4_K {
 };
 
 template <int NT>
+struct KQ6_K {
+  static void run(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, float* y, int64_t l) {
+    group_q6k<NT>(g, n, a, s, y, l);
+  }
+};
+
+template <int NT>
 struct KF16 {
   static void run(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, float* y, int64_t l) {
     group_f16<NT>(g, n, a, s, y, l);
@@ -258,20 +354,29 @@ struct KF16 {
 void prep(DType t, const float* x, uint8_t* out, int64_t n) {
   if (t == DType::Q4_K)
     prep_q8kp(x, out, n, avx512_kernels().quantize_q8_k);
+  else if (t == DType::Q6_K)
+    prep_q8k6(x, out, n, avx512_kernels().quantize_q8_k);
   else
     prep_q8b(x, out, n, t == DType::Q8_0 ? 128 : 8);
 }
 
 size_t act_bytes(DType t, int64_t n) {
-  return t == DType::Q4_K ? static_cast<size_t>(n + 4 * (n / 256) + 16 * (n / 256))
-                          : static_cast<size_t>(n + 4 * (n / 32) + 4 * (n / 32));
+  switch (t) {
+    case DType::Q4_K:
+      return static_cast<size_t>(n + 4 * (n / 256) + 16 * (n / 256));
+    case DType::Q6_K:
+      return static_cast<size_t>(n + 4 * (n / 256) + 64 * (n / 256));
+    default:
+      return static_cast<size_t>(n + 4 * (n / 32) + 4 * (n / 32));
+  }
 }
 
 // Tokens per call: as many as the registers hold (accumulators and partial sums per token).
-constexpr int kTileQ32 = 8, kTileQ4K = 6, kTileF16 = 8;
+constexpr int kTileQ32 = 8, kTileQ4K = 6, kTileQ6K = 4, kTileF16 = 8;
 const PackedKernels kPacked = {{by_nt<KQ4_0, kTileQ32>, kTileQ32},
                                {by_nt<KQ8_0, kTileQ32>, kTileQ32},
                                {by_nt<KQ4_K, kTileQ4K>, kTileQ4K},
+                               {by_nt<KQ6_K, kTileQ6K>, kTileQ6K},
                                {by_nt<KF16, kTileF16>, kTileF16},
                                prep,
                                act_bytes};
