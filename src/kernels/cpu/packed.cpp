@@ -73,9 +73,9 @@ void pack_group(DType t, const uint8_t* const rows[kPackRows], int64_t nb, uint8
         reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
         for (int h = 0; h < 2; ++h) {
           for (int j = 0; j < 16; ++j)
-            for (int i = 0; i < 4; ++i) out[o.qs + 1536 * h + lane_byte(j, r, i)] = blk.ql[64 * h + 4 * j + i];
+            for (int i = 0; i < 4; ++i) out[o.qs + q6k_l(h, j) + lane_byte(0, r, i)] = blk.ql[64 * h + 4 * j + i];
           for (int j = 0; j < 8; ++j)
-            for (int i = 0; i < 4; ++i) out[o.qs + 1536 * h + 1024 + lane_byte(j, r, i)] = blk.qh[32 * h + 4 * j + i];
+            for (int i = 0; i < 4; ++i) out[o.qs + q6k_h(h, j) + lane_byte(0, r, i)] = blk.qh[32 * h + 4 * j + i];
         }
       } else {  // Q4_K
         const auto& blk = reinterpret_cast<const BlockQ4_K*>(rows[r])[b];
@@ -200,9 +200,9 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
       blk[b].d = reinterpret_cast<const uint16_t*>(g + o.d)[r];
       for (int h = 0; h < 2; ++h) {
         for (int j = 0; j < 16; ++j)
-          for (int i = 0; i < 4; ++i) blk[b].ql[64 * h + 4 * j + i] = g[o.qs + 1536 * h + lane_byte(j, r, i)];
+          for (int i = 0; i < 4; ++i) blk[b].ql[64 * h + 4 * j + i] = g[o.qs + q6k_l(h, j) + lane_byte(0, r, i)];
         for (int j = 0; j < 8; ++j)
-          for (int i = 0; i < 4; ++i) blk[b].qh[32 * h + 4 * j + i] = g[o.qs + 1536 * h + 1024 + lane_byte(j, r, i)];
+          for (int i = 0; i < 4; ++i) blk[b].qh[32 * h + 4 * j + i] = g[o.qs + q6k_h(h, j) + lane_byte(0, r, i)];
       }
     }
   } else {

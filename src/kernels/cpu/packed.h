@@ -18,9 +18,10 @@
 //         bytes); d[16], dmin[16] (F16); qs[4 c][8 j][16 rows][4]: bytes 32c+4j.. of the file's qs
 //         (low nibbles: sub-block 2c, high: 2c+1). 2368 bytes per 16x256 vs 2304 in the file (+2.8%).
 //   Q6_K super-block: sc[16 sub-blocks][16 rows] (int8); d[16] (F16), 32 bytes of padding; then per
-//         128-element half h: L[16 j][16 rows][4] = bytes 64h+4j.. of the file's ql, H[8 j][16 rows][4]
-//         = bytes 32h+4j.. of its qh (L j and L j+8 take their high bits from H j). 3392 bytes per
-//         16x256 vs 3360 in the file (+1%).
+//         128-element half h, for j < 8: L j, L j+8, H j (192 bytes, in the order the kernel reads
+//         them: with L and H as separate arrays a gemv ran at half the memory bandwidth), where
+//         L j = [16 rows][4] bytes 64h+4j.. of the file's ql and H j = bytes 32h+4j.. of its qh (L j
+//         and L j+8 take their high bits from H j). 3392 bytes per 16x256 vs 3360 in the file (+1%).
 //   F16:  [n inputs][16 rows]: input k of the 16 rows in 32 bytes. Same bytes as the file.
 #pragma once
 
@@ -57,14 +58,21 @@ inline Q4KOffsets q4k_offsets(int64_t b) {
   return {base + 320, base, base + 128, base + 256, base + 288};
 }
 
-// Q6_K super-block b of a group: [sc 256][d 32][pad 32][half 0: L 1024, H 512][half 1: L, H].
+// Q6_K super-block b of a group: [sc 256][d 32][pad 32][half 0: 8 x (L j, L j+8, H j)][half 1].
 constexpr size_t kQ6KBlockBytes = 3392;
 struct Q6KOffsets {
-  size_t sc, d, qs;  // qs: half h's L at qs + 1536h, its H at qs + 1536h + 1024
+  size_t sc, d, qs;
 };
 inline Q6KOffsets q6k_offsets(int64_t b) {
   const size_t base = static_cast<size_t>(b) * kQ6KBlockBytes;
   return {base, base + 256, base + 320};
+}
+// Offsets from qs of L j (j < 16) and H j (j < 8) of half h.
+inline size_t q6k_l(int h, int j) {
+  return 1536 * h + 192 * (j % 8) + 64 * (j / 8);
+}
+inline size_t q6k_h(int h, int j) {
+  return 1536 * h + 192 * j + 128;
 }
 
 struct PackedMatrix {

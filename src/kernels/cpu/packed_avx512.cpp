@@ -249,16 +249,15 @@ void group_q6k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
     __m512i S[NT];
     for (int t = 0; t < NT; ++t) S[t] = _mm512_setzero_si512();
     for (int h = 0; h < 2; ++h) {
-      const uint8_t* L = g + o.qs + 1536 * h;
-      const uint8_t* H = L + 1024;
+      const uint8_t* q = g + o.qs;
       for (int jq = 0; jq < 2; ++jq) {
         const int sb[4] = {8 * h + jq, 8 * h + 4 + jq, 8 * h + 2 + jq, 8 * h + 6 + jq};
         __m512i p[4][NT];
         for (int t = 0; t < NT; ++t)
           for (int v = 0; v < 4; ++v) p[v][t] = _mm512_set1_epi32(ab[t][16 * b + sb[v]]);
         for (int j = 4 * jq; j < 4 * jq + 4; ++j) {
-          const __m512i l0 = _mm512_load_si512(L + 64 * j), l1 = _mm512_load_si512(L + 64 * j + 512);
-          const __m512i hh = _mm512_load_si512(H + 64 * j);
+          const __m512i l0 = _mm512_load_si512(q + q6k_l(h, j)), l1 = _mm512_load_si512(q + q6k_l(h, j + 8));
+          const __m512i hh = _mm512_load_si512(q + q6k_h(h, j));
           const __m512i va = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(hh, 4), m30));
           const __m512i vb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), _mm512_and_si512(hh, m30));
           const __m512i vc = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(_mm512_slli_epi16(hh, 2), m30));
