@@ -26,11 +26,10 @@ inline __m512 load_f16x16(const uint8_t* p) {
 }
 
 // ---------------------------------------------------------------- Q4_0 / Q8_0 x Q8B activations
-// Software prefetch distance in bytes ahead of the block being read (one stream per group).
-// Measured A/B on the 2-vCPU Zen 4 VM, llama-1b decode (8-row layout): Q4_0 23-30 t/s without,
-// 38-40 at 2048, 41-54 at 1024; Q8_0 a smaller gain at 1024.
-// Q4_K: none (with the 16-row layout, 1-4 KiB ahead measured 2x slower decode).
-constexpr size_t kPrefetchQ4_0 = 1024, kPrefetchQ8_0 = 1024;
+// No software prefetch: with the 16-row layouts every kernel reads its group as one sequential
+// stream, and prefetching 0.5-4 KiB ahead measured slower for every type (2-thread gemv over
+// 8192x2048 matrices, 3 alternating rounds: Q4_0 38-49 GB/s without vs 27-38 with; Q8_0 30-38 vs
+// 26-33; F16 32-36 vs 32-34; Q4_K and Q6_K 2x slower with it).
 
 // Q8B activations of one token (n values, nb = n/32 blocks): levels int8[n], scales float[nb],
 // bias int32[nb] = -offset * (sum of the block's levels): starting the block's integer dot product
@@ -65,7 +64,6 @@ template <bool kQ8, int NT>
 void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
   const int64_t nb = n / 32;
   constexpr size_t kQs = kQ8 ? 512 : 256;
-  constexpr size_t kPf = kQ8 ? kPrefetchQ8_0 : kPrefetchQ4_0;
   __m512 acc[NT];
   const int8_t* aq[NT];
   const float* ad[NT];
@@ -78,8 +76,6 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   for (int64_t b = 0; b < nb; ++b) {
     const Q32Offsets o = q32_offsets(b, kQs);
-    for (size_t l = 0; l < kQs + 32; l += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(g + o.qs + kPf + l), _MM_HINT_T0);
     const uint8_t* q = g + o.qs;
     __m512i p0[NT], p1[NT];
     for (int t = 0; t < NT; ++t) {
@@ -287,7 +283,6 @@ void group_q6k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
 
 // ---------------------------------------------------------------- F16 x F32 activations
 
-// (No software prefetch: measured slower at 1024 and 4096 bytes ahead with the 8-row layout.)
 // Per input pair: two F16->F32 conversions of 16 rows, then per token two fused multiply-adds with
 // broadcast activations, into even- and odd-input accumulators (two chains: a lone token is not
 // bound by the FMA latency).
