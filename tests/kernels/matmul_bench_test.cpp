@@ -69,7 +69,7 @@ TEST(MatmulBench, DISABLED_Bench) {
                         2.0 * rows * 2048 * n_tok / s * 1e-9, m.view.nbytes / s * 1e-9);
             std::fflush(stdout);
           }
-          // The 8-row packed layout (what the models use for these types on AVX-512).
+          // The 16-row packed layout (what the models use for these types on AVX-512).
           if (std::string(isa) == "avx512" && packable(t, rows, 2048)) {
             const Linear lin({m.view}, Precision::Fast, pool);
             const double s = seconds_per_call(

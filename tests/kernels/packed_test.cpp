@@ -1,4 +1,4 @@
-// The 8-row packed weights (kernels/cpu/packed.h, linear.h): the packing keeps every value, the
+// The 16-row packed weights (kernels/cpu/packed.h, linear.h): the packing keeps every value, the
 // packed products agree with the row-major Fast path and with a float64 reference, a token's result
 // is bitwise the same alone or in a batch of any size, and fused parts equal separate products.
 #include "kernels/cpu/packed.h"
@@ -17,14 +17,14 @@
 namespace ferrum::kernels {
 namespace {
 
-// Shapes exercise full tiles and tails: 96 columns = 3 blocks (a lone partial tile), 4864 = 152
-// blocks / 19 super-blocks (an odd one left over), 2048 = whole tiles.
+// Shapes exercise full tiles and tails: 96 columns = 3 blocks (a lone last tile), 4864 = 152
+// blocks / 19 super-blocks, 896 = Qwen2.5-0.5B's width (28 blocks), several 16-row groups.
 struct Shape {
   DType type;
   int64_t rows, cols;
 };
-// Odd block counts (96 = 3 blocks: a lone last tile), several groups, K-quant sizes.
 const Shape kShapes[] = {{DType::Q4_0, 16, 96},  {DType::Q4_0, 48, 4864}, {DType::Q4_0, 32, 2048},
+                         {DType::Q5_0, 16, 96},  {DType::Q5_0, 48, 4864}, {DType::Q5_0, 32, 896},
                          {DType::Q8_0, 16, 96},  {DType::Q8_0, 48, 4864}, {DType::Q8_0, 32, 2048},
                          {DType::Q4_K, 16, 256}, {DType::Q4_K, 48, 4864}, {DType::Q4_K, 32, 2048},
                          {DType::Q4_K, 16, 768}, {DType::Q6_K, 16, 256},  {DType::Q6_K, 48, 4864},

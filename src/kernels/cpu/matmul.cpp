@@ -218,6 +218,7 @@ void matmul_packed(const PackedMatrix& P, const float* x, int64_t ldx, int64_t n
   if (n_tok == 0 || P.rows == 0) return;
   const PackedKernels& k = avx512_packed_kernels();
   const PackedKernels::Kernel kern = P.type == DType::Q4_0   ? k.q4_0
+                                     : P.type == DType::Q5_0 ? k.q5_0
                                      : P.type == DType::Q8_0 ? k.q8_0
                                      : P.type == DType::Q4_K ? k.q4_k
                                      : P.type == DType::Q6_K ? k.q6_k

@@ -23,6 +23,8 @@ size_t group_bytes(DType t, int64_t cols) {
   switch (t) {
     case DType::Q4_0:
       return round64(q32_group_bytes(cols / 32, 256));
+    case DType::Q5_0:
+      return round64(q32_group_bytes(cols / 32, 320));
     case DType::Q8_0:
       return round64(q32_group_bytes(cols / 32, 512));
     case DType::Q4_K:
@@ -39,6 +41,13 @@ size_t group_bytes(DType t, int64_t cols) {
 // Byte i of the 4 at [j][row r][4] in a "[j][16 rows][4]" array.
 inline size_t lane_byte(int j, int r, int i) {
   return static_cast<size_t>(j) * 64 + r * 4 + i;
+}
+
+inline void set_bit(uint8_t* p, int bit, uint32_t v) {
+  p[bit / 8] = static_cast<uint8_t>((p[bit / 8] & ~(1u << (bit % 8))) | (v << (bit % 8)));
+}
+inline uint32_t get_bit(const uint8_t* p, int bit) {
+  return (p[bit / 8] >> (bit % 8)) & 1u;
 }
 
 // Writes one 16-row group: pointers to the 16 file rows; nb blocks (super-blocks; F16: columns).
@@ -58,6 +67,18 @@ void pack_group(DType t, const uint8_t* const rows[kPackRows], int64_t nb, uint8
         const Q32Offsets o = q32_offsets(b, 256);
         for (int j = 0; j < 4; ++j)
           for (int i = 0; i < 4; ++i) out[o.qs + lane_byte(j, r, i)] = blk.qs[4 * j + i];
+        reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
+      } else if (t == DType::Q5_0) {
+        const auto& blk = reinterpret_cast<const BlockQ5_0*>(rows[r])[b];
+        const Q32Offsets o = q32_offsets(b, 320);
+        uint32_t qh;
+        std::memcpy(&qh, blk.qh, 4);
+        for (int j = 0; j < 4; ++j)
+          for (int i = 0; i < 4; ++i) {
+            out[o.qs + 64 + lane_byte(j, r, i)] = blk.qs[4 * j + i];
+            set_bit(out + o.qs + 16 * j, 4 * r + i, (qh >> (4 * j + i)) & 1);
+            set_bit(out + o.qs + 16 * j + 8, 4 * r + i, (qh >> (16 + 4 * j + i)) & 1);
+          }
         reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
       } else if (t == DType::Q8_0) {
         const auto& blk = reinterpret_cast<const BlockQ8_0*>(rows[r])[b];
@@ -105,6 +126,7 @@ bool packable(DType t, int64_t rows, int64_t cols) {
   if (rows % kPackRows != 0 || cols <= 0) return false;
   switch (t) {
     case DType::Q4_0:
+    case DType::Q5_0:
     case DType::Q8_0:
       return cols % 32 == 0;
     case DType::Q4_K:
@@ -128,7 +150,7 @@ std::unique_ptr<PackedMatrix> pack_matrix(std::span<const TensorView> parts, Thr
            p.shape_string(), parts[0].name, dtype_name(t), parts[0].shape_string());
     if (!packable(t, p.rows(), cols))
       fail(
-          "pack_matrix: tensor '{}' ({} {}) has no packed layout (types Q4_0/Q8_0/Q4_K/Q6_K/F16, rows in "
+          "pack_matrix: tensor '{}' ({} {}) has no packed layout (types Q4_0/Q5_0/Q8_0/Q4_K/Q6_K/F16, rows in "
           "multiples of 16)",
           p.name, dtype_name(t), p.shape_string());
     if (p.nbytes < p.row_bytes() * static_cast<size_t>(p.rows()))
@@ -182,6 +204,20 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
       const Q32Offsets o = q32_offsets(b, 256);
       for (int j = 0; j < 4; ++j)
         for (int i = 0; i < 4; ++i) blk[b].qs[4 * j + i] = g[o.qs + lane_byte(j, r, i)];
+      blk[b].d = reinterpret_cast<const uint16_t*>(g + o.d)[r];
+    }
+  } else if (p.type == DType::Q5_0) {
+    auto* blk = reinterpret_cast<BlockQ5_0*>(file_row.data());
+    for (int64_t b = 0; b < nb; ++b) {
+      const Q32Offsets o = q32_offsets(b, 320);
+      uint32_t qh = 0;
+      for (int j = 0; j < 4; ++j)
+        for (int i = 0; i < 4; ++i) {
+          blk[b].qs[4 * j + i] = g[o.qs + 64 + lane_byte(j, r, i)];
+          qh |= get_bit(g + o.qs + 16 * j, 4 * r + i) << (4 * j + i);
+          qh |= get_bit(g + o.qs + 16 * j + 8, 4 * r + i) << (16 + 4 * j + i);
+        }
+      std::memcpy(blk[b].qh, &qh, 4);
       blk[b].d = reinterpret_cast<const uint16_t*>(g + o.d)[r];
     }
   } else if (p.type == DType::Q8_0) {

@@ -12,6 +12,8 @@
 //   Q4_0 block: d[16] (F16); qs[4 j][16 rows][4]: bytes 4j..4j+3 of the file's qs (low nibbles:
 //         elements 4j..4j+3, high nibbles: elements 16+4j..). Tile of 2 blocks: d d, qs qs (the
 //         scales ahead of the levels that need them, so a gemv reads one sequential stream).
+//   Q5_0 block: d[16]; h[4 j][2][64 bits]: the fifth bits of the low / high nibbles of step j (bit
+//         4r+i: byte i of row r); qs as Q4_0. Tiles as Q4_0.
 //   Q8_0 block: d[16]; qs[8 j][16 rows][4]: elements 4j..4j+3 (+128, as u8). Tiles as Q4_0.
 //   Both: same bytes as the file (a lone last block pads its scales to 64 bytes).
 //   Q4_K super-block: sc[8 sub-blocks][16 rows], mn[4 sub-block pairs][16 rows][2] (6-bit values in
@@ -36,7 +38,8 @@ namespace ferrum::kernels {
 
 constexpr int kPackRows = 16;
 
-// Byte offsets of block b's fields inside its Q4_0/Q8_0 group (qs_bytes 256 for Q4_0, 512 for Q8_0).
+// Byte offsets of block b's fields inside its Q4_0/Q5_0/Q8_0 group (qs_bytes 256 for Q4_0, 320 for
+// Q5_0 (fifth bits, then nibbles), 512 for Q8_0).
 struct Q32Offsets {
   size_t qs, d;
 };
@@ -84,8 +87,8 @@ struct PackedMatrix {
   size_t bytes() const { return group_bytes * static_cast<size_t>(rows / kPackRows); }
 };
 
-// Whether a rows x cols matrix of type t can be packed: Q4_0, Q8_0, Q4_K, Q6_K or F16 (F16: cols a
-// multiple of 32), rows a multiple of 16.
+// Whether a rows x cols matrix of type t can be packed: Q4_0, Q5_0, Q8_0, Q4_K, Q6_K or F16 (F16:
+// cols a multiple of 32), rows a multiple of 16.
 bool packable(DType t, int64_t rows, int64_t cols);
 
 // Packs the rows of all parts, stacked in order (e.g. q, k, v into one matrix). The parts must have

@@ -57,13 +57,17 @@ void prep_q8b(const float* x, uint8_t* out, int64_t n, int32_t offset) {
   }
 }
 
-// One 16-row group x NT tokens. kQ8: Q8_0 layout (8 zmm of levels per block), else Q4_0 (4 zmm of
-// nibbles per block). Per token and block: 8 vpdpbusd (two chains, summed), one conversion, one
-// multiply of the scales and one fused multiply-add for the 16 rows.
-template <bool kQ8, int NT>
+// The 32-element block types with one float scale: Q4_0 (4 zmm of nibbles per block), Q5_0 (the same
+// plus 64 bytes of fifth bits) and Q8_0 (8 zmm of levels).
+enum class Q32 { Q4_0, Q5_0, Q8_0 };
+
+// One 16-row group x NT tokens. Per token and block: 8 vpdpbusd (two chains, summed), one
+// conversion, one multiply of the scales and one fused multiply-add for the 16 rows.
+template <Q32 kT, int NT>
 void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
   const int64_t nb = n / 32;
-  constexpr size_t kQs = kQ8 ? 512 : 256;
+  constexpr bool kQ8 = kT == Q32::Q8_0;
+  constexpr size_t kQs = kT == Q32::Q8_0 ? 512 : kT == Q32::Q5_0 ? 320 : 256;
   __m512 acc[NT];
   const int8_t* aq[NT];
   const float* ad[NT];
@@ -91,9 +95,20 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
         }
       }
     } else {
+      // Q5_0: the fifth bits come first (for step j a 64-bit mask per nibble half, bit 4r+i for
+      // byte i of row r), then the nibbles as in Q4_0.
+      constexpr size_t kL = kT == Q32::Q5_0 ? 64 : 0;
       for (int j = 0; j < 4; ++j) {
-        const __m512i w = _mm512_load_si512(q + 64 * j);
-        const __m512i lo = _mm512_and_si512(w, m4), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m4);
+        const __m512i w = _mm512_load_si512(q + kL + 64 * j);
+        __m512i lo = _mm512_and_si512(w, m4), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m4);
+        if constexpr (kT == Q32::Q5_0) {
+          const __m512i b4 = _mm512_set1_epi8(0x10);
+          uint64_t ml, mh;
+          std::memcpy(&ml, q + 16 * j, 8);
+          std::memcpy(&mh, q + 16 * j + 8, 8);
+          lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(ml), lo, b4);
+          hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(mh), hi, b4);
+        }
         for (int t = 0; t < NT; ++t) {
           p0[t] = _mm512_dpbusd_epi32(p0[t], lo, bcast32(aq[t] + 32 * b + 4 * j));
           p1[t] = _mm512_dpbusd_epi32(p1[t], hi, bcast32(aq[t] + 32 * b + 16 + 4 * j));
@@ -315,13 +330,19 @@ void by_nt(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, int n
 template <int NT>
 struct KQ4_0 {
   static void run(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, float* y, int64_t l) {
-    group32<false, NT>(g, n, a, s, y, l);
+    group32<Q32::Q4_0, NT>(g, n, a, s, y, l);
+  }
+};
+template <int NT>
+struct KQ5_0 {
+  static void run(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, float* y, int64_t l) {
+    group32<Q32::Q5_0, NT>(g, n, a, s, y, l);
   }
 };
 template <int NT>
 struct KQ8_0 {
   static void run(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, float* y, int64_t l) {
-    group32<true, NT>(g, n, a, s, y, l);
+    group32<Q32::Q8_0, NT>(g, n, a, s, y, l);
   }
 };
 template <int NT>
@@ -351,7 +372,7 @@ void prep(DType t, const float* x, uint8_t* out, int64_t n) {
   else if (t == DType::Q6_K)
     prep_q8k6(x, out, n, avx512_kernels().quantize_q8_k);
   else
-    prep_q8b(x, out, n, t == DType::Q8_0 ? 128 : 8);
+    prep_q8b(x, out, n, t == DType::Q8_0 ? 128 : t == DType::Q5_0 ? 16 : 8);
 }
 
 size_t act_bytes(DType t, int64_t n) {
@@ -368,6 +389,7 @@ size_t act_bytes(DType t, int64_t n) {
 // Tokens per call: as many as the registers hold (accumulators and partial sums per token).
 constexpr int kTileQ32 = 8, kTileQ4K = 6, kTileQ6K = 4, kTileF16 = 8;
 const PackedKernels kPacked = {{by_nt<KQ4_0, kTileQ32>, kTileQ32},
+                               {by_nt<KQ5_0, kTileQ32>, kTileQ32},
                                {by_nt<KQ8_0, kTileQ32>, kTileQ32},
                                {by_nt<KQ4_K, kTileQ4K>, kTileQ4K},
                                {by_nt<KQ6_K, kTileQ6K>, kTileQ6K},
