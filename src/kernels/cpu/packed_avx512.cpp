@@ -25,7 +25,7 @@ inline __m512 load_f16x16(const uint8_t* p) {
   return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
-// ---------------------------------------------------------------- Q4_0 / Q8_0 x Q8B activations
+// ---------------------------------------------------------------- Q4_0 / Q5_0 / Q8_0 x Q8B activations
 // No software prefetch: with the 16-row layouts every kernel reads its group as one sequential
 // stream, and prefetching 0.5-4 KiB ahead measured slower for every type (2-thread gemv over
 // 8192x2048 matrices, 3 alternating rounds: Q4_0 38-49 GB/s without vs 27-38 with; Q8_0 30-38 vs
@@ -123,32 +123,39 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
 }
 
-// ---------------------------------------------------------------- Q4_K x Q8KP activations
+// ---------------------------------------------------------------- Q4_K and Q6_K x Q8KAct activations
 
-// Q8KP activations of one token: levels int8[n] (Q8_K levels), scales float[nsb], and the sums of
-// the levels of each 32-element sub-block int16[nsb][8] (for the mins).
-struct Q8KP {
+// Activations for the K-quant kernels, one token: levels int8[n] (Q8_K levels), scales float[nsb],
+// then per super-block the sums its kernel needs: Q4_K int16[8], the sums of the levels of each
+// 32-element sub-block (for the mins); Q6_K int32[16], biases -32 * (sum of the levels of each
+// 16-element sub-block): starting a sub-block's dot product from one removes the weights' offset
+// of 32 exactly.
+struct Q8KAct {
   const int8_t* qs;
   const float* d;
-  const int16_t* bsum;
-  Q8KP(const uint8_t* p, int64_t n)
-      : qs(reinterpret_cast<const int8_t*>(p)),
-        d(reinterpret_cast<const float*>(p + n)),
-        bsum(reinterpret_cast<const int16_t*>(p + n + 4 * (n / 256))) {}
+  const uint8_t* sums;
+  Q8KAct(const uint8_t* p, int64_t n)
+      : qs(reinterpret_cast<const int8_t*>(p)), d(reinterpret_cast<const float*>(p + n)), sums(p + n + 4 * (n / 256)) {}
 };
 
-void prep_q8kp(const float* x, uint8_t* out, int64_t n,
-               void (*quantize_q8_k)(const float*, BlockQ8_K*, int64_t)) {
+template <DType kT>
+void prep_q8k(const float* x, uint8_t* out, int64_t n, void (*quantize_q8_k)(const float*, BlockQ8_K*, int64_t)) {
   const int64_t nsb = n / 256;
   auto* qs = reinterpret_cast<int8_t*>(out);
   auto* ds = reinterpret_cast<float*>(out + n);
-  auto* bs = reinterpret_cast<int16_t*>(out + n + 4 * nsb);
+  uint8_t* sums = out + n + 4 * nsb;
   BlockQ8_K tmp;
   for (int64_t b = 0; b < nsb; ++b) {
     quantize_q8_k(x + 256 * b, &tmp, 256);
     std::memcpy(qs + 256 * b, tmp.qs, 256);
     ds[b] = tmp.d;
-    for (int j = 0; j < 8; ++j) bs[8 * b + j] = static_cast<int16_t>(tmp.bsums[2 * j] + tmp.bsums[2 * j + 1]);
+    if constexpr (kT == DType::Q4_K) {
+      auto* bs = reinterpret_cast<int16_t*>(sums) + 8 * b;
+      for (int j = 0; j < 8; ++j) bs[j] = static_cast<int16_t>(tmp.bsums[2 * j] + tmp.bsums[2 * j + 1]);
+    } else {
+      auto* bias = reinterpret_cast<int32_t*>(sums) + 16 * b;
+      for (int j = 0; j < 16; ++j) bias[j] = -32 * tmp.bsums[j];
+    }
   }
 }
 
@@ -165,8 +172,8 @@ void group_q4k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
   const int16_t* ab[NT];
   for (int t = 0; t < NT; ++t) {
     acc[t] = _mm512_setzero_ps();
-    const Q8KP a(act + t * stride, n);
-    aq[t] = a.qs, ad[t] = a.d, ab[t] = a.bsum;
+    const Q8KAct a(act + t * stride, n);
+    aq[t] = a.qs, ad[t] = a.d, ab[t] = reinterpret_cast<const int16_t*>(a.sums);
   }
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   for (int64_t b = 0; b < nsb; ++b) {
@@ -208,36 +215,6 @@ void group_q4k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
 }
 
-// ---------------------------------------------------------------- Q6_K x Q8K6 activations
-
-// Q8K6 activations of one token: levels int8[n] (Q8_K levels), scales float[nsb], and
-// bias int32[nsb][16] = -32 * (sum of the levels of each 16-element sub-block): starting a
-// sub-block's dot product from it removes the weights' offset of 32 exactly.
-struct Q8K6 {
-  const int8_t* qs;
-  const float* d;
-  const int32_t* bias;
-  Q8K6(const uint8_t* p, int64_t n)
-      : qs(reinterpret_cast<const int8_t*>(p)),
-        d(reinterpret_cast<const float*>(p + n)),
-        bias(reinterpret_cast<const int32_t*>(p + n + 4 * (n / 256))) {}
-};
-
-void prep_q8k6(const float* x, uint8_t* out, int64_t n,
-               void (*quantize_q8_k)(const float*, BlockQ8_K*, int64_t)) {
-  const int64_t nsb = n / 256;
-  auto* qs = reinterpret_cast<int8_t*>(out);
-  auto* ds = reinterpret_cast<float*>(out + n);
-  auto* bias = reinterpret_cast<int32_t*>(out + n + 4 * nsb);
-  BlockQ8_K tmp;
-  for (int64_t b = 0; b < nsb; ++b) {
-    quantize_q8_k(x + 256 * b, &tmp, 256);
-    std::memcpy(qs + 256 * b, tmp.qs, 256);
-    ds[b] = tmp.d;
-    for (int j = 0; j < 16; ++j) bias[16 * b + j] = -32 * tmp.bsums[j];
-  }
-}
-
 // One 16-row group x NT tokens. Per 4 inputs j of a 128-element half, the low-nibble bytes L j and
 // L j+8 and the high-bit bytes H j give 4 vectors of 6-bit values (elements 4j, 64+4j, 32+4j, 96+4j
 // of the half, in sub-blocks j/4, 4+j/4, 2+j/4, 6+j/4); each sub-block's sum (4 vpdpbusd from its
@@ -251,8 +228,8 @@ void group_q6k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
   const int32_t* ab[NT];
   for (int t = 0; t < NT; ++t) {
     acc[t] = _mm512_setzero_ps();
-    const Q8K6 a(act + t * stride, n);
-    aq[t] = a.qs, ad[t] = a.d, ab[t] = a.bias;
+    const Q8KAct a(act + t * stride, n);
+    aq[t] = a.qs, ad[t] = a.d, ab[t] = reinterpret_cast<const int32_t*>(a.sums);
   }
   const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   for (int64_t b = 0; b < nsb; ++b) {
@@ -368,9 +345,9 @@ struct KF16 {
 
 void prep(DType t, const float* x, uint8_t* out, int64_t n) {
   if (t == DType::Q4_K)
-    prep_q8kp(x, out, n, avx512_kernels().quantize_q8_k);
+    prep_q8k<DType::Q4_K>(x, out, n, avx512_kernels().quantize_q8_k);
   else if (t == DType::Q6_K)
-    prep_q8k6(x, out, n, avx512_kernels().quantize_q8_k);
+    prep_q8k<DType::Q6_K>(x, out, n, avx512_kernels().quantize_q8_k);
   else
     prep_q8b(x, out, n, t == DType::Q8_0 ? 128 : t == DType::Q5_0 ? 16 : 8);
 }
