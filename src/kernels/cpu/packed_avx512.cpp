@@ -25,6 +25,24 @@ inline __m512 load_f16x16(const uint8_t* p) {
   return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
+// Pointers into NT tokens' prepared activations, token t at act + t * stride: levels int8[n], one
+// float scale per block of kBlock values, then the per-block sums of type Sum that the kernel
+// starts from (the formats are described with their preparation functions below).
+template <int kBlock, class Sum, int NT>
+struct Tokens {
+  const int8_t* qs[NT];
+  const float* d[NT];
+  const Sum* sums[NT];
+  Tokens(const uint8_t* act, size_t stride, int64_t n) {
+    for (int t = 0; t < NT; ++t) {
+      const uint8_t* p = act + t * stride;
+      qs[t] = reinterpret_cast<const int8_t*>(p);
+      d[t] = reinterpret_cast<const float*>(p + n);
+      sums[t] = reinterpret_cast<const Sum*>(p + n + 4 * (n / kBlock));
+    }
+  }
+};
+
 // ---------------------------------------------------------------- Q4_0 / Q5_0 / Q8_0 x Q8B activations
 // No software prefetch: with the 16-row layouts every kernel reads its group as one sequential
 // stream, and prefetching 0.5-4 KiB ahead measured slower for every type (2-thread gemv over
@@ -33,16 +51,7 @@ inline __m512 load_f16x16(const uint8_t* p) {
 
 // Q8B activations of one token (n values, nb = n/32 blocks): levels int8[n], scales float[nb],
 // bias int32[nb] = -offset * (sum of the block's levels): starting the block's integer dot product
-// from it removes the weights' unsigned offset (8 for Q4_0, 128 for Q8_0) exactly.
-struct Q8B {
-  const int8_t* qs;
-  const float* d;
-  const int32_t* bias;
-  Q8B(const uint8_t* p, int64_t n)
-      : qs(reinterpret_cast<const int8_t*>(p)),
-        d(reinterpret_cast<const float*>(p + n)),
-        bias(reinterpret_cast<const int32_t*>(p + n + 4 * (n / 32))) {}
-};
+// from it removes the weights' unsigned offset (8 for Q4_0, 16 for Q5_0, 128 for Q8_0) exactly.
 
 void prep_q8b(const float* x, uint8_t* out, int64_t n, int32_t offset) {
   // Levels and scales exactly as the row-major path's Q8Act (same offsets: levels, then scales);
@@ -69,29 +78,23 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
   constexpr bool kQ8 = kT == Q32::Q8_0;
   constexpr size_t kQs = kT == Q32::Q8_0 ? 512 : kT == Q32::Q5_0 ? 320 : 256;
   __m512 acc[NT];
-  const int8_t* aq[NT];
-  const float* ad[NT];
-  const int32_t* ab[NT];
-  for (int t = 0; t < NT; ++t) {
-    acc[t] = _mm512_setzero_ps();
-    const Q8B a(act + t * stride, n);
-    aq[t] = a.qs, ad[t] = a.d, ab[t] = a.bias;
-  }
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  const Tokens<32, int32_t, NT> tok(act, stride, n);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   for (int64_t b = 0; b < nb; ++b) {
     const Q32Offsets o = q32_offsets(b, kQs);
     const uint8_t* q = g + o.qs;
     __m512i p0[NT], p1[NT];
     for (int t = 0; t < NT; ++t) {
-      p0[t] = _mm512_set1_epi32(ab[t][b]);
+      p0[t] = _mm512_set1_epi32(tok.sums[t][b]);
       p1[t] = _mm512_setzero_si512();
     }
     if constexpr (kQ8) {
       for (int j = 0; j < 8; j += 2) {
         const __m512i w0 = _mm512_load_si512(q + 64 * j), w1 = _mm512_load_si512(q + 64 * j + 64);
         for (int t = 0; t < NT; ++t) {
-          p0[t] = _mm512_dpbusd_epi32(p0[t], w0, bcast32(aq[t] + 32 * b + 4 * j));
-          p1[t] = _mm512_dpbusd_epi32(p1[t], w1, bcast32(aq[t] + 32 * b + 4 * j + 4));
+          p0[t] = _mm512_dpbusd_epi32(p0[t], w0, bcast32(tok.qs[t] + 32 * b + 4 * j));
+          p1[t] = _mm512_dpbusd_epi32(p1[t], w1, bcast32(tok.qs[t] + 32 * b + 4 * j + 4));
         }
       }
     } else {
@@ -110,33 +113,26 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
           hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(mh), hi, b4);
         }
         for (int t = 0; t < NT; ++t) {
-          p0[t] = _mm512_dpbusd_epi32(p0[t], lo, bcast32(aq[t] + 32 * b + 4 * j));
-          p1[t] = _mm512_dpbusd_epi32(p1[t], hi, bcast32(aq[t] + 32 * b + 16 + 4 * j));
+          p0[t] = _mm512_dpbusd_epi32(p0[t], lo, bcast32(tok.qs[t] + 32 * b + 4 * j));
+          p1[t] = _mm512_dpbusd_epi32(p1[t], hi, bcast32(tok.qs[t] + 32 * b + 16 + 4 * j));
         }
       }
     }
     const __m512 dw = load_f16x16(g + o.d);
     for (int t = 0; t < NT; ++t)
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(p0[t], p1[t])),
-                               _mm512_mul_ps(dw, _mm512_set1_ps(ad[t][b])), acc[t]);
+                               _mm512_mul_ps(dw, _mm512_set1_ps(tok.d[t][b])), acc[t]);
   }
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
 }
 
-// ---------------------------------------------------------------- Q4_K and Q6_K x Q8KAct activations
+// ---------------------------------------------------------------- Q4_K and Q6_K x Q8_K activations
 
 // Activations for the K-quant kernels, one token: levels int8[n] (Q8_K levels), scales float[nsb],
 // then per super-block the sums its kernel needs: Q4_K int16[8], the sums of the levels of each
 // 32-element sub-block (for the mins); Q6_K int32[16], biases -32 * (sum of the levels of each
 // 16-element sub-block): starting a sub-block's dot product from one removes the weights' offset
 // of 32 exactly.
-struct Q8KAct {
-  const int8_t* qs;
-  const float* d;
-  const uint8_t* sums;
-  Q8KAct(const uint8_t* p, int64_t n)
-      : qs(reinterpret_cast<const int8_t*>(p)), d(reinterpret_cast<const float*>(p + n)), sums(p + n + 4 * (n / 256)) {}
-};
 
 template <DType kT>
 void prep_q8k(const float* x, uint8_t* out, int64_t n, void (*quantize_q8_k)(const float*, BlockQ8_K*, int64_t)) {
@@ -167,14 +163,8 @@ template <int NT>
 void group_q4k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
   const int64_t nsb = n / 256;
   __m512 acc[NT];
-  const int8_t* aq[NT];
-  const float* ad[NT];
-  const int16_t* ab[NT];
-  for (int t = 0; t < NT; ++t) {
-    acc[t] = _mm512_setzero_ps();
-    const Q8KAct a(act + t * stride, n);
-    aq[t] = a.qs, ad[t] = a.d, ab[t] = reinterpret_cast<const int16_t*>(a.sums);
-  }
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  const Tokens<256, int16_t, NT> tok(act, stride, n);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   for (int64_t b = 0; b < nsb; ++b) {
     const Q4KOffsets o = q4k_offsets(b);
@@ -188,7 +178,7 @@ void group_q4k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
         const __m512i w = _mm512_load_si512(q + 64 * j);
         const __m512i lo = _mm512_and_si512(w, m4), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m4);
         for (int t = 0; t < NT; ++t) {
-          const int8_t* a = aq[t] + 256 * b + 64 * c + 4 * j;
+          const int8_t* a = tok.qs[t] + 256 * b + 64 * c + 4 * j;
           pl[t] = _mm512_dpbusd_epi32(pl[t], lo, bcast32(a));
           ph[t] = _mm512_dpbusd_epi32(ph[t], hi, bcast32(a + 32));
         }
@@ -203,11 +193,11 @@ void group_q4k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
     for (int t = 0; t < NT; ++t) M[t] = _mm512_setzero_si512();
     for (int p = 0; p < 4; ++p) {
       const __m512i mn = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + o.mn + 32 * p)));
-      for (int t = 0; t < NT; ++t) M[t] = _mm512_dpwssd_epi32(M[t], mn, bcast32(ab[t] + 8 * b + 2 * p));
+      for (int t = 0; t < NT; ++t) M[t] = _mm512_dpwssd_epi32(M[t], mn, bcast32(tok.sums[t] + 8 * b + 2 * p));
     }
     const __m512 d = load_f16x16(g + o.d), dm = load_f16x16(g + o.dmin);
     for (int t = 0; t < NT; ++t) {
-      const __m512 da = _mm512_set1_ps(ad[t][b]);
+      const __m512 da = _mm512_set1_ps(tok.d[t][b]);
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[t]), _mm512_mul_ps(d, da), acc[t]);
       acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(M[t]), _mm512_mul_ps(dm, da), acc[t]);
     }
@@ -223,14 +213,8 @@ template <int NT>
 void group_q6k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
   const int64_t nsb = n / 256;
   __m512 acc[NT];
-  const int8_t* aq[NT];
-  const float* ad[NT];
-  const int32_t* ab[NT];
-  for (int t = 0; t < NT; ++t) {
-    acc[t] = _mm512_setzero_ps();
-    const Q8KAct a(act + t * stride, n);
-    aq[t] = a.qs, ad[t] = a.d, ab[t] = reinterpret_cast<const int32_t*>(a.sums);
-  }
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  const Tokens<256, int32_t, NT> tok(act, stride, n);
   const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   for (int64_t b = 0; b < nsb; ++b) {
     const Q6KOffsets o = q6k_offsets(b);
@@ -242,7 +226,7 @@ void group_q6k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
         const int sb[4] = {8 * h + jq, 8 * h + 4 + jq, 8 * h + 2 + jq, 8 * h + 6 + jq};
         __m512i p[4][NT];
         for (int t = 0; t < NT; ++t)
-          for (int v = 0; v < 4; ++v) p[v][t] = _mm512_set1_epi32(ab[t][16 * b + sb[v]]);
+          for (int v = 0; v < 4; ++v) p[v][t] = _mm512_set1_epi32(tok.sums[t][16 * b + sb[v]]);
         for (int j = 4 * jq; j < 4 * jq + 4; ++j) {
           const __m512i l0 = _mm512_load_si512(q + q6k_l(h, j)), l1 = _mm512_load_si512(q + q6k_l(h, j + 8));
           const __m512i hh = _mm512_load_si512(q + q6k_h(h, j));
@@ -252,7 +236,7 @@ void group_q6k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
           const __m512i vd =
               _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4), _mm512_and_si512(_mm512_srli_epi16(hh, 2), m30));
           for (int t = 0; t < NT; ++t) {
-            const int8_t* a = aq[t] + 256 * b + 128 * h + 4 * j;
+            const int8_t* a = tok.qs[t] + 256 * b + 128 * h + 4 * j;
             p[0][t] = _mm512_dpbusd_epi32(p[0][t], va, bcast32(a));
             p[1][t] = _mm512_dpbusd_epi32(p[1][t], vb, bcast32(a + 64));
             p[2][t] = _mm512_dpbusd_epi32(p[2][t], vc, bcast32(a + 32));
@@ -268,7 +252,7 @@ void group_q6k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
     }
     const __m512 d = load_f16x16(g + o.d);
     for (int t = 0; t < NT; ++t)
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[t]), _mm512_mul_ps(d, _mm512_set1_ps(ad[t][b])), acc[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[t]), _mm512_mul_ps(d, _mm512_set1_ps(tok.d[t][b])), acc[t]);
   }
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
 }
