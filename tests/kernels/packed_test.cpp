@@ -27,7 +27,8 @@ const Shape kShapes[] = {{DType::Q4_0, 16, 96},  {DType::Q4_0, 48, 4864}, {DType
                          {DType::Q5_0, 16, 96},  {DType::Q5_0, 48, 4864}, {DType::Q5_0, 32, 896},
                          {DType::Q8_0, 16, 96},  {DType::Q8_0, 48, 4864}, {DType::Q8_0, 32, 2048},
                          {DType::Q4_K, 16, 256}, {DType::Q4_K, 48, 4864}, {DType::Q4_K, 32, 2048},
-                         {DType::Q4_K, 16, 768}, {DType::Q6_K, 16, 256},  {DType::Q6_K, 48, 4864},
+                         {DType::Q4_K, 16, 768}, {DType::Q5_K, 16, 256},  {DType::Q5_K, 48, 4864},
+                         {DType::Q5_K, 32, 2048}, {DType::Q6_K, 16, 256},  {DType::Q6_K, 48, 4864},
                          {DType::Q6_K, 32, 2048}, {DType::F16, 16, 96},   {DType::F16, 48, 4864},
                          {DType::F16, 16, 2048}};
 
@@ -52,7 +53,7 @@ TEST(Packed, RejectsWhatItCannotPack) {
   EXPECT_THROW(pack_matrix(std::span<const TensorView>(&odd.view, 1), pool), Error);
   test::TestMatrix f16(DType::F16, 16, 48, 1);  // 48 columns: not a multiple of 32
   EXPECT_THROW(pack_matrix(std::span<const TensorView>(&f16.view, 1), pool), Error);
-  test::TestMatrix q5(DType::Q5_K, 16, 256, 1);  // no packed layout for Q5_K
+  test::TestMatrix q5(DType::Q5_1, 16, 256, 1);  // no packed layout for Q5_1
   EXPECT_THROW(pack_matrix(std::span<const TensorView>(&q5.view, 1), pool), Error);
   test::TestMatrix a(DType::Q4_0, 16, 64, 1), b(DType::Q8_0, 16, 64, 2);
   const TensorView mixed[] = {a.view, b.view};
@@ -104,7 +105,7 @@ TEST_F(PackedProduct, TokenResultDoesNotDependOnBatch) {
   for (const Shape& s : kShapes) {
     test::TestMatrix m(s.type, s.rows, s.cols, 3);
     const Linear lin({m.view}, Precision::Fast, pool);
-    const int64_t n_tok = 19;  // tiles of 8, 8, 3 (Q4_K: 6, 6, 6, 1)
+    const int64_t n_tok = 19;  // tiles of 8, 8, 3 (Q4_K, Q5_K: 6, 6, 6, 1)
     const auto x = test::gaussian(static_cast<size_t>(n_tok * s.cols), 4);
     std::vector<float> batch(n_tok * s.rows), one(s.rows);
     lin.forward(x.data(), s.cols, n_tok, batch.data(), s.rows, pool, Precision::Fast, scratch);
@@ -135,9 +136,9 @@ TEST_F(PackedProduct, FusedPartsEqualSeparateProducts) {
         ASSERT_EQ(part[tok * t->rows() + r], y[tok * 64 + off + r]) << t->name << " row " << r;
     off += t->rows();
   }
-  // Mixed types are packed separately (and a Q5_K part is left as it is) and still give the
+  // Mixed types are packed separately (and a Q5_1 part is left as it is) and still give the
   // stacked product.
-  test::TestMatrix k8(DType::Q8_0, 16, 512, 2), v16(DType::Q5_K, 16, 512, 4);
+  test::TestMatrix k8(DType::Q8_0, 16, 512, 2), v16(DType::Q5_1, 16, 512, 4);
   const Linear mixed({q.view, k8.view, v16.view}, Precision::Fast, pool);
   EXPECT_EQ(mixed.packed(), nullptr);
   std::vector<float> ym(64), yq(32), yk(16), yv(16);

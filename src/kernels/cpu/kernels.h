@@ -71,7 +71,7 @@ struct PackedKernels {
     GroupFn fn;
     int max_nt;
   };
-  Kernel q4_0, q5_0, q8_0, q4_k, q6_k, f16;
+  Kernel q4_0, q5_0, q8_0, q4_k, q5_k, q6_k, f16;
   // Activation preparation for weights of type t, and its size per token (F16 uses the F32
   // activations as they are).
   void (*prep)(DType t, const float* x, uint8_t* out, int64_t n);

@@ -221,6 +221,7 @@ void matmul_packed(const PackedMatrix& P, const float* x, int64_t ldx, int64_t n
                                      : P.type == DType::Q5_0 ? k.q5_0
                                      : P.type == DType::Q8_0 ? k.q8_0
                                      : P.type == DType::Q4_K ? k.q4_k
+                                     : P.type == DType::Q5_K ? k.q5_k
                                      : P.type == DType::Q6_K ? k.q6_k
                                                              : k.f16;
   const int64_t cols = P.cols;

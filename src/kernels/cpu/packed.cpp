@@ -29,6 +29,8 @@ size_t group_bytes(DType t, int64_t cols) {
       return round64(q32_group_bytes(cols / 32, 512));
     case DType::Q4_K:
       return static_cast<size_t>(cols / 256) * kQ4KBlockBytes;
+    case DType::Q5_K:
+      return static_cast<size_t>(cols / 256) * kQ5KBlockBytes;
     case DType::Q6_K:
       return static_cast<size_t>(cols / 256) * kQ6KBlockBytes;
     case DType::F16:
@@ -48,6 +50,31 @@ inline void set_bit(uint8_t* p, int bit, uint32_t v) {
 }
 inline uint32_t get_bit(const uint8_t* p, int bit) {
   return (p[bit / 8] >> (bit % 8)) & 1u;
+}
+
+// Row r of a Q4_K / Q5_K super-block (qh null for Q4_K): scales and mins as bytes, nibbles (and
+// Q5_K's fifth bits as masks ahead of each chunk's nibbles).
+void pack_k4(uint16_t d, uint16_t dmin, const uint8_t* scales, const uint8_t* qs, const uint8_t* qh, int r,
+             const Q4KOffsets& o, size_t chunk_bytes, uint8_t* out) {
+  const size_t nib = qh ? 128 : 0;  // Q5_K: the masks come first in each chunk
+  for (int c = 0; c < 4; ++c)
+    for (int j = 0; j < 8; ++j)
+      for (int i = 0; i < 4; ++i) {
+        uint8_t* chunk = out + o.qs + c * chunk_bytes;
+        chunk[nib + lane_byte(j, r, i)] = qs[32 * c + 4 * j + i];
+        if (qh) {
+          set_bit(chunk + 16 * j, 4 * r + i, (qh[4 * j + i] >> (2 * c)) & 1u);
+          set_bit(chunk + 16 * j + 8, 4 * r + i, (qh[4 * j + i] >> (2 * c + 1)) & 1u);
+        }
+      }
+  uint64_t s8, m8;
+  k4_scales_mins(scales, s8, m8);
+  for (int j = 0; j < 8; ++j) {
+    out[o.sc + j * kPackRows + r] = static_cast<uint8_t>(s8 >> (8 * j));
+    out[o.mn + (j / 2) * 2 * kPackRows + 2 * r + j % 2] = static_cast<uint8_t>(m8 >> (8 * j));
+  }
+  reinterpret_cast<uint16_t*>(out + o.d)[r] = d;
+  reinterpret_cast<uint16_t*>(out + o.dmin)[r] = dmin;
 }
 
 // Writes one 16-row group: pointers to the 16 file rows; nb blocks (super-blocks; F16: columns).
@@ -98,20 +125,13 @@ void pack_group(DType t, const uint8_t* const rows[kPackRows], int64_t nb, uint8
           for (int j = 0; j < 8; ++j)
             for (int i = 0; i < 4; ++i) out[o.qs + q6k_h(h, j) + lane_byte(0, r, i)] = blk.qh[32 * h + 4 * j + i];
         }
-      } else {  // Q4_K
+      } else if (t == DType::Q4_K) {
         const auto& blk = reinterpret_cast<const BlockQ4_K*>(rows[r])[b];
-        const Q4KOffsets o = q4k_offsets(b);
-        for (int c = 0; c < 4; ++c)
-          for (int j = 0; j < 8; ++j)
-            for (int i = 0; i < 4; ++i) out[o.qs + lane_byte(8 * c + j, r, i)] = blk.qs[32 * c + 4 * j + i];
-        uint64_t s8, m8;
-        k4_scales_mins(blk.scales, s8, m8);
-        for (int j = 0; j < 8; ++j) {
-          out[o.sc + j * kPackRows + r] = static_cast<uint8_t>(s8 >> (8 * j));
-          out[o.mn + (j / 2) * 2 * kPackRows + 2 * r + j % 2] = static_cast<uint8_t>(m8 >> (8 * j));
-        }
-        reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
-        reinterpret_cast<uint16_t*>(out + o.dmin)[r] = blk.dmin;
+        pack_k4(blk.d, blk.dmin, blk.scales, blk.qs, nullptr, r, q4k_offsets(b), kQ4KChunkBytes, out);
+      } else {  // Q5_K
+        const auto& blk = reinterpret_cast<const BlockQ5_K*>(rows[r])[b];
+        pack_k4(blk.d, blk.dmin, blk.scales, blk.qs, blk.qh, r, q4k_offsets(b, kQ5KBlockBytes), kQ5KChunkBytes,
+                out);
       }
     }
 }
@@ -130,6 +150,7 @@ bool packable(DType t, int64_t rows, int64_t cols) {
     case DType::Q8_0:
       return cols % 32 == 0;
     case DType::Q4_K:
+    case DType::Q5_K:
     case DType::Q6_K:
       return cols % 256 == 0;
     case DType::F16:
@@ -150,7 +171,7 @@ std::unique_ptr<PackedMatrix> pack_matrix(std::span<const TensorView> parts, Thr
            p.shape_string(), parts[0].name, dtype_name(t), parts[0].shape_string());
     if (!packable(t, p.rows(), cols))
       fail(
-          "pack_matrix: tensor '{}' ({} {}) has no packed layout (types Q4_0/Q5_0/Q8_0/Q4_K/Q6_K/F16, rows in "
+          "pack_matrix: tensor '{}' ({} {}) has no packed layout (types Q4_0/Q5_0/Q8_0/Q4_K/Q5_K/Q6_K/F16, rows in "
           "multiples of 16)",
           p.name, dtype_name(t), p.shape_string());
     if (p.nbytes < p.row_bytes() * static_cast<size_t>(p.rows()))
@@ -242,21 +263,28 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
       }
     }
   } else {
-    // Q4_K: dequantize directly (the 6-bit scale packing is not needed to get the values back).
+    // Q4_K / Q5_K: dequantize directly (the 6-bit scale packing is not needed to get the values back),
+    // with the file's formula (d * scale) * q - (dmin * min).
+    const bool q5 = p.type == DType::Q5_K;
+    const size_t chunk_bytes = q5 ? kQ5KChunkBytes : kQ4KChunkBytes, nib = q5 ? 128 : 0;
     for (int64_t b = 0; b < nb; ++b) {
-      const Q4KOffsets o = q4k_offsets(b);
+      const Q4KOffsets o = q4k_offsets(b, q5 ? kQ5KBlockBytes : kQ4KBlockBytes);
       const float db = f16_to_f32(reinterpret_cast<const uint16_t*>(g + o.d)[r]);
       const float mb = f16_to_f32(reinterpret_cast<const uint16_t*>(g + o.dmin)[r]);
       auto sc = [&](int j) { return g[o.sc + j * kPackRows + r]; };
       auto mn = [&](int j) { return g[o.mn + (j / 2) * 2 * kPackRows + 2 * r + j % 2]; };
-      for (int c = 0; c < 4; ++c)
+      for (int c = 0; c < 4; ++c) {
+        const uint8_t* chunk = g + o.qs + c * chunk_bytes;
         for (int j = 0; j < 8; ++j)
           for (int i = 0; i < 4; ++i) {
-            const uint8_t q = g[o.qs + lane_byte(8 * c + j, r, i)];
+            const uint8_t q = chunk[nib + lane_byte(j, r, i)];
+            const int lo = (q & 0xF) + (q5 ? 16 * static_cast<int>(get_bit(chunk + 16 * j, 4 * r + i)) : 0);
+            const int hi = (q >> 4) + (q5 ? 16 * static_cast<int>(get_bit(chunk + 16 * j + 8, 4 * r + i)) : 0);
             const int e = 4 * j + i;
-            out[b * 256 + 64 * c + e] = db * sc(2 * c) * (q & 0xF) - mb * mn(2 * c);
-            out[b * 256 + 64 * c + 32 + e] = db * sc(2 * c + 1) * (q >> 4) - mb * mn(2 * c + 1);
+            out[b * 256 + 64 * c + e] = db * sc(2 * c) * lo - mb * mn(2 * c);
+            out[b * 256 + 64 * c + 32 + e] = db * sc(2 * c + 1) * hi - mb * mn(2 * c + 1);
           }
+      }
     }
     return;
   }

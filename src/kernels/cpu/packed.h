@@ -19,6 +19,9 @@
 //   Q4_K super-block: sc[8 sub-blocks][16 rows], mn[4 sub-block pairs][16 rows][2] (6-bit values in
 //         bytes); d[16], dmin[16] (F16); qs[4 c][8 j][16 rows][4]: bytes 32c+4j.. of the file's qs
 //         (low nibbles: sub-block 2c, high: 2c+1). 2368 bytes per 16x256 vs 2304 in the file (+2.8%).
+//   Q5_K super-block: as Q4_K, with each chunk c's 512 bytes of nibbles preceded by its fifth bits:
+//         for j < 8 a 64-bit mask for the low and one for the high nibbles of step j (bit 4r+i: byte
+//         i of row r, as Q5_0). 2880 bytes per 16x256 vs 2816 in the file (+2.3%).
 //   Q6_K super-block: sc[16 sub-blocks][16 rows] (int8); d[16] (F16), 32 bytes of padding; then per
 //         128-element half h, for j < 8: L j, L j+8, H j (192 bytes, in the order the kernel reads
 //         them: with L and H as separate arrays a gemv ran at half the memory bandwidth), where
@@ -51,13 +54,15 @@ inline Q32Offsets q32_offsets(int64_t b, size_t qs_bytes) {
 inline size_t q32_group_bytes(int64_t nb, size_t qs_bytes) {
   return static_cast<size_t>(nb / 2) * (64 + 2 * qs_bytes) + (nb % 2 ? 64 + qs_bytes : 0);
 }
-// Q4_K super-block b of a group: [sc 128][mn 128][d 32][dmin 32][qs 2048].
-constexpr size_t kQ4KBlockBytes = 2368;
+// Q4_K super-block b of a group: [sc 128][mn 128][d 32][dmin 32][4 chunks of 512: qs]; Q5_K the
+// same with chunks of 640: [fifth-bit masks 128][qs 512].
+constexpr size_t kQ4KBlockBytes = 2368, kQ5KBlockBytes = 2880;
+constexpr size_t kQ4KChunkBytes = 512, kQ5KChunkBytes = 640;
 struct Q4KOffsets {
   size_t qs, sc, mn, d, dmin;
 };
-inline Q4KOffsets q4k_offsets(int64_t b) {
-  const size_t base = static_cast<size_t>(b) * kQ4KBlockBytes;
+inline Q4KOffsets q4k_offsets(int64_t b, size_t block_bytes = kQ4KBlockBytes) {
+  const size_t base = static_cast<size_t>(b) * block_bytes;
   return {base + 320, base, base + 128, base + 256, base + 288};
 }
 
@@ -87,7 +92,7 @@ struct PackedMatrix {
   size_t bytes() const { return group_bytes * static_cast<size_t>(rows / kPackRows); }
 };
 
-// Whether a rows x cols matrix of type t can be packed: Q4_0, Q5_0, Q8_0, Q4_K, Q6_K or F16 (F16:
+// Whether a rows x cols matrix of type t can be packed: Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K or F16 (F16:
 // cols a multiple of 32), rows a multiple of 16.
 bool packable(DType t, int64_t rows, int64_t cols);
 

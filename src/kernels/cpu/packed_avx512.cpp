@@ -126,10 +126,10 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
 }
 
-// ---------------------------------------------------------------- Q4_K and Q6_K x Q8_K activations
+// ---------------------------------------------------------------- Q4_K, Q5_K and Q6_K x Q8_K activations
 
 // Activations for the K-quant kernels, one token: levels int8[n] (Q8_K levels), scales float[nsb],
-// then per super-block the sums its kernel needs: Q4_K int16[8], the sums of the levels of each
+// then per super-block the sums its kernel needs: Q4_K and Q5_K int16[8], the sums of the levels of each
 // 32-element sub-block (for the mins); Q6_K int32[16], biases -32 * (sum of the levels of each
 // 16-element sub-block): starting a sub-block's dot product from one removes the weights' offset
 // of 32 exactly.
@@ -155,28 +155,39 @@ void prep_q8k(const float* x, uint8_t* out, int64_t n, void (*quantize_q8_k)(con
   }
 }
 
-// One 16-row group x NT tokens. Per sub-block the integer dot product of each row (16 vpdpbusd for
-// a pair of sub-blocks, low and high nibbles) is scaled by its 6-bit scale in integers (vpmulld,
-// exact: |sum| < 2^31), the mins term is 4 vpdpwssd per super-block, and the super-block ends in two
-// fused multiply-adds per token.
-template <int NT>
-void group_q4k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+// One 16-row group x NT tokens (Q4_K, or Q5_K with kQ5). Per sub-block the integer dot product of
+// each row (16 vpdpbusd for a pair of sub-blocks, low and high nibbles; Q5_K adds 16 to the bytes
+// whose fifth bit is set with one masked byte add each) is scaled by its 6-bit scale in integers
+// (vpmulld, exact: |sum| < 2^31), the mins term is 4 vpdpwssd per super-block, and the super-block
+// ends in two fused multiply-adds per token.
+template <bool kQ5, int NT>
+void group_k4(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
   const int64_t nsb = n / 256;
+  constexpr size_t kBlock = kQ5 ? kQ5KBlockBytes : kQ4KBlockBytes, kChunk = kQ5 ? kQ5KChunkBytes : kQ4KChunkBytes;
+  constexpr size_t kNib = kQ5 ? 128 : 0;  // Q5_K: the fifth-bit masks precede each chunk's nibbles
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   const Tokens<256, int16_t, NT> tok(act, stride, n);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   for (int64_t b = 0; b < nsb; ++b) {
-    const Q4KOffsets o = q4k_offsets(b);
+    const Q4KOffsets o = q4k_offsets(b, kBlock);
     __m512i S[NT];
     for (int t = 0; t < NT; ++t) S[t] = _mm512_setzero_si512();
     for (int c = 0; c < 4; ++c) {
       __m512i pl[NT], ph[NT];
       for (int t = 0; t < NT; ++t) pl[t] = ph[t] = _mm512_setzero_si512();
-      const uint8_t* q = g + o.qs + c * 512;
+      const uint8_t* q = g + o.qs + c * kChunk;
       for (int j = 0; j < 8; ++j) {
-        const __m512i w = _mm512_load_si512(q + 64 * j);
-        const __m512i lo = _mm512_and_si512(w, m4), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m4);
+        const __m512i w = _mm512_load_si512(q + kNib + 64 * j);
+        __m512i lo = _mm512_and_si512(w, m4), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m4);
+        if constexpr (kQ5) {
+          const __m512i b4 = _mm512_set1_epi8(0x10);
+          uint64_t ml, mh;
+          std::memcpy(&ml, q + 16 * j, 8);
+          std::memcpy(&mh, q + 16 * j + 8, 8);
+          lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(ml), lo, b4);
+          hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(mh), hi, b4);
+        }
         for (int t = 0; t < NT; ++t) {
           const int8_t* a = tok.qs[t] + 256 * b + 64 * c + 4 * j;
           pl[t] = _mm512_dpbusd_epi32(pl[t], lo, bcast32(a));
@@ -309,7 +320,13 @@ struct KQ8_0 {
 template <int NT>
 struct KQ4_K {
   static void run(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, float* y, int64_t l) {
-    group_q4k<NT>(g, n, a, s, y, l);
+    group_k4<false, NT>(g, n, a, s, y, l);
+  }
+};
+template <int NT>
+struct KQ5_K {
+  static void run(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, float* y, int64_t l) {
+    group_k4<true, NT>(g, n, a, s, y, l);
   }
 };
 
@@ -328,7 +345,7 @@ struct KF16 {
 };
 
 void prep(DType t, const float* x, uint8_t* out, int64_t n) {
-  if (t == DType::Q4_K)
+  if (t == DType::Q4_K || t == DType::Q5_K)
     prep_q8k<DType::Q4_K>(x, out, n, avx512_kernels().quantize_q8_k);
   else if (t == DType::Q6_K)
     prep_q8k<DType::Q6_K>(x, out, n, avx512_kernels().quantize_q8_k);
@@ -339,6 +356,7 @@ void prep(DType t, const float* x, uint8_t* out, int64_t n) {
 size_t act_bytes(DType t, int64_t n) {
   switch (t) {
     case DType::Q4_K:
+    case DType::Q5_K:
       return static_cast<size_t>(n + 4 * (n / 256) + 16 * (n / 256));
     case DType::Q6_K:
       return static_cast<size_t>(n + 4 * (n / 256) + 64 * (n / 256));
@@ -353,6 +371,7 @@ const PackedKernels kPacked = {{by_nt<KQ4_0, kTileQ32>, kTileQ32},
                                {by_nt<KQ5_0, kTileQ32>, kTileQ32},
                                {by_nt<KQ8_0, kTileQ32>, kTileQ32},
                                {by_nt<KQ4_K, kTileQ4K>, kTileQ4K},
+                               {by_nt<KQ5_K, kTileQ4K>, kTileQ4K},
                                {by_nt<KQ6_K, kTileQ6K>, kTileQ6K},
                                {by_nt<KF16, kTileF16>, kTileF16},
                                prep,
