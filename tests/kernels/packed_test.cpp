@@ -30,7 +30,8 @@ const Shape kShapes[] = {{DType::Q4_0, 16, 96},  {DType::Q4_0, 48, 4864}, {DType
                          {DType::Q4_K, 16, 768}, {DType::Q5_K, 16, 256},  {DType::Q5_K, 48, 4864},
                          {DType::Q5_K, 32, 2048}, {DType::Q6_K, 16, 256},  {DType::Q6_K, 48, 4864},
                          {DType::Q6_K, 32, 2048}, {DType::F16, 16, 96},   {DType::F16, 48, 4864},
-                         {DType::F16, 16, 2048}};
+                         {DType::F16, 16, 2048},  {DType::BF16, 16, 96},  {DType::BF16, 48, 4864},
+                         {DType::BF16, 16, 2048}};
 
 TEST(Packed, UnpackedRowsEqualTheFile) {
   ThreadPool pool(2);

@@ -71,9 +71,9 @@ struct PackedKernels {
     GroupFn fn;
     int max_nt;
   };
-  Kernel q4_0, q5_0, q8_0, q4_k, q5_k, q6_k, f16;
+  Kernel q4_0, q5_0, q8_0, q4_k, q5_k, q6_k, f16, bf16;
   // Activation preparation for weights of type t, and its size per token (F16 uses the F32
-  // activations as they are).
+  // activations as they are; BF16 rounds them to BF16 as the row-major Fast path does).
   void (*prep)(DType t, const float* x, uint8_t* out, int64_t n);
   size_t (*act_bytes)(DType t, int64_t n);
 };

@@ -223,6 +223,7 @@ void matmul_packed(const PackedMatrix& P, const float* x, int64_t ldx, int64_t n
                                      : P.type == DType::Q4_K ? k.q4_k
                                      : P.type == DType::Q5_K ? k.q5_k
                                      : P.type == DType::Q6_K ? k.q6_k
+                                     : P.type == DType::BF16 ? k.bf16
                                                              : k.f16;
   const int64_t cols = P.cols;
   const uint8_t* act = reinterpret_cast<const uint8_t*>(x);

@@ -34,6 +34,7 @@ size_t group_bytes(DType t, int64_t cols) {
     case DType::Q6_K:
       return static_cast<size_t>(cols / 256) * kQ6KBlockBytes;
     case DType::F16:
+    case DType::BF16:
       return static_cast<size_t>(cols) * 2 * kPackRows;
     default:
       return 0;
@@ -77,13 +78,21 @@ void pack_k4(uint16_t d, uint16_t dmin, const uint8_t* scales, const uint8_t* qs
   reinterpret_cast<uint16_t*>(out + o.dmin)[r] = dmin;
 }
 
-// Writes one 16-row group: pointers to the 16 file rows; nb blocks (super-blocks; F16: columns).
+// Writes one 16-row group: pointers to the 16 file rows; nb blocks (super-blocks; F16/BF16: columns).
 void pack_group(DType t, const uint8_t* const rows[kPackRows], int64_t nb, uint8_t* out) {
   if (t == DType::F16) {
     auto* o = reinterpret_cast<uint16_t*>(out);
     for (int r = 0; r < kPackRows; ++r) {
       const auto* row = reinterpret_cast<const uint16_t*>(rows[r]);
       for (int64_t k = 0; k < nb; ++k) o[k * kPackRows + r] = row[k];
+    }
+    return;
+  }
+  if (t == DType::BF16) {
+    auto* o = reinterpret_cast<uint16_t*>(out);
+    for (int r = 0; r < kPackRows; ++r) {
+      const auto* row = reinterpret_cast<const uint16_t*>(rows[r]);
+      for (int64_t k = 0; k < nb; ++k) o[(k / 2 * kPackRows + r) * 2 + k % 2] = row[k];
     }
     return;
   }
@@ -154,6 +163,7 @@ bool packable(DType t, int64_t rows, int64_t cols) {
     case DType::Q6_K:
       return cols % 256 == 0;
     case DType::F16:
+    case DType::BF16:
       return cols % 32 == 0;
     default:
       return false;
@@ -171,7 +181,7 @@ std::unique_ptr<PackedMatrix> pack_matrix(std::span<const TensorView> parts, Thr
            p.shape_string(), parts[0].name, dtype_name(t), parts[0].shape_string());
     if (!packable(t, p.rows(), cols))
       fail(
-          "pack_matrix: tensor '{}' ({} {}) has no packed layout (types Q4_0/Q5_0/Q8_0/Q4_K/Q5_K/Q6_K/F16, rows in "
+          "pack_matrix: tensor '{}' ({} {}) has no packed layout (types Q4_0/Q5_0/Q8_0/Q4_K/Q5_K/Q6_K/F16/BF16, rows in "
           "multiples of 16)",
           p.name, dtype_name(t), p.shape_string());
     if (p.nbytes < p.row_bytes() * static_cast<size_t>(p.rows()))
@@ -216,6 +226,13 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
   const int64_t nb = p.cols / dtype_info(p.type).block_size;
   if (p.type == DType::F16) {
     for (int64_t k = 0; k < p.cols; ++k) out[k] = f16_to_f32(reinterpret_cast<const uint16_t*>(g)[k * kPackRows + r]);
+    return;
+  }
+  if (p.type == DType::BF16) {
+    for (int64_t k = 0; k < p.cols; ++k) {
+      const uint32_t bits = uint32_t{reinterpret_cast<const uint16_t*>(g)[(k / 2 * kPackRows + r) * 2 + k % 2]} << 16;
+      std::memcpy(&out[k], &bits, 4);
+    }
     return;
   }
   std::vector<uint8_t> file_row(row_size(p.type, p.cols));

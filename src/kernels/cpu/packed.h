@@ -28,6 +28,8 @@
 //         L j = [16 rows][4] bytes 64h+4j.. of the file's ql and H j = bytes 32h+4j.. of its qh (L j
 //         and L j+8 take their high bits from H j). 3392 bytes per 16x256 vs 3360 in the file (+1%).
 //   F16:  [n inputs][16 rows]: input k of the 16 rows in 32 bytes. Same bytes as the file.
+//   BF16: [n/2 input pairs][16 rows][2]: inputs 2p, 2p+1 of row r in int32 lane r (the operand
+//         layout of vdpbf16ps). Same bytes as the file.
 #pragma once
 
 #include <cstdint>
@@ -92,8 +94,8 @@ struct PackedMatrix {
   size_t bytes() const { return group_bytes * static_cast<size_t>(rows / kPackRows); }
 };
 
-// Whether a rows x cols matrix of type t can be packed: Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K or F16 (F16:
-// cols a multiple of 32), rows a multiple of 16.
+// Whether a rows x cols matrix of type t can be packed: Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, F16 or
+// BF16 (F16/BF16: cols a multiple of 32), rows a multiple of 16.
 bool packable(DType t, int64_t rows, int64_t cols);
 
 // Packs the rows of all parts, stacked in order (e.g. q, k, v into one matrix). The parts must have
