@@ -16,7 +16,9 @@
 #   PP=512   TG=128   BATCH=4,16 (ferrum batched decode, first shape only; empty = skip)
 #   ROUNDS=1 (run ferrum and llama-bench alternately this many times per file and keep each
 #             engine's best round per test: on a shared VM whose memory bandwidth varies by
-#             +-30% from minute to minute, this compares the engines' best against best)
+#             +-30% from minute to minute, this compares the engines' best against best; the
+#             table also gives the ratio of the medians over the rounds and every round's
+#             generation speeds)
 #   FERRUM_ARGS= (extra flags for ferrum bench)   LLAMA_ARGS= (extra flags for llama-bench)
 set -euo pipefail
 
@@ -115,9 +117,18 @@ for e in sys.argv[6:]:
                 llama_build = f'{r.get("build_commit", "?")} (build {r.get("build_number", "?")}), {r.get("cpu_info", "")}'
     lpp = best(lres, lambda r: r["n_prompt"] == pp and r["n_gen"] == 0)
     ltg = best(lres, lambda r: r["n_gen"] == tg and r["n_prompt"] == 0)
+    # Generation per round, ferrum/llama.cpp: the spread shows how much of a cell is the machine.
+    def tg_of(rs, pick):
+        m = [r for r in rs if pick(r)]
+        return m[0]["avg_ts"] if m else None
+    ftg_r = [tg_of(rs, lambda r: r["test"] == f"tg{tg}" and r.get("batch", 1) == 1) for rs in fres]
+    ltg_r = [tg_of(rs, lambda r: r["n_gen"] == tg and r["n_prompt"] == 0) for rs in lres]
+    per_round = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(ftg_r, ltg_r) if a and b)
+    med = lambda v: sorted(v)[len(v) // 2] if len(v) % 2 else (sorted(v)[len(v) // 2 - 1] + sorted(v)[len(v) // 2]) / 2
+    tg_med = f"{med([a for a in ftg_r if a]) / med([b for b in ltg_r if b]):.2f}" if per_round else "–"
     per_tok = fj["model"]["weight_bytes_per_token"]
     roof = bw * 1e9 / per_tok
-    rows.append("| {} | {} | {} | {} | {} | {} | {} | {} | {:.0f}% | {} |".format(
+    rows.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0f}% | {} |".format(
         shape, typ,
         fmt(fpp["avg_ts"], fpp["stddev_ts"]) if fpp else "–",
         fmt(lpp["avg_ts"], lpp["stddev_ts"]) if lpp else "–",
@@ -125,6 +136,7 @@ for e in sys.argv[6:]:
         fmt(ftg["avg_ts"], ftg["stddev_ts"]) if ftg else "–",
         fmt(ltg["avg_ts"], ltg["stddev_ts"]) if ltg else "–",
         ratio(ftg and ftg["avg_ts"], ltg and ltg["avg_ts"]),
+        tg_med, per_round or "–",
         100 * ftg["avg_ts"] / roof if ftg else 0,
         f"{100 * ltg['avg_ts'] / roof:.0f}%" if ltg else "–"))
     for r in fj["results"]:
@@ -136,8 +148,8 @@ print(f"\nbest of {rounds} alternating round(s) per engine and test, each the me
 print(f"ferrum: {setup['threads']} threads, isa {setup['isa']}, precision {setup['precision']}, ubatch {setup['ubatch']}; "
       f"memory read bandwidth {bw:.1f} GB/s")
 if llama_build: print(f"llama.cpp: {llama_build}")
-print(f"\n| shape | type | ferrum pp{pp} t/s | llama.cpp pp{pp} t/s | pp ratio | ferrum tg{tg} t/s | llama.cpp tg{tg} t/s | tg ratio | ferrum tg % roofline | llama.cpp tg % roofline |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print(f"\n| shape | type | ferrum pp{pp} t/s | llama.cpp pp{pp} t/s | pp ratio | ferrum tg{tg} t/s | llama.cpp tg{tg} t/s | tg ratio | tg ratio of medians | tg{tg} per round ferrum/llama.cpp | ferrum tg % roofline | llama.cpp tg % roofline |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 print("\n".join(rows))
 if any("| 1 |" not in r for r in batch_rows):
     print(f"\nBatched decode (ferrum, tg{tg} per sequence, tokens/s summed over M sequences):\n")
