@@ -268,30 +268,7 @@ void group_q6k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
 }
 
-// ---------------------------------------------------------------- F16 x F32 activations
-
-// Per input pair: two F16->F32 conversions of 16 rows, then per token two fused multiply-adds with
-// broadcast activations, into even- and odd-input accumulators (two chains: a lone token is not
-// bound by the FMA latency).
-template <int NT>
-void group_f16(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
-  const float* a[NT];
-  __m512 e[NT], o[NT];
-  for (int t = 0; t < NT; ++t) {
-    a[t] = reinterpret_cast<const float*>(act + t * stride);
-    e[t] = o[t] = _mm512_setzero_ps();
-  }
-  for (int64_t k = 0; k < n; k += 2) {
-    const __m512 w0 = load_f16x16(g + 32 * k), w1 = load_f16x16(g + 32 * k + 32);
-    for (int t = 0; t < NT; ++t) {
-      e[t] = _mm512_fmadd_ps(w0, _mm512_set1_ps(a[t][k]), e[t]);
-      o[t] = _mm512_fmadd_ps(w1, _mm512_set1_ps(a[t][k + 1]), o[t]);
-    }
-  }
-  for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ldy, _mm512_add_ps(e[t], o[t]));
-}
-
-// ---------------------------------------------------------------- BF16 x BF16 activations
+// ---------------------------------------------------------------- F16 x F32 and BF16 x BF16
 
 // acc += w . (the BF16 pair at p, broadcast to every lane), with the broadcast folded into the
 // instruction's memory operand. Written in asm because clang 16 crashes (unbounded recursion in
@@ -302,21 +279,38 @@ inline __m512 dpbf16_bcast(__m512 acc, __m512i w, const uint16_t* p) {
   return acc;
 }
 
-// Per 4 inputs: two vdpbf16ps per token (each 2 inputs of 16 rows against a broadcast pair of the
-// token's BF16 activations, the row-major Fast path's rounding), into two accumulator chains.
-template <int NT>
-void group_bf16(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
-  const uint16_t* a[NT];
+// One weight vector of a float group: kIn inputs of 16 rows (32 bytes per input in both layouts),
+// multiplied into a token's accumulator. F16: converted to F32, one FMA with the broadcast F32
+// activation. BF16: 2 inputs per int32 lane, one vdpbf16ps with the broadcast pair of BF16
+// activations (the row-major Fast path's rounding): 32 multiply-adds per instruction.
+struct F16Vec {
+  using Act = float;
+  static constexpr int kIn = 1;
+  static __m512 load(const uint8_t* p) { return load_f16x16(p); }
+  static __m512 madd(__m512 acc, __m512 w, const float* a) { return _mm512_fmadd_ps(w, _mm512_set1_ps(*a), acc); }
+};
+struct BF16Vec {
+  using Act = uint16_t;
+  static constexpr int kIn = 2;
+  static __m512i load(const uint8_t* p) { return _mm512_load_si512(p); }
+  static __m512 madd(__m512 acc, __m512i w, const uint16_t* a) { return dpbf16_bcast(acc, w, a); }
+};
+
+// Per 2 weight vectors: one multiply-add each per token, into even- and odd-vector accumulators
+// (two chains: a lone token is not bound by the latency).
+template <class V, int NT>
+void group_float(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+  const typename V::Act* a[NT];
   __m512 e[NT], o[NT];
   for (int t = 0; t < NT; ++t) {
-    a[t] = reinterpret_cast<const uint16_t*>(act + t * stride);
+    a[t] = reinterpret_cast<const typename V::Act*>(act + t * stride);
     e[t] = o[t] = _mm512_setzero_ps();
   }
-  for (int64_t k = 0; k < n; k += 4) {
-    const __m512i w0 = _mm512_load_si512(g + 32 * k), w1 = _mm512_load_si512(g + 32 * k + 64);
+  for (int64_t k = 0; k < n; k += 2 * V::kIn) {
+    const auto w0 = V::load(g + 32 * k), w1 = V::load(g + 32 * (k + V::kIn));
     for (int t = 0; t < NT; ++t) {
-      e[t] = dpbf16_bcast(e[t], w0, a[t] + k);
-      o[t] = dpbf16_bcast(o[t], w1, a[t] + k + 2);
+      e[t] = V::madd(e[t], w0, a[t] + k);
+      o[t] = V::madd(o[t], w1, a[t] + k + V::kIn);
     }
   }
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ldy, _mm512_add_ps(e[t], o[t]));
@@ -371,13 +365,13 @@ struct KQ6_K {
 template <int NT>
 struct KF16 {
   static void run(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, float* y, int64_t l) {
-    group_f16<NT>(g, n, a, s, y, l);
+    group_float<F16Vec, NT>(g, n, a, s, y, l);
   }
 };
 template <int NT>
 struct KBF16 {
   static void run(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, float* y, int64_t l) {
-    group_bf16<NT>(g, n, a, s, y, l);
+    group_float<BF16Vec, NT>(g, n, a, s, y, l);
   }
 };
 
