@@ -49,10 +49,12 @@ bool is_quantizable(const TensorView& t) {
   return true;
 }
 
-DType choose_type(const TensorView& t, const Preset& p, int n_layer, int n_expert_layers_hint) {
+// `is_output`: the matrix that produces the logits: output.weight, or token_embd.weight when the
+// embeddings are tied (no output.weight), as llama-quantize decides.
+DType choose_type(const TensorView& t, const Preset& p, int n_layer, bool is_output) {
   DType want = p.base;
   const std::string& n = t.name;
-  if (n == "output.weight" && (p.mixed || p.base == DType::Q4_0 || p.base == DType::Q5_0 || p.base == DType::Q5_1 ||
+  if (is_output && (p.mixed || p.base == DType::Q4_0 || p.base == DType::Q5_0 || p.base == DType::Q5_1 ||
                                p.base == DType::Q4_K || p.base == DType::Q5_K))
     want = DType::Q6_K;
   if (p.mixed) {
@@ -61,7 +63,6 @@ DType choose_type(const TensorView& t, const Preset& p, int n_layer, int n_exper
         use_more_bits(l, n_layer))
       want = DType::Q6_K;
   }
-  (void)n_expert_layers_hint;
   // Fall back when rows do not split into whole blocks (as llama.cpp does for K-quants).
   auto fits = [&](DType d) { return t.ne[0] % dtype_info(d).block_size == 0; };
   if (!fits(want)) {
@@ -86,13 +87,16 @@ int quantize_model(const std::string& in_path, const std::string& out_path, cons
   std::vector<std::vector<uint8_t>> buffers;
   buffers.reserve(in->tensors().size());
   int converted = 0;
+  bool has_output = false;
+  for (const TensorView& t : in->tensors()) has_output = has_output || t.name == "output.weight";
   for (const TensorView& t : in->tensors()) {
     std::vector<int64_t> ne(t.ne.begin(), t.ne.begin() + t.n_dims);
     if (!is_quantizable(t)) {
       w.add_tensor(t);
       continue;
     }
-    const DType to = choose_type(t, preset, n_layer, 0);
+    const bool is_output = t.name == "output.weight" || (!has_output && t.name == "token_embd.weight");
+    const DType to = choose_type(t, preset, n_layer, is_output);
     if (to == t.type) {
       w.add_tensor(t);
       continue;

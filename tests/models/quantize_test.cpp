@@ -1,0 +1,86 @@
+// `ferrum quantize` presets choose per-tensor types as llama-quantize does: the matrix that
+// produces the logits (output.weight, or token_embd.weight when the embeddings are tied) gets
+// Q6_K in the K-quant and 4/5-bit presets, *_M presets give some attn_v / ffn_down Q6_K, and
+// norms stay F32.
+#include "models/quantize.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "formats/gguf.h"
+#include "formats/gguf_writer.h"
+
+namespace ferrum {
+namespace {
+
+struct TinyModel {
+  std::vector<std::vector<float>> data;
+  gguf::Writer w;
+  void add(const std::string& name, std::vector<int64_t> ne) {
+    int64_t n = 1;
+    for (int64_t d : ne) n *= d;
+    data.emplace_back(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) data.back()[i] = static_cast<float>((i * 37 % 101) - 50) / 50.0f;
+    w.add_tensor(name, DType::F32, ne, data.back().data(), static_cast<size_t>(n) * 4);
+  }
+  // Two layers, width 256; `tied`: no output.weight (the logits come from token_embd).
+  std::string write(bool tied) {
+    w.set_string("general.architecture", "llama");
+    w.set_u32("llama.block_count", 2);
+    add("token_embd.weight", {256, 32});
+    if (!tied) add("output.weight", {256, 32});
+    add("output_norm.weight", {256});
+    for (int l = 0; l < 2; ++l) {
+      const std::string b = "blk." + std::to_string(l) + ".";
+      add(b + "attn_norm.weight", {256});
+      add(b + "attn_q.weight", {256, 256});
+      add(b + "attn_v.weight", {256, 64});
+      add(b + "ffn_down.weight", {256, 256});
+    }
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("ferrum-quantize-test-" + std::string(tied ? "tied" : "untied") + ".gguf");
+    w.write(path.string());
+    return path.string();
+  }
+};
+
+DType type_of(const gguf::File& f, const std::string& name) {
+  return f.tensor(name).type;
+}
+
+TEST(Quantize, TiedEmbeddingsAreTheOutputMatrix) {
+  TinyModel m;
+  const std::string in = m.write(/*tied=*/true), out = in + ".q4_k_m.gguf";
+  quantize_model(in, out, "Q4_K_M", 1);
+  auto f = gguf::File::open(out);
+  EXPECT_EQ(type_of(*f, "token_embd.weight"), DType::Q6_K);
+  EXPECT_EQ(type_of(*f, "blk.0.attn_q.weight"), DType::Q4_K);
+  // *_M: attn_v / ffn_down of the layers llama.cpp's use_more_bits picks (of 2: layer 1) get Q6_K.
+  EXPECT_EQ(type_of(*f, "blk.0.attn_v.weight"), DType::Q4_K);
+  EXPECT_EQ(type_of(*f, "blk.1.attn_v.weight"), DType::Q6_K);
+  EXPECT_EQ(type_of(*f, "blk.1.ffn_down.weight"), DType::Q6_K);
+  EXPECT_EQ(type_of(*f, "output_norm.weight"), DType::F32);
+  quantize_model(in, out, "Q4_0", 1);
+  EXPECT_EQ(type_of(*gguf::File::open(out), "token_embd.weight"), DType::Q6_K);
+  quantize_model(in, out, "Q8_0", 1);
+  EXPECT_EQ(type_of(*gguf::File::open(out), "token_embd.weight"), DType::Q8_0);
+  std::filesystem::remove(in);
+  std::filesystem::remove(out);
+}
+
+TEST(Quantize, UntiedEmbeddingsKeepTheBaseType) {
+  TinyModel m;
+  const std::string in = m.write(/*tied=*/false), out = in + ".q4_k_m.gguf";
+  quantize_model(in, out, "Q4_K_M", 1);
+  auto f = gguf::File::open(out);
+  EXPECT_EQ(type_of(*f, "output.weight"), DType::Q6_K);
+  EXPECT_EQ(type_of(*f, "token_embd.weight"), DType::Q4_K);
+  std::filesystem::remove(in);
+  std::filesystem::remove(out);
+}
+
+}  // namespace
+}  // namespace ferrum
