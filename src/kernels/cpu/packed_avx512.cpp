@@ -66,6 +66,25 @@ void prep_q8b(const float* x, uint8_t* out, int64_t n, int32_t offset) {
   }
 }
 
+// The low and high nibbles of 64 weight bytes at w as bytes; with kFifth (Q5_0, Q5_K) plus 16
+// where the fifth bit is set: two 64-bit masks at h (low nibbles, then high; bit 4r+i for byte i of
+// row r), applied with one masked byte add each.
+template <bool kFifth>
+inline void nibbles(const uint8_t* w, const uint8_t* h, __m512i& lo, __m512i& hi) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i v = _mm512_load_si512(w);
+  lo = _mm512_and_si512(v, m4);
+  hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+  if constexpr (kFifth) {
+    const __m512i b4 = _mm512_set1_epi8(0x10);
+    uint64_t ml, mh;
+    std::memcpy(&ml, h, 8);
+    std::memcpy(&mh, h + 8, 8);
+    lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(ml), lo, b4);
+    hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(mh), hi, b4);
+  }
+}
+
 // The 32-element block types with one float scale: Q4_0 (4 zmm of nibbles per block), Q5_0 (the same
 // plus 64 bytes of fifth bits) and Q8_0 (8 zmm of levels).
 enum class Q32 { Q4_0, Q5_0, Q8_0 };
@@ -80,7 +99,6 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   const Tokens<32, int32_t, NT> tok(act, stride, n);
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
   for (int64_t b = 0; b < nb; ++b) {
     const Q32Offsets o = q32_offsets(b, kQs);
     const uint8_t* q = g + o.qs;
@@ -102,16 +120,8 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
       // byte i of row r), then the nibbles as in Q4_0.
       constexpr size_t kL = kT == Q32::Q5_0 ? 64 : 0;
       for (int j = 0; j < 4; ++j) {
-        const __m512i w = _mm512_load_si512(q + kL + 64 * j);
-        __m512i lo = _mm512_and_si512(w, m4), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m4);
-        if constexpr (kT == Q32::Q5_0) {
-          const __m512i b4 = _mm512_set1_epi8(0x10);
-          uint64_t ml, mh;
-          std::memcpy(&ml, q + 16 * j, 8);
-          std::memcpy(&mh, q + 16 * j + 8, 8);
-          lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(ml), lo, b4);
-          hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(mh), hi, b4);
-        }
+        __m512i lo, hi;
+        nibbles<kT == Q32::Q5_0>(q + kL + 64 * j, q + 16 * j, lo, hi);
         for (int t = 0; t < NT; ++t) {
           p0[t] = _mm512_dpbusd_epi32(p0[t], lo, bcast32(tok.qs[t] + 32 * b + 4 * j));
           p1[t] = _mm512_dpbusd_epi32(p1[t], hi, bcast32(tok.qs[t] + 32 * b + 16 + 4 * j));
@@ -168,7 +178,6 @@ void group_k4(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, fl
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   const Tokens<256, int16_t, NT> tok(act, stride, n);
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
   for (int64_t b = 0; b < nsb; ++b) {
     const Q4KOffsets o = q4k_offsets(b, kBlock);
     __m512i S[NT];
@@ -178,16 +187,8 @@ void group_k4(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, fl
       for (int t = 0; t < NT; ++t) pl[t] = ph[t] = _mm512_setzero_si512();
       const uint8_t* q = g + o.qs + c * kChunk;
       for (int j = 0; j < 8; ++j) {
-        const __m512i w = _mm512_load_si512(q + kNib + 64 * j);
-        __m512i lo = _mm512_and_si512(w, m4), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m4);
-        if constexpr (kQ5) {
-          const __m512i b4 = _mm512_set1_epi8(0x10);
-          uint64_t ml, mh;
-          std::memcpy(&ml, q + 16 * j, 8);
-          std::memcpy(&mh, q + 16 * j + 8, 8);
-          lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(ml), lo, b4);
-          hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(mh), hi, b4);
-        }
+        __m512i lo, hi;
+        nibbles<kQ5>(q + kNib + 64 * j, q + 16 * j, lo, hi);
         for (int t = 0; t < NT; ++t) {
           const int8_t* a = tok.qs[t] + 256 * b + 64 * c + 4 * j;
           pl[t] = _mm512_dpbusd_epi32(pl[t], lo, bcast32(a));
