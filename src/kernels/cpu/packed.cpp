@@ -229,10 +229,8 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
     return;
   }
   if (p.type == DType::BF16) {
-    for (int64_t k = 0; k < p.cols; ++k) {
-      const uint32_t bits = uint32_t{reinterpret_cast<const uint16_t*>(g)[(k / 2 * kPackRows + r) * 2 + k % 2]} << 16;
-      std::memcpy(&out[k], &bits, 4);
-    }
+    for (int64_t k = 0; k < p.cols; ++k)
+      out[k] = bf16_to_f32(reinterpret_cast<const uint16_t*>(g)[(k / 2 * kPackRows + r) * 2 + k % 2]);
     return;
   }
   std::vector<uint8_t> file_row(row_size(p.type, p.cols));
