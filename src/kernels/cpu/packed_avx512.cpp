@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "core/quant.h"
 #include "kernels/cpu/kernels.h"
@@ -317,64 +318,34 @@ void group_float(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride,
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ldy, _mm512_add_ps(e[t], o[t]));
 }
 
-// Runtime token count 1..kMax -> template instantiation.
-template <template <int> class K, int kMax>
-void by_nt(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
+// Tokens per call: as many as the registers hold (accumulators and partial sums per token).
+constexpr int kTileQ32 = 8, kTileQ4K = 6, kTileQ6K = 4, kTileFloat = 8;
+
+// Runtime token count 1..kMax -> f(std::integral_constant<int, nt>).
+template <int kMax, class F>
+void with_nt(int nt, F&& f) {
   if constexpr (kMax > 1) {
-    if (nt < kMax) return by_nt<K, kMax - 1>(g, n, act, stride, nt, y, ldy);
+    if (nt < kMax) return with_nt<kMax - 1>(nt, f);
   }
-  K<kMax>::run(g, n, act, stride, y, ldy);
+  f(std::integral_constant<int, kMax>{});
 }
-template <int NT>
-struct KQ4_0 {
-  static void run(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, float* y, int64_t l) {
-    group32<Q32::Q4_0, NT>(g, n, a, s, y, l);
-  }
-};
-template <int NT>
-struct KQ5_0 {
-  static void run(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, float* y, int64_t l) {
-    group32<Q32::Q5_0, NT>(g, n, a, s, y, l);
-  }
-};
-template <int NT>
-struct KQ8_0 {
-  static void run(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, float* y, int64_t l) {
-    group32<Q32::Q8_0, NT>(g, n, a, s, y, l);
-  }
-};
-template <int NT>
-struct KQ4_K {
-  static void run(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, float* y, int64_t l) {
-    group_k4<false, NT>(g, n, a, s, y, l);
-  }
-};
-template <int NT>
-struct KQ5_K {
-  static void run(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, float* y, int64_t l) {
-    group_k4<true, NT>(g, n, a, s, y, l);
-  }
-};
 
-template <int NT>
-struct KQ6_K {
-  static void run(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, float* y, int64_t l) {
-    group_q6k<NT>(g, n, a, s, y, l);
-  }
-};
-
-template <int NT>
-struct KF16 {
-  static void run(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, float* y, int64_t l) {
-    group_float<F16Vec, NT>(g, n, a, s, y, l);
-  }
-};
-template <int NT>
-struct KBF16 {
-  static void run(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, float* y, int64_t l) {
-    group_float<BF16Vec, NT>(g, n, a, s, y, l);
-  }
-};
+// The GroupFn of each kernel family.
+template <Q32 kT>
+void q32_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
+  with_nt<kTileQ32>(nt, [&](auto k) { group32<kT, decltype(k)::value>(g, n, a, s, y, l); });
+}
+template <bool kQ5>
+void k4_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
+  with_nt<kTileQ4K>(nt, [&](auto k) { group_k4<kQ5, decltype(k)::value>(g, n, a, s, y, l); });
+}
+void q6k_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
+  with_nt<kTileQ6K>(nt, [&](auto k) { group_q6k<decltype(k)::value>(g, n, a, s, y, l); });
+}
+template <class V>
+void float_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
+  with_nt<kTileFloat>(nt, [&](auto k) { group_float<V, decltype(k)::value>(g, n, a, s, y, l); });
+}
 
 void prep(DType t, const float* x, uint8_t* out, int64_t n) {
   if (t == DType::Q4_K || t == DType::Q5_K)
@@ -401,17 +372,9 @@ size_t act_bytes(DType t, int64_t n) {
   }
 }
 
-// Tokens per call: as many as the registers hold (accumulators and partial sums per token).
-constexpr int kTileQ32 = 8, kTileQ4K = 6, kTileQ6K = 4, kTileF16 = 8, kTileBF16 = 8;
-const PackedKernels kPacked = {{by_nt<KQ4_0, kTileQ32>, kTileQ32},
-                               {by_nt<KQ5_0, kTileQ32>, kTileQ32},
-                               {by_nt<KQ8_0, kTileQ32>, kTileQ32},
-                               {by_nt<KQ4_K, kTileQ4K>, kTileQ4K},
-                               {by_nt<KQ5_K, kTileQ4K>, kTileQ4K},
-                               {by_nt<KQ6_K, kTileQ6K>, kTileQ6K},
-                               {by_nt<KF16, kTileF16>, kTileF16},
-                               {by_nt<KBF16, kTileBF16>, kTileBF16},
-                               prep,
+const PackedKernels kPacked = {{q32_fn<Q32::Q4_0>, kTileQ32}, {q32_fn<Q32::Q5_0>, kTileQ32}, {q32_fn<Q32::Q8_0>, kTileQ32},
+                               {k4_fn<false>, kTileQ4K},         {k4_fn<true>, kTileQ4K},          {q6k_fn, kTileQ6K},
+                               {float_fn<F16Vec>, kTileFloat},   {float_fn<BF16Vec>, kTileFloat},  prep,
                                act_bytes};
 
 }  // namespace
