@@ -57,7 +57,7 @@ inline uint32_t get_bit(const uint8_t* p, int bit) {
 // Q5_K's fifth bits as masks ahead of each chunk's nibbles).
 void pack_k4(uint16_t d, uint16_t dmin, const uint8_t* scales, const uint8_t* qs, const uint8_t* qh, int r,
              const Q4KOffsets& o, size_t chunk_bytes, uint8_t* out) {
-  const size_t nib = qh ? 128 : 0;  // Q5_K: the masks come first in each chunk
+  const size_t nib = qh ? kQ5KMaskBytes : 0;  // Q5_K: the masks come first in each chunk
   for (int c = 0; c < 4; ++c)
     for (int j = 0; j < 8; ++j)
       for (int i = 0; i < 4; ++i) {
@@ -80,19 +80,11 @@ void pack_k4(uint16_t d, uint16_t dmin, const uint8_t* scales, const uint8_t* qs
 
 // Writes one 16-row group: pointers to the 16 file rows; nb blocks (super-blocks; F16/BF16: columns).
 void pack_group(DType t, const uint8_t* const rows[kPackRows], int64_t nb, uint8_t* out) {
-  if (t == DType::F16) {
+  if (t == DType::F16 || t == DType::BF16) {
     auto* o = reinterpret_cast<uint16_t*>(out);
     for (int r = 0; r < kPackRows; ++r) {
       const auto* row = reinterpret_cast<const uint16_t*>(rows[r]);
-      for (int64_t k = 0; k < nb; ++k) o[k * kPackRows + r] = row[k];
-    }
-    return;
-  }
-  if (t == DType::BF16) {
-    auto* o = reinterpret_cast<uint16_t*>(out);
-    for (int r = 0; r < kPackRows; ++r) {
-      const auto* row = reinterpret_cast<const uint16_t*>(rows[r]);
-      for (int64_t k = 0; k < nb; ++k) o[(k / 2 * kPackRows + r) * 2 + k % 2] = row[k];
+      for (int64_t k = 0; k < nb; ++k) o[float_group_index(t, k, r)] = row[k];
     }
     return;
   }
@@ -224,13 +216,12 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
   const uint8_t* g = p.group(row / kPackRows);
   const int r = static_cast<int>(row % kPackRows);
   const int64_t nb = p.cols / dtype_info(p.type).block_size;
-  if (p.type == DType::F16) {
-    for (int64_t k = 0; k < p.cols; ++k) out[k] = f16_to_f32(reinterpret_cast<const uint16_t*>(g)[k * kPackRows + r]);
-    return;
-  }
-  if (p.type == DType::BF16) {
-    for (int64_t k = 0; k < p.cols; ++k)
-      out[k] = bf16_to_f32(reinterpret_cast<const uint16_t*>(g)[(k / 2 * kPackRows + r) * 2 + k % 2]);
+  if (p.type == DType::F16 || p.type == DType::BF16) {
+    const auto* v = reinterpret_cast<const uint16_t*>(g);
+    for (int64_t k = 0; k < p.cols; ++k) {
+      const uint16_t h = v[float_group_index(p.type, k, r)];
+      out[k] = p.type == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+    }
     return;
   }
   std::vector<uint8_t> file_row(row_size(p.type, p.cols));
@@ -281,7 +272,7 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
     // Q4_K / Q5_K: dequantize directly (the 6-bit scale packing is not needed to get the values back),
     // with the file's formula (d * scale) * q - (dmin * min).
     const bool q5 = p.type == DType::Q5_K;
-    const size_t chunk_bytes = q5 ? kQ5KChunkBytes : kQ4KChunkBytes, nib = q5 ? 128 : 0;
+    const size_t chunk_bytes = q5 ? kQ5KChunkBytes : kQ4KChunkBytes, nib = q5 ? kQ5KMaskBytes : 0;
     for (int64_t b = 0; b < nb; ++b) {
       const Q4KOffsets o = q4k_offsets(b, q5 ? kQ5KBlockBytes : kQ4KBlockBytes);
       const float db = f16_to_f32(reinterpret_cast<const uint16_t*>(g + o.d)[r]);

@@ -59,7 +59,7 @@ inline size_t q32_group_bytes(int64_t nb, size_t qs_bytes) {
 // Q4_K super-block b of a group: [sc 128][mn 128][d 32][dmin 32][4 chunks of 512: qs]; Q5_K the
 // same with chunks of 640: [fifth-bit masks 128][qs 512].
 constexpr size_t kQ4KBlockBytes = 2368, kQ5KBlockBytes = 2880;
-constexpr size_t kQ4KChunkBytes = 512, kQ5KChunkBytes = 640;
+constexpr size_t kQ4KChunkBytes = 512, kQ5KMaskBytes = 128, kQ5KChunkBytes = kQ5KMaskBytes + kQ4KChunkBytes;
 struct Q4KOffsets {
   size_t qs, sc, mn, d, dmin;
 };
@@ -83,6 +83,12 @@ inline size_t q6k_l(int h, int j) {
 }
 inline size_t q6k_h(int h, int j) {
   return 1536 * h + 192 * j + 128;
+}
+
+// Index (in 16-bit values) of input k of row r inside an F16 or BF16 group.
+inline size_t float_group_index(DType t, int64_t k, int r) {
+  return t == DType::BF16 ? static_cast<size_t>((k / 2 * kPackRows + r) * 2 + k % 2)
+                          : static_cast<size_t>(k * kPackRows + r);
 }
 
 struct PackedMatrix {

@@ -175,7 +175,7 @@ template <bool kQ5, int NT>
 void group_k4(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
   const int64_t nsb = n / 256;
   constexpr size_t kBlock = kQ5 ? kQ5KBlockBytes : kQ4KBlockBytes, kChunk = kQ5 ? kQ5KChunkBytes : kQ4KChunkBytes;
-  constexpr size_t kNib = kQ5 ? 128 : 0;  // Q5_K: the fifth-bit masks precede each chunk's nibbles
+  constexpr size_t kNib = kQ5 ? kQ5KMaskBytes : 0;  // Q5_K: the fifth-bit masks precede each chunk's nibbles
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   const Tokens<256, int16_t, NT> tok(act, stride, n);
