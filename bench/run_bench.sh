@@ -93,6 +93,7 @@ log "done (load $(cut -d' ' -f1-3 /proc/loadavg))"
 # 4. The table.
 python3 - "$BENCH_DIR" "$PP" "$TG" "$BW" "$ROUNDS" "${FILES[@]}" <<'EOF'
 import json, os, sys
+from statistics import median
 bench_dir, pp, tg, bw, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
 def best(results, key):
     """The result with the highest mean over the rounds (results: one list per round)."""
@@ -124,8 +125,7 @@ for e in sys.argv[6:]:
     ftg_r = [tg_of(rs, lambda r: r["test"] == f"tg{tg}" and r.get("batch", 1) == 1) for rs in fres]
     ltg_r = [tg_of(rs, lambda r: r["n_gen"] == tg and r["n_prompt"] == 0) for rs in lres]
     per_round = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(ftg_r, ltg_r) if a and b)
-    med = lambda v: sorted(v)[len(v) // 2] if len(v) % 2 else (sorted(v)[len(v) // 2 - 1] + sorted(v)[len(v) // 2]) / 2
-    tg_med = f"{med([a for a in ftg_r if a]) / med([b for b in ltg_r if b]):.2f}" if per_round else "–"
+    tg_med = f"{median([a for a in ftg_r if a]) / median([b for b in ltg_r if b]):.2f}" if per_round else "–"
     per_tok = fj["model"]["weight_bytes_per_token"]
     roof = bw * 1e9 / per_tok
     rows.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0f}% | {} |".format(
