@@ -53,18 +53,27 @@ ModelConfig config_from_hf(const hf::Config& c, const std::string& dir) {
   ModelConfig m;
   m.arch = parse_arch(c.architecture(), dir + "/config.json");
   m.name = fs::path(dir).filename().string();
-  m.n_layer = static_cast<int>(c.get_int("num_hidden_layers"));
-  m.n_embd = static_cast<int>(c.get_int("hidden_size"));
-  m.n_head = static_cast<int>(c.get_int("num_attention_heads"));
-  m.n_head_kv = static_cast<int>(c.find_int("num_key_value_heads").value_or(m.n_head));
-  if (m.n_layer <= 0 || m.n_embd <= 0 || m.n_head <= 0 || m.n_head_kv <= 0 || m.n_head % m.n_head_kv != 0)
-    fail("{}/config.json: inconsistent sizes (layers {}, hidden {}, heads {}, kv heads {})", dir, m.n_layer, m.n_embd,
-         m.n_head, m.n_head_kv);
-  m.head_dim = static_cast<int>(c.find_int("head_dim").value_or(m.n_embd / m.n_head));
+  const std::string src = dir + "/config.json";
+  // Sizes are read as ints; validate_config() checks their ranges and how they fit together.
+  auto as_int = [&](const char* k, int64_t v) {
+    if (v < INT32_MIN || v > INT32_MAX) fail("{}: field '{}' is {}, out of range", src, k, v);
+    return static_cast<int>(v);
+  };
+  auto req_int = [&](const char* k) { return as_int(k, c.get_int(k)); };
+  auto opt_int = [&](const char* k, int64_t def) { return as_int(k, c.find_int(k).value_or(def)); };
+  m.n_layer = req_int("num_hidden_layers");
+  m.n_embd = req_int("hidden_size");
+  m.n_head = req_int("num_attention_heads");
+  m.n_head_kv = opt_int("num_key_value_heads", m.n_head);
+  if (m.n_head <= 0) fail("{}: field 'num_attention_heads' is {}, expected a positive value", src, m.n_head);
+  if (!c.has("head_dim") && m.n_embd % m.n_head != 0)
+    fail("{}: hidden_size {} is not a multiple of num_attention_heads {} (and head_dim is not given)", src,
+         m.n_embd, m.n_head);
+  m.head_dim = opt_int("head_dim", m.n_embd / m.n_head);
   m.n_rot = m.head_dim;
-  m.n_ff = static_cast<int>(c.find_int("intermediate_size").value_or(0));
-  m.n_vocab = static_cast<int>(c.get_int("vocab_size"));
-  m.n_ctx_train = static_cast<int>(c.find_int("max_position_embeddings").value_or(2048));
+  m.n_ff = opt_int("intermediate_size", 0);
+  m.n_vocab = req_int("vocab_size");
+  m.n_ctx_train = opt_int("max_position_embeddings", 2048);
   m.rope_theta = static_cast<float>(c.find_float("rope_theta").value_or(10000.0));
   m.rope_interleaved = false;
   if (m.arch == Arch::Bert) {
@@ -74,25 +83,39 @@ ModelConfig config_from_hf(const hf::Config& c, const std::string& dir) {
   }
   m.qk_norm = m.arch == Arch::Qwen3 || m.arch == Arch::Qwen3Moe;
   if (m.arch == Arch::Mistral || c.find_bool("use_sliding_window").value_or(false)) {
-    if (auto sw = c.find_int("sliding_window")) m.sliding_window = static_cast<int>(*sw);
-  }
-  if (auto rs = c.find_object("rope_scaling")) {
-    std::string type = rs->value("rope_type", rs->value("type", std::string()));
-    if (type == "llama3") {
-      m.rope_freq_factors = llama3_freq_factors(*rs, m.n_rot, m.rope_theta, dir + "/config.json");
-    } else if (type == "linear") {
-      const double f = rs->value("factor", 1.0);
-      if (f <= 0) fail("{}/config.json: rope_scaling.factor must be positive", dir);
-      m.rope_freq_scale = static_cast<float>(1.0 / f);
-    } else if (!type.empty() && type != "default") {
-      fail("{}/config.json: rope_scaling type '{}' is not supported (supported: llama3, linear)", dir, type);
-    }
+    m.sliding_window = opt_int("sliding_window", 0);
   }
   if (m.arch == Arch::Qwen3Moe) {
-    m.n_expert = static_cast<int>(c.get_int("num_experts"));
-    m.n_expert_used = static_cast<int>(c.get_int("num_experts_per_tok"));
-    m.n_ff_expert = static_cast<int>(c.get_int("moe_intermediate_size"));
+    m.n_expert = req_int("num_experts");
+    m.n_expert_used = req_int("num_experts_per_tok");
+    m.n_ff_expert = req_int("moe_intermediate_size");
     m.norm_topk_prob = c.find_bool("norm_topk_prob").value_or(false);
+  }
+  validate_config(m, src, ConfigFields{true, ""});
+  if (auto rs = c.find_object("rope_scaling")) {
+    auto str = [&](const char* k) {
+      const auto it = rs->find(k);
+      if (it == rs->end() || it->is_null()) return std::string();
+      if (!it->is_string()) fail("{}: rope_scaling.{} has type {}, expected string", src, k, it->type_name());
+      return it->get<std::string>();
+    };
+    std::string type = str("rope_type");
+    if (type.empty()) type = str("type");
+    if (type == "llama3") {
+      m.rope_freq_factors = llama3_freq_factors(*rs, m.n_rot, m.rope_theta, src);
+    } else if (type == "linear") {
+      const auto it = rs->find("factor");
+      const bool given = it != rs->end() && !it->is_null();
+      if (given && !it->is_number())
+        fail("{}: rope_scaling.factor has type {}, expected number", src, it->type_name());
+      const double f = given ? it->get<double>() : 1.0;
+      if (!(f > 0) || !std::isfinite(f))
+        fail("{}: rope_scaling.factor must be a positive number, got {}", src, f);
+      m.rope_freq_scale = static_cast<float>(1.0 / f);
+    } else if (!type.empty() && type != "default") {
+      fail("{}: rope_scaling type '{}' is not supported (supported: llama3, linear)", src, type);
+    }
+    validate_config(m, src, ConfigFields{true, ""});  // the RoPE factors
   }
   return m;
 }

@@ -66,19 +66,32 @@ ModelConfig config_from_gguf(const gguf::File& f) {
   c.arch = parse_arch(arch, f.path());
   c.name = f.find_string("general.name").value_or(fs::path(f.path()).stem().string());
   auto key = [&](const char* k) { return arch + "." + k; };
+  // Sizes are read as ints: anything above INT32_MAX is an error here, the rest is checked
+  // against the other fields by validate_config().
+  auto opt_int = [&](const char* k, int64_t def) {
+    const std::optional<uint64_t> v = f.find_uint(key(k));
+    if (v && *v > static_cast<uint64_t>(INT32_MAX))
+      fail("{}: metadata key '{}' is {}, too large", f.path(), key(k), *v);
+    return static_cast<int>(v ? static_cast<int64_t>(*v) : def);
+  };
   auto req_int = [&](const char* k) {
-    const uint64_t v = f.get_uint(key(k));
-    if (v == 0 || v > (1u << 30)) fail("{}: metadata key '{}' has invalid value {}", f.path(), key(k), v);
-    return static_cast<int>(v);
+    f.get_uint(key(k));  // throws naming the key when it is missing or not an integer
+    return opt_int(k, 0);
   };
   c.n_layer = req_int("block_count");
   c.n_embd = req_int("embedding_length");
   c.n_head = req_int("attention.head_count");
-  c.n_head_kv = static_cast<int>(f.find_uint(key("attention.head_count_kv")).value_or(c.n_head));
-  c.n_ctx_train = static_cast<int>(f.find_uint(key("context_length")).value_or(2048));
-  c.n_ff = static_cast<int>(f.find_uint(key("feed_forward_length")).value_or(0));
-  c.head_dim = static_cast<int>(f.find_uint(key("attention.key_length")).value_or(c.n_embd / c.n_head));
-  c.n_rot = static_cast<int>(f.find_uint(key("rope.dimension_count")).value_or(c.head_dim));
+  if (c.n_head <= 0)
+    fail("{}: metadata key '{}' is {}, expected a positive value", f.path(), key("attention.head_count"),
+         c.n_head);
+  c.n_head_kv = opt_int("attention.head_count_kv", c.n_head);
+  c.n_ctx_train = opt_int("context_length", 2048);
+  c.n_ff = opt_int("feed_forward_length", 0);
+  if (!f.has(key("attention.key_length")) && c.n_embd % c.n_head != 0)
+    fail("{}: {} {} is not a multiple of {} {} (and {} is not given)", f.path(), key("embedding_length"),
+         c.n_embd, key("attention.head_count"), c.n_head, key("attention.key_length"));
+  c.head_dim = opt_int("attention.key_length", c.n_embd / c.n_head);
+  c.n_rot = opt_int("rope.dimension_count", c.head_dim);
   c.rope_theta = static_cast<float>(f.find_float(key("rope.freq_base")).value_or(10000.0));
   if (c.arch == Arch::Bert) {
     c.norm_eps = static_cast<float>(f.find_float(key("attention.layer_norm_epsilon")).value_or(1e-12));
@@ -92,23 +105,23 @@ ModelConfig config_from_gguf(const gguf::File& f) {
   } else if (auto lin = f.find_float(key("rope.scale_linear"))) {
     c.rope_freq_scale = static_cast<float>(1.0 / *lin);
   }
-  c.sliding_window = static_cast<int>(f.find_uint(key("attention.sliding_window")).value_or(0));
+  c.sliding_window = opt_int("attention.sliding_window", 0);
   c.rope_interleaved = c.arch == Arch::Llama || c.arch == Arch::Mistral;
   c.qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe;
   c.qkv_bias = c.arch == Arch::Qwen2;
   if (c.arch == Arch::Qwen3Moe) {
-    c.n_expert = static_cast<int>(f.get_uint(key("expert_count")));
-    c.n_expert_used = static_cast<int>(f.get_uint(key("expert_used_count")));
-    c.n_ff_expert = static_cast<int>(f.get_uint(key("expert_feed_forward_length")));
+    c.n_expert = req_int("expert_count");
+    c.n_expert_used = req_int("expert_used_count");
+    c.n_ff_expert = req_int("expert_feed_forward_length");
     c.norm_topk_prob = true;  // llama.cpp always renormalises for qwen3moe
   }
   const TensorView& emb = f.tensor("token_embd.weight");
-  c.n_vocab = static_cast<int>(f.find_uint(key("vocab_size")).value_or(emb.ne[1]));
+  if (emb.ne[1] > INT32_MAX)
+    fail("{}: tensor 'token_embd.weight' has shape {}: too many rows for a vocabulary", f.path(),
+         emb.shape_string());
+  c.n_vocab = opt_int("vocab_size", emb.ne[1]);
   c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
-  if (c.n_head_kv <= 0 || c.n_head % c.n_head_kv != 0)
-    fail("{}: head_count {} is not a multiple of head_count_kv {}", f.path(), c.n_head, c.n_head_kv);
-  if (c.n_rot > c.head_dim || c.n_rot % 2 != 0)
-    fail("{}: rope.dimension_count {} is invalid for head size {}", f.path(), c.n_rot, c.head_dim);
+  validate_config(c, f.path(), ConfigFields{false, arch + "."});
   return c;
 }
 
@@ -128,6 +141,8 @@ WeightSet weights_from_gguf(std::shared_ptr<const gguf::File> f) {
 }
 
 std::unique_ptr<Model> create_model(ModelConfig cfg, WeightSet weights, const ModelOptions& opts) {
+  validate_config(cfg, weights.source(), ConfigFields{false, std::string(arch_name(cfg.arch)) + "."});
+  if (cfg.arch != Arch::Bert) check_decoder_weights(cfg, weights);
   switch (cfg.arch) {
     case Arch::Llama:
     case Arch::Mistral:
