@@ -304,9 +304,13 @@ json bert_vocab_txt(const std::string& path, const json& cfg) {
 
 }  // namespace
 
-std::unique_ptr<TokenizerImpl> load_hf_dir(const std::string& dir) {
+namespace {
+
+// `stage` names the file and field being read, for the message of a JSON type error.
+std::unique_ptr<TokenizerImpl> load_hf_dir_impl(const std::string& dir, std::string& tj_path,
+                                                std::string& stage) {
   namespace fs = std::filesystem;
-  std::string tj_path = (fs::path(dir) / "tokenizer.json").string();
+  tj_path = (fs::path(dir) / "tokenizer.json").string();
   json cfg = json::object();
   const std::string cfg_path = (fs::path(dir) / "tokenizer_config.json").string();
   if (fs::exists(cfg_path)) cfg = parse_json(cfg_path);
@@ -338,13 +342,30 @@ std::unique_ptr<TokenizerImpl> load_hf_dir(const std::string& dir) {
     fail("{}: model type '{}' is not supported (expected BPE or WordPiece)", tj_path, mtype);
   }
 
-  // Vocabulary (model vocab + added tokens).
+  // Vocabulary (model vocab + added tokens). Ids are checked before anything is sized by them:
+  // gaps are allowed (they become unassigned tokens) but not more unassigned ids than entries.
+  stage = "model.vocab";
   const json& vocab = model.at("vocab");
   if (!vocab.is_object()) fail("{}: model.vocab is not an object", tj_path);
-  size_t n = 0;
-  for (const auto& [k, v] : vocab.items()) n = std::max(n, static_cast<size_t>(v.get<int64_t>()) + 1);
   const json added = tj.value("added_tokens", json::array());
-  for (const auto& a : added) n = std::max(n, static_cast<size_t>(a.at("id").get<int64_t>()) + 1);
+  if (!added.is_array()) fail("{}: added_tokens is not a list", tj_path);
+  const size_t n_entries = vocab.size() + added.size();
+  const int64_t max_id = 2 * static_cast<int64_t>(n_entries) + 1024;
+  auto check_id = [&](const json& v, const std::string& what) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= max_id)
+      fail("{}: {} has id {}, expected an integer in [0, {}) for a vocabulary of {} entries", tj_path, what,
+           v.dump(), max_id, n_entries);
+    return static_cast<size_t>(v.get<int64_t>());
+  };
+  size_t n = 0;
+  for (const auto& [k, v] : vocab.items())
+    n = std::max(n, check_id(v, fmt::format("model.vocab['{}']", k)) + 1);
+  for (size_t i = 0; i < added.size(); ++i) {
+    const json& a = added[i];
+    if (!a.is_object() || !a.contains("id") || !a.contains("content") || !a["content"].is_string())
+      fail("{}: added_tokens[{}] needs an integer 'id' and a string 'content'", tj_path, i);
+    n = std::max(n, check_id(a["id"], fmt::format("added_tokens[{}]", i)) + 1);
+  }
   t->text.assign(n, std::string());
   t->type.assign(n, TokenType::Normal);
   std::vector<uint8_t> filled(n, 0);
@@ -353,9 +374,10 @@ std::unique_ptr<TokenizerImpl> load_hf_dir(const std::string& dir) {
     t->text[id] = k;
     filled[id] = 1;
   }
+  stage = "added_tokens";
   for (const auto& a : added) {
-    const auto id = a.at("id").get<int32_t>();
-    t->text[id] = a.at("content").get<std::string>();
+    const auto id = static_cast<int32_t>(a["id"].get<int64_t>());
+    t->text[id] = a["content"].get<std::string>();
     filled[id] = 1;
     const bool special = a.value("special", false);
     t->type[id] = special ? TokenType::Control : TokenType::UserDefined;
@@ -372,9 +394,13 @@ std::unique_ptr<TokenizerImpl> load_hf_dir(const std::string& dir) {
   }
 
   const std::string where = tj_path;
+  stage = "normalizer";
   if (tj.contains("normalizer")) parse_normalizer(tj["normalizer"], t->normalizers, where);
+  stage = "pre_tokenizer";
   if (tj.contains("pre_tokenizer")) parse_pretok(tj["pre_tokenizer"], *t, where);
+  stage = "decoder";
   if (tj.contains("decoder")) parse_decoder(tj["decoder"], *t, where);
+  stage = "model";
 
   auto opt_str = [&](const char* key) -> std::string {
     return model.contains(key) && model[key].is_string() ? model[key].get<std::string>() : "";
@@ -405,6 +431,7 @@ std::unique_ptr<TokenizerImpl> load_hf_dir(const std::string& dir) {
   }
 
   // Special tokens from tokenizer_config.json / generation_config.json.
+  stage = "special tokens (tokenizer_config.json)";
   auto cfg_token = [&](const char* key) -> int32_t {
     if (!cfg.contains(key)) return -1;
     const std::string s = token_string(cfg[key]);
@@ -436,23 +463,25 @@ std::unique_ptr<TokenizerImpl> load_hf_dir(const std::string& dir) {
   }
   const std::string gen_path = (fs::path(dir) / "generation_config.json").string();
   if (fs::exists(gen_path)) {
+    stage = "generation_config.json eos_token_id";
     const json gen = parse_json(gen_path);
     if (gen.contains("eos_token_id")) {
       const json& e = gen["eos_token_id"];
-      std::vector<int32_t> ids;
-      if (e.is_number_integer()) ids.push_back(e.get<int32_t>());
+      std::vector<int64_t> ids;
+      if (e.is_number_integer()) ids.push_back(e.get<int64_t>());
       if (e.is_array()) {
-        for (const auto& v : e) ids.push_back(v.get<int32_t>());
+        for (const auto& v : e) ids.push_back(v.get<int64_t>());
       }
-      for (int32_t id : ids) {
-        if (id < 0 || id >= static_cast<int32_t>(n)) fail("{}: eos_token_id {} out of range", gen_path, id);
-        t->eog.push_back(id);
+      for (int64_t id : ids) {
+        if (id < 0 || id >= static_cast<int64_t>(n)) fail("{}: eos_token_id {} out of range", gen_path, id);
+        t->eog.push_back(static_cast<int32_t>(id));
       }
-      if (t->eos < 0 && !ids.empty()) t->eos = ids[0];
+      if (t->eos < 0 && !ids.empty()) t->eos = static_cast<int32_t>(ids[0]);
     }
   }
 
   // Chat template: tokenizer_config.json, else chat_template.jinja.
+  stage = "chat_template (tokenizer_config.json)";
   if (cfg.contains("chat_template")) {
     const json& ct = cfg["chat_template"];
     if (ct.is_string()) {
@@ -470,6 +499,7 @@ std::unique_ptr<TokenizerImpl> load_hf_dir(const std::string& dir) {
 
   t->finalize();
 
+  stage = "post_processor";
   if (tj.contains("post_processor")) parse_post(tj["post_processor"], *t, where);
   // transformers' Llama/Gemma tokenizers rebuild the template from add_bos_token/add_eos_token.
   const std::string cls = cfg.value("tokenizer_class", "");
@@ -485,6 +515,7 @@ std::unique_ptr<TokenizerImpl> load_hf_dir(const std::string& dir) {
   for (int32_t id : t->suffix_ids) t->check_id(id, "post_processor");
 
   // Merges: "a b" strings or ["a", "b"] pairs; rank = position.
+  stage = "model.merges";
   if (t->algo == Algo::Bpe && model.contains("merges")) {
     const json& merges = model["merges"];
     t->merges.reserve(merges.size());
@@ -509,6 +540,18 @@ std::unique_ptr<TokenizerImpl> load_hf_dir(const std::string& dir) {
     }
   }
   return t;
+}
+
+}  // namespace
+
+std::unique_ptr<TokenizerImpl> load_hf_dir(const std::string& dir) {
+  std::string tj_path, stage = "model";
+  try {
+    return load_hf_dir_impl(dir, tj_path, stage);
+  } catch (const json::exception& e) {
+    // A field of an unexpected JSON type (or a missing one read with at()).
+    fail("{}: {}: {}", tj_path, stage, e.what());
+  }
 }
 
 }  // namespace ferrum::tok
