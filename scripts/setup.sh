@@ -12,7 +12,8 @@ PACKAGES=(
   libfmt-dev                        # formatting of messages
   libcli11-dev                      # command line
   libpcre2-dev                      # Unicode regex for BPE pre-tokenizers
-  libcpp-httplib-dev                # HTTP server
+  libmicrohttpd-dev                 # HTTP server (ferrum serve)
+  libcpp-httplib-dev                # HTTP client of the server tests
 )
 
 missing=()

@@ -30,18 +30,16 @@ extern "C" void on_signal(int sig) {
 
 // Runs until SIGINT/SIGTERM; then drains the engine (if any) and stops the listener.
 int serve_until_signal(server::Server& srv, Engine* engine, const std::string& banner) {
-  const int port = srv.bind();
+  std::signal(SIGPIPE, SIG_IGN);
+  const int port = srv.start();
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  std::signal(SIGPIPE, SIG_IGN);
-  std::thread http([&] { srv.listen(); });
   std::fprintf(stderr, "ferrum serve: %s:%d\n", banner.c_str(), port);
   while (g_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   std::fprintf(stderr, "ferrum serve: signal %d, draining in-flight requests\n", static_cast<int>(g_signal));
   if (engine) engine->shutdown(/*drain=*/true);  // new requests get 503 while the running ones finish
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let handlers send their last bytes
   srv.stop();
-  http.join();
   std::fprintf(stderr, "ferrum serve: stopped\n");
   return 0;
 }
@@ -84,7 +82,13 @@ Runner add_serve(CLI::App& app) {
   sub->add_option("--port", f->http.port, "TCP port (0 = any free port)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
-  sub->add_option("--api-key", f->http.api_key, "require 'Authorization: Bearer KEY' on /v1/*");
+  sub->add_option("--api-key", f->http.api_key,
+                  "require 'Authorization: Bearer KEY' on every route but /health (also FERRUM_API_KEY)")
+      ->envname("FERRUM_API_KEY");
+  sub->add_flag("--public-metrics", f->http.public_metrics, "serve /metrics without the API key");
+  sub->add_flag(
+      "--special-tokens-in-messages", f->http.special_tokens_in_messages,
+      "read control-token texts in chat messages as tokens (trusted clients only; default: as text)");
   sub->add_option("--model-name", f->http.model_name, "model id reported by /v1/models (default: file name)");
   sub->add_option("--max-num-seqs", f->engine.max_num_seqs, "sequences processed at once")
       ->capture_default_str()
@@ -100,12 +104,19 @@ Runner add_serve(CLI::App& app) {
   sub->add_option("--max-body-mb", f->max_body_mb, "request body size limit in MiB")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
-  sub->add_option("--timeout", f->http.read_timeout_s, "socket read timeout in seconds")
+  sub->add_option("--timeout", f->http.idle_timeout_s,
+                  "seconds a connection may stay silent (partial headers, idle keep-alive, stalled body)")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
+  sub->add_option("--max-connections", f->http.max_connections,
+                  "open connections beyond which new ones get an immediate 503 (0: running + waiting + 64)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  sub->add_option("--listen-backlog", f->http.listen_backlog, "connections the kernel queues before accept")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65535));
   return [f, sub] {
     f->layout_given = sub->count("--kv-layout") > 0;
-    f->http.write_timeout_s = f->http.read_timeout_s;
     return serve(*f);
   };
 }

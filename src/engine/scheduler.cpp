@@ -68,6 +68,8 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
         "step",
         opt_.max_batched_tokens, opt_.max_num_seqs);
   if (opt_.max_waiting < 0) fail("max_waiting must be >= 0 (got {})", opt_.max_waiting);
+  const KvUsage kv = model_.kv_usage();
+  pool_tokens_ = kv.total_blocks * kv.block_tokens;
   stats_.ttft = Histogram(ttft_buckets());
   stats_.itl = Histogram(itl_buckets());
   stats_.e2e = Histogram({0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120});
@@ -92,7 +94,18 @@ std::shared_ptr<RequestHandle> Engine::submit(RequestParams p) {
     throw ContextLengthError(fmt::format(
         "the prompt has {} tokens but the context holds {} (prompt + at least one generated token)",
         p.prompt.size(), ctx));
+  if (pool_tokens_ > 0 && static_cast<int64_t>(p.prompt.size()) >= pool_tokens_)
+    throw ContextLengthError(
+        fmt::format("the prompt has {} tokens but the whole KV cache pool holds {} (prompt + at least one "
+                    "generated token)",
+                    p.prompt.size(), pool_tokens_));
   if (p.max_tokens < -1) fail("max_tokens must be >= 0 (got {})", p.max_tokens);
+  if (p.max_tokens > 0 && static_cast<int64_t>(p.prompt.size()) + p.max_tokens > ctx)
+    throw ContextLengthError(fmt::format(
+        "this model's context holds {} tokens, but {} were requested ({} in the prompt, {} for the "
+        "completion); "
+        "lower max_tokens or shorten the prompt",
+        ctx, static_cast<int64_t>(p.prompt.size()) + p.max_tokens, p.prompt.size(), p.max_tokens));
   if (p.logprobs > 20) fail("top_logprobs must be between 0 and 20 (got {})", p.logprobs);
   p.sampling.validate();
   auto s = std::make_unique<Seq>();
@@ -111,8 +124,8 @@ std::shared_ptr<RequestHandle> Engine::submit(RequestParams p) {
       std::lock_guard sl(stats_mu_);
       ++stats_.requests_rejected;
       throw BusyError(fmt::format(
-          "the server is busy: {} requests running or waiting (limits: {} running, {} waiting); retry later", active_,
-          opt_.max_num_seqs, opt_.max_waiting));
+          "the server is busy: {} requests running or waiting (limits: {} running, {} waiting); retry later",
+          active_, opt_.max_num_seqs, opt_.max_waiting));
     }
     ++active_;
     {

@@ -28,7 +28,8 @@ class BusyError : public Error {
  public:
   using Error::Error;
 };
-// Thrown by submit() when the prompt cannot fit in a sequence's context (HTTP 400).
+// Thrown by submit() when the prompt (or prompt + max_tokens) cannot fit in a sequence's context
+// or in the whole KV pool (HTTP 400).
 class ContextLengthError : public Error {
  public:
   using Error::Error;
@@ -87,6 +88,7 @@ class Engine {
   const Tokenizer& tok_;
   EngineOptions opt_;
   int n_vocab_;
+  int64_t pool_tokens_ = 0;  // KV tokens over all sequences (fixed at construction)
 
   mutable std::mutex mu_;  // incoming_, stop flags
   std::condition_variable cv_;

@@ -1,9 +1,15 @@
 #include "server/chat_prompt.h"
 
+#include <algorithm>
+#include <array>
+
 #include "server/api_error.h"
 
 namespace ferrum::server {
 namespace {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
 
 // ChatML as used by Qwen/Hermes-style models (format facts: <|im_start|>role\ncontent<|im_end|>\n).
 constexpr const char* kChatML =
@@ -14,14 +20,39 @@ constexpr const char* kPlain =
     "{% for message in messages %}{{ message['role'] + ': ' + message['content'] + '\\n' }}{% endfor %}"
     "{% if add_generation_prompt %}{{ 'assistant:' }}{% endif %}";
 
+constexpr std::array<const char*, 5> kRoles = {"system", "developer", "user", "assistant", "tool"};
+
 bool has_token(const Tokenizer& tok, const std::string& text) {
   const auto ids = tok.encode(text, false, true);
   return ids.size() == 1;
 }
 
+[[noreturn]] void bad(const std::string& param, const std::string& msg) {
+  throw ApiError(400, msg, "invalid_request_error", param);
+}
+
+// A message's content as one string: a string, or the concatenation of its text parts.
+std::string content_text(const json& c, const std::string& where) {
+  if (c.is_string()) return c.get<std::string>();
+  if (!c.is_array()) bad(where + ".content", where + ".content must be a string or an array of text parts");
+  std::string text;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const json& part = c[i];
+    const std::string pw = fmt::format("{}.content[{}]", where, i);
+    if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
+      bad(pw, pw + " must be an object with a string 'type'");
+    if (part["type"].get<std::string>() != "text")
+      bad(pw, fmt::format("{}: content parts of type '{}' are not supported (only 'text')", pw,
+                          part["type"].get<std::string>()));
+    if (!part.contains("text") || !part["text"].is_string()) bad(pw, pw + ".text must be a string");
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
 }  // namespace
 
-ChatPrompt::ChatPrompt(const Tokenizer& tok) : tok_(tok) {
+ChatPrompt::ChatPrompt(const Tokenizer& tok) : tok_(tok), literal_(tok) {
   if (!tok.chat_template().empty()) {
     tpl_ = std::make_unique<ChatTemplate>(tok.chat_template());
     kind_ = "model";
@@ -34,48 +65,84 @@ ChatPrompt::ChatPrompt(const Tokenizer& tok) : tok_(tok) {
   }
 }
 
-std::string ChatPrompt::render(const nlohmann::json& messages, const nlohmann::json& tools,
-                               const nlohmann::json& template_kwargs) const {
-  if (!messages.is_array() || messages.empty())
-    throw ApiError(400, "'messages' must be a non-empty array", "invalid_request_error", "messages");
-  nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
+// A request value as a template value; its strings (keys too) marked when `mark`. The depth is
+// bounded by the body parser (json_body.h).
+ojson ChatPrompt::request_value(const json& v, bool mark) const {
+  if (v.is_string()) return mark ? literal_.mark(v.get_ref<const std::string&>()) : v.get<std::string>();
+  if (v.is_array()) {
+    ojson a = ojson::array();
+    for (const json& x : v) a.push_back(request_value(x, mark));
+    return a;
+  }
+  if (v.is_object()) {
+    ojson o = ojson::object();
+    for (const auto& [k, x] : v.items()) o[mark ? literal_.mark(k) : k] = request_value(x, mark);
+    return o;
+  }
+  return ojson::parse(v.dump());  // number, boolean, null
+}
+
+ojson ChatPrompt::checked_messages(const json& messages, bool mark) const {
+  if (!messages.is_array() || messages.empty()) bad("messages", "'messages' must be a non-empty array");
+  ojson msgs = ojson::array();
   for (size_t i = 0; i < messages.size(); ++i) {
-    const auto& m = messages[i];
-    const std::string where = "messages[" + std::to_string(i) + "]";
-    if (!m.is_object()) throw ApiError(400, where + " must be an object", "invalid_request_error", where);
-    if (!m.contains("role") || !m["role"].is_string())
-      throw ApiError(400, where + ".role must be a string", "invalid_request_error", where + ".role");
-    nlohmann::ordered_json om = nlohmann::ordered_json::parse(m.dump());
-    const auto& c = m.contains("content") ? m["content"] : nlohmann::json();
-    if (c.is_array()) {  // content parts: only text is supported
-      std::string text;
-      for (const auto& part : c) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-            !part["text"].is_string())
-          throw ApiError(400,
-                         where + ".content: only parts of type 'text' with a string 'text' are supported",
-                         "invalid_request_error", where + ".content");
-        text += part["text"].get<std::string>();
-      }
-      om["content"] = text;
-    } else if (c.is_null()) {
-      if (!m.contains("tool_calls")) om["content"] = "";
-    } else if (!c.is_string()) {
-      throw ApiError(400, where + ".content must be a string or an array of text parts",
-                     "invalid_request_error", where + ".content");
+    const json& m = messages[i];
+    const std::string where = fmt::format("messages[{}]", i);
+    if (!m.is_object()) bad(where, where + " must be an object");
+    if (!m.contains("role") || !m["role"].is_string()) bad(where + ".role", where + ".role must be a string");
+    const std::string role = m["role"].get<std::string>();
+    if (std::find(kRoles.begin(), kRoles.end(), role) == kRoles.end())
+      bad(where + ".role", fmt::format("{}.role '{}' is not one of system, developer, user, assistant, tool",
+                                       where, role.substr(0, 64)));
+    const bool has_calls = m.contains("tool_calls") && !m["tool_calls"].is_null();
+    if (has_calls && role != "assistant")
+      bad(where + ".tool_calls", "only assistant messages carry tool_calls");
+    ojson om = request_value(m, mark);
+    const json c = m.contains("content") ? m["content"] : json();
+    if (c.is_null()) {
+      if (!has_calls) bad(where + ".content", where + ".content is required (a string or text parts)");
+      om["content"] = "";
+    } else {
+      const std::string text = content_text(c, where);
+      om["content"] = mark ? literal_.mark(text) : text;
     }
     msgs.push_back(std::move(om));
   }
+  return msgs;
+}
+
+ChatPrompt::Rendered ChatPrompt::render(const json& messages, const json& tools, const json& template_kwargs,
+                                        bool special_tokens_in_messages) const {
+  const bool mark = !special_tokens_in_messages;
+  ojson msgs = checked_messages(messages, mark);
   ChatTemplateOptions opt;
   opt.add_generation_prompt = true;
   opt.bos_token = tok_.bos_text();
   opt.eos_token = tok_.eos_text();
-  if (!tools.is_null()) opt.tools = nlohmann::ordered_json::parse(tools.dump());
-  if (template_kwargs.is_object()) opt.extra = nlohmann::ordered_json::parse(template_kwargs.dump());
+  if (!tools.is_null()) opt.tools = request_value(tools, mark);
+  if (template_kwargs.is_object()) opt.extra = request_value(template_kwargs, mark);
+  std::string text;
   try {
-    return tpl_->render(msgs, opt);
+    text = tpl_->render(msgs, opt);
   } catch (const Error& e) {
     throw ApiError(400, std::string("chat template: ") + e.what(), "invalid_request_error", "messages");
+  }
+  if (!mark) return {std::move(text), {}};
+  ChatLiteral::Unmarked u = literal_.unmark(text);
+  return {std::move(u.text), std::move(u.literal)};
+}
+
+std::vector<int32_t> ChatPrompt::tokens(const json& messages, const json& tools, const json& template_kwargs,
+                                        bool special_tokens_in_messages) const {
+  const Rendered r = render(messages, tools, template_kwargs, special_tokens_in_messages);
+  // Templates that write the BOS text themselves get no second BOS (a user's literal one does not count).
+  const std::string bos = tok_.bos_text();
+  const bool template_bos =
+      !bos.empty() && r.text.starts_with(bos) && (r.literal.empty() || r.literal.front().begin != 0);
+  try {
+    return tok_.encode_with_literal(r.text, !template_bos, r.literal);
+  } catch (const Error& e) {
+    bad("messages", e.what());
   }
 }
 

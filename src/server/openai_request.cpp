@@ -9,6 +9,8 @@ namespace ferrum::server {
 namespace {
 
 using json = nlohmann::json;
+constexpr size_t kMaxStop = 4;  // OpenAI's limit
+constexpr size_t kMaxStopBytes = 1024;
 
 [[noreturn]] void bad(const std::string& param, const std::string& msg) {
   throw ApiError(400, msg, "invalid_request_error", param);
@@ -103,7 +105,7 @@ void parse_common(const json& b, const Tokenizer& tok, ParsedRequest& r) {
       const int64_t x = v.is_number_unsigned()
                             ? static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), INT64_MAX))
                             : v.get<int64_t>();
-      if (x < 0) bad(k, fmt::format("'{}' must be >= 0 (got {})", k, x));
+      if (x < 1) bad(k, fmt::format("'{}' must be at least 1 (got {})", k, x));
       r.params.max_tokens = static_cast<int>(std::min<int64_t>(x, 1 << 30));
     }
   if (has(b, "stop")) {
@@ -111,13 +113,19 @@ void parse_common(const json& b, const Tokenizer& tok, ParsedRequest& r) {
     if (v.is_string()) {
       r.params.stop.push_back(v.get<std::string>());
     } else if (v.is_array()) {
-      if (v.size() > 16) bad("stop", "at most 16 stop strings are supported");
+      if (v.size() > kMaxStop)
+        bad("stop", fmt::format("at most {} stop sequences are allowed (got {})", kMaxStop, v.size()));
       for (const auto& x : v) {
         if (!x.is_string()) bad("stop", "'stop' must be a string or an array of strings");
         r.params.stop.push_back(x.get<std::string>());
       }
     } else {
       bad("stop", "'stop' must be a string or an array of strings");
+    }
+    for (const std::string& st : r.params.stop) {
+      if (st.empty()) bad("stop", "stop sequences must not be empty");
+      if (st.size() > kMaxStopBytes)
+        bad("stop", fmt::format("stop sequences are limited to {} bytes (got {})", kMaxStopBytes, st.size()));
     }
   }
   if (has(b, "ignore_eos")) r.params.ignore_eos = get_bool(b, "ignore_eos");
@@ -141,7 +149,7 @@ void parse_common(const json& b, const Tokenizer& tok, ParsedRequest& r) {
 }  // namespace
 
 ParsedRequest parse_chat_request(const json& b, const Tokenizer& tok, const ChatPrompt& chat,
-                                 const std::vector<std::string>& names) {
+                                 const std::vector<std::string>& names, bool special_tokens_in_messages) {
   if (!b.is_object()) bad("", "the request body must be a JSON object");
   ParsedRequest r;
   check_model(b, names, r);
@@ -159,15 +167,7 @@ ParsedRequest parse_chat_request(const json& b, const Tokenizer& tok, const Chat
   if (!tools.is_null() && !tools.is_array()) bad("tools", "'tools' must be an array");
   if (!kwargs.is_null() && !kwargs.is_object())
     bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
-  const std::string text = chat.render(b["messages"], tools, kwargs);
-  // Templates that write the BOS text themselves get no second BOS.
-  const std::string bos = tok.bos_text();
-  const bool add_special = bos.empty() || !text.starts_with(bos);
-  try {
-    r.params.prompt = tok.encode(text, add_special, /*parse_special=*/true);
-  } catch (const Error& e) {
-    bad("messages", e.what());
-  }
+  r.params.prompt = chat.tokens(b["messages"], tools, kwargs, special_tokens_in_messages);
   r.params.at_text_start = true;
   return r;
 }

@@ -1,5 +1,7 @@
 // Validation of OpenAI request bodies (/v1/chat/completions, /v1/completions) into engine
-// RequestParams. Every problem is an ApiError naming the offending field.
+// RequestParams. Every problem is an ApiError naming the offending field. A completions `prompt`
+// is raw: special-token texts in it are tokens (as in llama.cpp's server and vLLM); chat message
+// content is text (chat_prompt.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -20,8 +22,10 @@ struct ParsedRequest {
 };
 
 // `served_names`: model ids this server answers to (an unknown `model` is a 404).
+// `special_tokens_in_messages`: control-token texts in messages are tokens, not text (trusted clients).
 ParsedRequest parse_chat_request(const nlohmann::json& body, const Tokenizer& tok, const ChatPrompt& chat,
-                                 const std::vector<std::string>& served_names);
+                                 const std::vector<std::string>& served_names,
+                                 bool special_tokens_in_messages = false);
 ParsedRequest parse_completion_request(const nlohmann::json& body, const Tokenizer& tok,
                                        const std::vector<std::string>& served_names);
 

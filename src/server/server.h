@@ -1,33 +1,39 @@
-// `ferrum serve`: an OpenAI-compatible HTTP server (cpp-httplib) in front of the Engine.
-// Routes: POST /v1/chat/completions, POST /v1/completions, POST /v1/embeddings, GET /v1/models,
-// GET /health, GET /metrics (Prometheus text).
+// `ferrum serve`: an OpenAI-compatible HTTP server in front of the Engine (the transport and its
+// limits: http_server.h). Routes, each also without the /v1 prefix: POST /v1/chat/completions,
+// POST /v1/completions, POST /v1/embeddings, GET /v1/models, GET /v1/models/{id}; and GET /health,
+// GET /metrics (Prometheus text). With an API key every route but /health needs it (/metrics too,
+// unless public_metrics).
 #pragma once
 
 #include <atomic>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "engine/scheduler.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace ferrum::server {
 
 class ChatPrompt;
 class Embedder;
+class HttpServer;
+struct HttpRequest;
+struct HttpResponse;
+class ClientProbe;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;         // 0: any free port
-  std::string api_key;     // non-empty: /v1/* needs "Authorization: Bearer <key>"
-  std::string model_name;  // id reported by /v1/models (also accepted: "ferrum", the file name)
+  int port = 8080;              // 0: any free port
+  std::string api_key;          // non-empty: every route but /health needs "Authorization: Bearer <key>"
+  bool public_metrics = false;  // /metrics answers without the key
+  std::string model_name;       // id reported by /v1/models (also accepted: "ferrum", the file name)
   size_t max_body_bytes = 8 << 20;
-  int read_timeout_s = 60, write_timeout_s = 60;
-  int http_threads = 0;  // 0: enough for every running + waiting request
+  int idle_timeout_s = 15;    // a connection silent this long (partial headers, idle keep-alive) is closed
+  int max_connections = 0;    // 0: running + waiting requests + 64; more get an immediate 503
+  int listen_backlog = 1024;  // connects the kernel queues while the server accepts
+  // Control tokens (e.g. <|im_start|>) written in chat message content are text, so a user
+  // cannot forge turns; true parses them as tokens (only for trusted clients).
+  bool special_tokens_in_messages = false;
 };
 
 class Server {
@@ -38,25 +44,26 @@ class Server {
   Server(Engine* engine, Embedder* embedder, ServerOptions opt);
   ~Server();
 
-  // Binds the listening socket; returns the port (useful with port 0). Throws on failure.
-  int bind();
-  // Serves until stop(); call bind() first.
-  void listen();
-  // bind() + listen() on a background thread.
+  // Binds and serves on background threads; returns the port (useful with port 0). Throws on
+  // failure (address in use, not an address of this machine).
   int start();
-  // Stops accepting and closes the listener (in-flight handlers finish first).
+  // Stops accepting and closes the listener (in-flight requests finish first).
   void stop();
   int port() const { return port_; }
 
  private:
-  void routes();
+  bool gate(const HttpRequest& req, HttpResponse& res);
+  void handle(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe);
+  void route(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe);
+  void generate(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe, bool chat);
+  void embeddings(const HttpRequest& req, HttpResponse& res);
+  void models(const std::string& id, HttpResponse& res);
   Engine* engine_;
   Embedder* embedder_;
   ServerOptions opt_;
   std::vector<std::string> names_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<HttpServer> http_;
   std::unique_ptr<ChatPrompt> chat_;
-  std::thread thread_;
   int port_ = -1;
   std::atomic<uint64_t> http_requests_{0}, http_errors_{0};
   int64_t created_ = 0;

@@ -10,6 +10,13 @@ namespace {
 bool is_space_byte(char c) {
   return std::isspace(static_cast<unsigned char>(c)) != 0;
 }
+
+// Whether [b, e) shares a byte with one of the sorted, disjoint spans.
+bool touches(const std::vector<Span>& spans, size_t b, size_t e) {
+  auto it =
+      std::upper_bound(spans.begin(), spans.end(), b, [](size_t x, const Span& s) { return x < s.end; });
+  return it != spans.end() && it->begin < e;
+}
 }  // namespace
 
 void SpecialSplitter::build(const std::vector<AddedToken>& added, const std::vector<std::string>& text) {
@@ -41,10 +48,14 @@ void SpecialSplitter::build(const std::vector<AddedToken>& added, const std::vec
 }
 
 void SpecialSplitter::split(std::string_view text, bool parse_special, bool llamacpp_policy,
-                            std::vector<Fragment>& out) const {
+                            std::vector<Fragment>& out, const std::vector<Span>& literal) const {
   out.clear();
   const std::vector<AddedToken>& added = *added_;
-  auto allowed = [&](int32_t k) { return parse_special || !added[k].special; };
+  // Token k matched at byte i.
+  auto allowed = [&](int32_t k, size_t i) {
+    if (!added[k].special) return true;
+    return parse_special && (literal.empty() || !touches(literal, i, i + len_[k]));
+  };
 
   if (!llamacpp_policy) {
     // Leftmost-longest.
@@ -55,7 +66,7 @@ void SpecialSplitter::split(std::string_view text, bool parse_special, bool llam
         node = child(node, static_cast<uint8_t>(text[j]));
         if (node < 0) break;
         const int32_t k = terminal_[node];
-        if (k >= 0 && allowed(k)) best = k;
+        if (k >= 0 && allowed(k, i)) best = k;
       }
       if (best < 0) {
         ++i;
@@ -83,7 +94,7 @@ void SpecialSplitter::split(std::string_view text, bool parse_special, bool llam
     int node = root_[static_cast<uint8_t>(text[i])];
     for (size_t j = i + 1; node >= 0; ++j) {
       const int32_t k = terminal_[node];
-      if (k >= 0 && allowed(k)) {
+      if (k >= 0 && allowed(k, i)) {
         occ[k].push_back(i);
         any = true;
       }

@@ -19,12 +19,19 @@ struct Fragment {
   size_t b, e;
 };
 
+// A byte range [begin, end) of text.
+struct Span {
+  size_t begin, end;
+};
+
 class SpecialSplitter {
  public:
   // `added` must stay alive and unchanged (index order = llama.cpp priority order).
   void build(const std::vector<AddedToken>& added, const std::vector<std::string>& text);
-  void split(std::string_view text, bool parse_special, bool llamacpp_policy,
-             std::vector<Fragment>& out) const;
+  // `literal`: sorted, disjoint spans in which no special token (one matched only with
+  // parse_special) may be matched, even when parse_special is on.
+  void split(std::string_view text, bool parse_special, bool llamacpp_policy, std::vector<Fragment>& out,
+             const std::vector<Span>& literal = {}) const;
 
  private:
   int child(int node, uint8_t c) const {

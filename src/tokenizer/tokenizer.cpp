@@ -268,6 +268,41 @@ std::unique_ptr<Tokenizer> Tokenizer::from_llama2c(const std::string& path) {
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+  return encode_impl(text, add_special, parse_special, {});
+}
+
+std::vector<int32_t> Tokenizer::encode_with_literal(std::string_view text, bool add_special,
+                                                    const std::vector<TextSpan>& literal) const {
+  for (size_t i = 0; i < literal.size(); ++i)
+    if (literal[i].begin > literal[i].end || literal[i].end > text.size() ||
+        (i > 0 && literal[i].begin < literal[i - 1].end))
+      fail("tokenizer: literal spans must be sorted, disjoint and inside the text");
+  return encode_impl(text, add_special, true, literal);
+}
+
+std::vector<Tokenizer::SpecialMatch> Tokenizer::find_special(std::string_view text) const {
+  const TokenizerImpl& t = *impl_;
+  std::vector<tok::Fragment> frags;
+  t.splitter->split(text, /*parse_special=*/true, t.sem == Semantics::LlamaCpp, frags);
+  std::vector<SpecialMatch> out;
+  auto only_with_parse_special = [&](int32_t id) {
+    for (const tok::AddedToken& a : t.added)
+      if (a.id == id) return a.special;
+    return false;
+  };
+  for (const tok::Fragment& f : frags) {
+    if (f.id < 0 || !only_with_parse_special(f.id)) continue;
+    // The fragment may include whitespace taken by lstrip/rstrip; report the token's own bytes.
+    const std::string& s = t.text[f.id];
+    const size_t at = text.substr(f.b, f.e - f.b).find(s);
+    if (at == std::string_view::npos || s.empty()) continue;
+    out.push_back({f.b + at, f.b + at + s.size(), f.id});
+  }
+  return out;
+}
+
+std::vector<int32_t> Tokenizer::encode_impl(std::string_view text, bool add_special, bool parse_special,
+                                            const std::vector<TextSpan>& literal) const {
   const TokenizerImpl& t = *impl_;
   const size_t bad = unicode::find_invalid_utf8(text);
   if (bad != std::string_view::npos) {
@@ -279,7 +314,10 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
   if (add_special) out.insert(out.end(), t.prefix_ids.begin(), t.prefix_ids.end());
 
   std::vector<tok::Fragment> frags;
-  t.splitter->split(text, parse_special, t.sem == Semantics::LlamaCpp, frags);
+  std::vector<tok::Span> lit;
+  lit.reserve(literal.size());
+  for (const TextSpan& s : literal) lit.push_back({s.begin, s.end});
+  t.splitter->split(text, parse_special, t.sem == Semantics::LlamaCpp, frags, lit);
 
   // Per-call cache of BPE results by pre-token (words repeat a lot in real text).
   tok::FlatStrMap<std::pair<uint32_t, uint32_t>> cache;

@@ -56,6 +56,22 @@ class Tokenizer {
   // parse_special: the text of special/control tokens is matched as one token. Tokens that are
   // matched regardless (llama.cpp USER_DEFINED, HF added tokens with special=false) always are.
   std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
+  // A byte range [begin, end) of a text.
+  struct TextSpan {
+    size_t begin, end;
+  };
+  // encode(text, add_special, /*parse_special=*/true), except that no special token is matched
+  // over a byte of a `literal` span (sorted, disjoint): text from an untrusted user inside a
+  // prompt whose other parts are trusted (a rendered chat template).
+  std::vector<int32_t> encode_with_literal(std::string_view text, bool add_special,
+                                           const std::vector<TextSpan>& literal) const;
+  // Special tokens (those only matched with parse_special) that encode(text, _, true) would
+  // match: each token's own bytes and id, in text order.
+  struct SpecialMatch {
+    size_t begin, end;
+    int32_t id;
+  };
+  std::vector<SpecialMatch> find_special(std::string_view text) const;
   // Concatenated pieces with the model's decoder rules (leading-space strip for SentencePiece,
   // clean_up_tokenization_spaces where configured). skip_special drops control/special tokens.
   std::string decode(std::span<const int32_t> ids, bool skip_special = false) const;
@@ -82,6 +98,8 @@ class Tokenizer {
   explicit Tokenizer(std::unique_ptr<TokenizerImpl> impl);
 
  private:
+  std::vector<int32_t> encode_impl(std::string_view text, bool add_special, bool parse_special,
+                                   const std::vector<TextSpan>& literal) const;
   std::unique_ptr<TokenizerImpl> impl_;
 };
 

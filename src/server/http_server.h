@@ -1,0 +1,114 @@
+// The HTTP/1.1 transport under `ferrum serve`: GNU libmicrohttpd (thread per connection) with
+// the limits a public endpoint needs. It knows requests, responses and sockets, nothing about
+// the OpenAI API or models (server.cpp routes and answers).
+//
+// Limits enforced here, before any application code sees a request:
+//  - request line + headers: at most `max_header_bytes` per connection (431/413 from the library);
+//  - body: `max_body_bytes` for every transfer encoding (a Content-Length above it gets a 413 before
+//    the body is read; a chunked body that grows past it closes the connection), and at most
+//    `max_inflight_body_bytes` buffered over all connections at once (503);
+//  - connections: above `max_connections` a new connection gets an immediate 503 and is closed;
+//    `max_connections` + kOverflowConnections is the hard limit, beyond which the library refuses;
+//  - idle time: a connection that sends nothing for `idle_timeout_s` (partial headers, an idle
+//    keep-alive, a stalled body) is closed;
+//  - the listen backlog is `listen_backlog`, so a burst of connects queues in the kernel.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+struct MHD_Daemon;
+struct MHD_Connection;
+
+namespace ferrum::server {
+
+struct HttpLimits {
+  size_t max_body_bytes = 8 << 20;
+  size_t max_inflight_body_bytes = 256u << 20;
+  size_t max_header_bytes = 32 << 10;
+  int max_connections = 512;
+  int idle_timeout_s = 15;
+  int listen_backlog = 1024;
+};
+
+struct HttpRequest {
+  std::string method, path, version;
+  std::vector<std::pair<std::string, std::string>> headers;  // as received
+  std::string body;
+  // Case-insensitive header lookup ("" when absent).
+  std::string header(std::string_view name) const;
+};
+
+// A body produced piece by piece (server-sent events). `next` appends the bytes that are ready to
+// `out`, waiting briefly (about 100 ms) when none are; it returns false once `out` holds the last
+// bytes. `closed(completed)` runs exactly once: completed=false when the client went away first.
+struct HttpStream {
+  std::function<bool(std::string& out)> next;
+  std::function<void(bool completed)> closed;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  HttpStream stream;   // set `stream.next` for a chunked, streamed body
+  bool abort = false;  // close the connection without an answer (the client is gone)
+};
+
+// Lets a long-running handler notice that its client disconnected.
+class ClientProbe {
+ public:
+  explicit ClientProbe(int fd) : fd_(fd) {}
+  bool gone() const;
+
+ private:
+  int fd_;
+};
+
+using HttpHandler = std::function<void(const HttpRequest&, HttpResponse&, const ClientProbe&)>;
+// Runs on the headers alone, before the body is read: return true (and fill the response) to
+// answer at once, e.g. 401 for a missing key, without accepting the body.
+using HttpGate = std::function<bool(const HttpRequest&, HttpResponse&)>;
+// The body of an error answer the transport gives itself (limits, an escaped exception).
+using HttpErrorBody = std::function<std::string(int status, const std::string& message)>;
+
+class HttpServer {
+ public:
+  static constexpr int kOverflowConnections = 64;
+
+  HttpServer(HttpLimits limits, HttpGate gate, HttpHandler handler, HttpErrorBody error_body);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds host:port (port 0: any free port) and starts serving on the library's threads.
+  // Returns the port. Throws ferrum::Error when the address cannot be bound.
+  int start(const std::string& host, int port);
+  // Stops accepting, waits for the open connections to finish, closes the socket.
+  void stop();
+  bool running() const { return daemon_ != nullptr; }
+  int connections() const { return connections_.load(); }
+  const HttpLimits& limits() const { return limits_; }
+
+ private:
+  friend struct HttpGlue;  // the library's callbacks (http_server.cpp)
+
+  HttpLimits limits_;
+  HttpGate gate_;
+  HttpHandler handler_;
+  HttpErrorBody error_body_;
+  MHD_Daemon* daemon_ = nullptr;
+  int listen_fd_ = -1;
+  std::atomic<int> connections_{0};
+  std::atomic<size_t> inflight_body_{0};
+};
+
+// Status line text for the codes the server uses.
+const char* http_reason(int status);
+
+}  // namespace ferrum::server

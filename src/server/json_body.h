@@ -1,0 +1,16 @@
+// Request bodies as JSON, with a nesting limit: the parser itself is iterative, but everything
+// downstream (copies, dumps, conversion into template values) recurses, so a body nested
+// thousands of levels deep must be refused before it reaches them.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+namespace ferrum::server {
+
+constexpr int kMaxJsonDepth = 64;
+
+// Throws ApiError(400) naming the problem: empty body, invalid JSON, nesting deeper than max_depth.
+nlohmann::json parse_json_body(std::string_view body, int max_depth = kMaxJsonDepth);
+
+}  // namespace ferrum::server

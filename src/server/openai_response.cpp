@@ -1,0 +1,145 @@
+#include "server/openai_response.h"
+
+#include <chrono>
+
+#include "server/api_error.h"
+
+namespace ferrum::server {
+namespace {
+
+using json = nlohmann::json;
+constexpr auto kPoll = std::chrono::milliseconds(100);
+
+std::string dump(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json token_bytes(const std::string& s) {
+  json b = json::array();
+  for (unsigned char c : s) b.push_back(c);
+  return b;
+}
+
+json usage_json(int prompt, int completion, int cached) {
+  return {{"prompt_tokens", prompt},
+          {"completion_tokens", completion},
+          {"total_tokens", prompt + completion},
+          {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+}
+
+json chat_logprobs(const Tokenizer& tok, const std::vector<TokenLogprob>& lps) {
+  json content = json::array();
+  for (const auto& l : lps) {
+    const std::string piece = tok.token_to_piece(l.id);
+    json top = json::array();
+    for (const auto& [id, lp] : l.top) {
+      const std::string p = tok.token_to_piece(id);
+      top.push_back({{"token", p}, {"logprob", lp}, {"bytes", token_bytes(p)}});
+    }
+    content.push_back(
+        {{"token", piece}, {"logprob", l.logprob}, {"bytes", token_bytes(piece)}, {"top_logprobs", top}});
+  }
+  return {{"content", content}};
+}
+
+json completion_logprobs(const Tokenizer& tok, const std::vector<TokenLogprob>& lps, size_t& text_offset) {
+  json tokens = json::array(), lp = json::array(), top = json::array(), offs = json::array();
+  for (const auto& l : lps) {
+    const std::string piece = tok.token_to_piece(l.id);
+    tokens.push_back(piece);
+    lp.push_back(l.logprob);
+    json t = json::object();
+    for (const auto& [id, v] : l.top) t[tok.token_to_piece(id)] = v;
+    top.push_back(t);
+    offs.push_back(text_offset);
+    text_offset += piece.size();
+  }
+  return {{"tokens", tokens}, {"token_logprobs", lp}, {"top_logprobs", top}, {"text_offset", offs}};
+}
+
+}  // namespace
+
+void Collected::add(RequestEvent& e) {
+  text += e.text;
+  for (auto& l : e.logprobs) logprobs.push_back(std::move(l));
+  if (e.finished) {
+    finish_reason = e.finish_reason;
+    error = e.error;
+    prompt_tokens = e.prompt_tokens;
+    completion_tokens = e.completion_tokens;
+    cached_tokens = e.cached_tokens;
+  }
+}
+
+json full_answer(const AnswerHeader& h, const ParsedRequest& pr, const Tokenizer& tok, const Collected& c) {
+  json choice = {{"index", 0}, {"finish_reason", c.finish_reason}, {"logprobs", nullptr}};
+  if (h.chat) {
+    choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    if (pr.logprobs) choice["logprobs"] = chat_logprobs(tok, c.logprobs);
+  } else {
+    choice["text"] = c.text;
+    size_t off = 0;
+    if (pr.logprobs) choice["logprobs"] = completion_logprobs(tok, c.logprobs, off);
+  }
+  return {{"id", h.id},
+          {"object", h.chat ? "chat.completion" : "text_completion"},
+          {"created", h.created},
+          {"model", h.model},
+          {"system_fingerprint", "ferrum"},
+          {"choices", json::array({choice})},
+          {"usage", usage_json(c.prompt_tokens, c.completion_tokens, c.cached_tokens)}};
+}
+
+SseAnswer::SseAnswer(AnswerHeader h, ParsedRequest pr, const Tokenizer& tok,
+                     std::shared_ptr<RequestHandle> handle)
+    : h_(std::move(h)), pr_(std::move(pr)), tok_(tok), handle_(std::move(handle)) {}
+
+void SseAnswer::chunk(std::string& out, json choices, json usage) const {
+  json j = {{"id", h_.id},
+            {"object", h_.chat ? "chat.completion.chunk" : "text_completion"},
+            {"created", h_.created},
+            {"model", h_.model},
+            {"system_fingerprint", "ferrum"},
+            {"choices", std::move(choices)}};
+  if (pr_.include_usage) j["usage"] = std::move(usage);
+  out += "data: " + dump(j) + "\n\n";
+}
+
+bool SseAnswer::next(std::string& out) {
+  if (finished_) return false;
+  if (h_.chat && !started_) {
+    started_ = true;
+    json c = {{"index", 0},
+              {"delta", {{"role", "assistant"}, {"content", ""}}},
+              {"logprobs", nullptr},
+              {"finish_reason", nullptr}};
+    chunk(out, json::array({c}), nullptr);
+    return true;
+  }
+  auto e = handle_->next(kPoll);
+  if (!e) return true;
+  if (e->finished && e->finish_reason == "error")
+    out += "data: " + dump(error_json(e->error, "server_error", "", "")) + "\n\n";
+  if (!e->text.empty() || !e->logprobs.empty() || e->finished) {
+    json c = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+    if (h_.chat) {
+      c["delta"] = e->text.empty() && e->finished ? json::object() : json{{"content", e->text}};
+      if (pr_.logprobs && !e->logprobs.empty()) c["logprobs"] = chat_logprobs(tok_, e->logprobs);
+    } else {
+      c["text"] = e->text;
+      if (pr_.logprobs && !e->logprobs.empty())
+        c["logprobs"] = completion_logprobs(tok_, e->logprobs, text_offset_);
+    }
+    if (e->finished && e->finish_reason != "error" && e->finish_reason != "cancelled")
+      c["finish_reason"] = e->finish_reason;
+    chunk(out, json::array({c}), nullptr);
+  }
+  if (!e->finished) return true;
+  finished_ = true;
+  if (pr_.include_usage)
+    chunk(out, json::array(), usage_json(e->prompt_tokens, e->completion_tokens, e->cached_tokens));
+  out += "data: [DONE]\n\n";
+  return false;
+}
+
+}  // namespace ferrum::server

@@ -1,0 +1,55 @@
+// OpenAI response bodies built from engine events: the whole answer of a non-streamed request,
+// and the server-sent events of a streamed one (chat.completion.chunk / text_completion).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "server/openai_request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ferrum::server {
+
+// What the answer says about itself, shared by every chunk of a stream.
+struct AnswerHeader {
+  std::string id, model;
+  int64_t created = 0;
+  bool chat = false;
+};
+
+// Accumulates a request's events for the non-streamed answer.
+struct Collected {
+  std::string text;
+  std::vector<TokenLogprob> logprobs;
+  std::string finish_reason, error;
+  int prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+  void add(RequestEvent& e);
+};
+
+nlohmann::json full_answer(const AnswerHeader& h, const ParsedRequest& pr, const Tokenizer& tok,
+                           const Collected& c);
+
+// Turns the request's events into SSE bytes; next() waits up to `poll` for an event and returns
+// false once the stream is complete ("data: [DONE]").
+class SseAnswer {
+ public:
+  SseAnswer(AnswerHeader h, ParsedRequest pr, const Tokenizer& tok, std::shared_ptr<RequestHandle> handle);
+  bool next(std::string& out);
+  bool finished() const { return finished_; }
+  RequestHandle& handle() { return *handle_; }
+
+ private:
+  void chunk(std::string& out, nlohmann::json choices, nlohmann::json usage) const;
+  AnswerHeader h_;
+  ParsedRequest pr_;
+  const Tokenizer& tok_;
+  std::shared_ptr<RequestHandle> handle_;
+  bool started_ = false, finished_ = false;
+  size_t text_offset_ = 0;
+};
+
+}  // namespace ferrum::server
