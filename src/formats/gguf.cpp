@@ -630,15 +630,17 @@ nlohmann::json File::metadata_json(size_t max_array) const {
   nlohmann::json out = nlohmann::json::object();
   auto elem = [this](ValueType t, const uint8_t* p) { return element_json(t, p); };
   for (const auto& e : entries_) {
+    // Keys are bytes too: a key that is not valid UTF-8 would make dump() throw.
+    nlohmann::json& v = out[utf8_sanitize(e.key)];
     if (e.type != ValueType::ARRAY) {
-      out[e.key] = element_json(e.type, map_.data() + e.offset);
+      v = element_json(e.type, map_.data() + e.offset);
     } else if (e.count <= max_array) {
-      out[e.key] = array_json(*this, e, e.count, elem);
+      v = array_json(*this, e, e.count, elem);
     } else {
-      out[e.key] = {{"type", "array"},
-                    {"element_type", value_type_name(e.elem_type)},
-                    {"count", e.count},
-                    {"head", array_json(*this, e, max_array, elem)}};
+      v = {{"type", "array"},
+           {"element_type", value_type_name(e.elem_type)},
+           {"count", e.count},
+           {"head", array_json(*this, e, max_array, elem)}};
     }
   }
   return out;

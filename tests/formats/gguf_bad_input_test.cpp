@@ -214,5 +214,16 @@ TEST_F(GgufBad, RandomCorruptionNeverCrashes) {
   EXPECT_GT(opened, 10);
 }
 
+TEST_F(GgufBad, MetadataJsonOfANonUtf8KeyDumps) {
+  // `ferrum info --json` threw a JSON type error for a key that is not valid UTF-8.
+  std::string b = good_;
+  b[string_at("alpha") + 8] = static_cast<char>(0xff);
+  const std::string p = scratch("key.gguf");
+  std::ofstream(p, std::ios::binary) << b;
+  auto f = File::open(p);
+  const std::string dump = f->metadata_json().dump();
+  EXPECT_NE(dump.find("\"\xEF\xBF\xBDlpha\":7"), std::string::npos) << dump;  // U+FFFD for the bad byte
+}
+
 }  // namespace
 }  // namespace ferrum::gguf
