@@ -68,6 +68,9 @@ Hparams read_hparams(const hf::Config& c) {
                       {"max_position_embeddings", h.n_ctx}})
     if (v <= 0 || v > (int64_t{1} << 32))
       fail("{}: field '{}' is {}, expected a positive value", c.path(), k, v);
+  if (h.n_layer > hfconv::kMaxLayerIndex + 1)
+    fail("{}: field 'num_hidden_layers' is {}, expected at most {}", c.path(), h.n_layer,
+         hfconv::kMaxLayerIndex + 1);
   if (h.n_head % h.n_head_kv != 0)
     fail("{}: num_attention_heads {} is not a multiple of num_key_value_heads {}", c.path(), h.n_head,
          h.n_head_kv);
@@ -145,7 +148,7 @@ std::string gguf_name(const std::string& hf, const std::string& where) {
   if (std::regex_match(hf, m, layer_re)) {
     if (m[2] == "self_attn.rotary_emb.inv_freq") return "";
     for (const auto& [from, to] : per_layer)
-      if (m[2] == from) return fmt::format("blk.{}.{}", m[1].str(), to);
+      if (m[2] == from) return fmt::format("blk.{}.{}", hfconv::layer_index(m[1].str(), where, hf), to);
   }
   fail("{}: tensor '{}' has no GGUF equivalent for this architecture", where, hf);
 }
@@ -155,11 +158,12 @@ struct ExpertRef {
   int64_t layer, expert;
   std::string kind;  // gate, up, down
 };
-std::optional<ExpertRef> expert_ref(const std::string& hf) {
+std::optional<ExpertRef> expert_ref(const std::string& hf, const std::string& where) {
   static const std::regex re(R"(model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate|up|down)_proj\.weight)");
   std::smatch m;
   if (!std::regex_match(hf, m, re)) return std::nullopt;
-  return ExpertRef{std::stoll(m[1].str()), std::stoll(m[2].str()), m[3].str()};
+  return ExpertRef{hfconv::layer_index(m[1].str(), where, hf), hfconv::layer_index(m[2].str(), where, hf),
+                   m[3].str()};
 }
 
 // Canonical output order (the one llama.cpp's converter produces for these families).
@@ -175,7 +179,7 @@ int order_key(const std::string& g) {
   if (g == "output_norm.weight") return 1 << 29;
   if (g == "output.weight") return (1 << 29) + 1;
   const size_t dot = g.find('.', 4);
-  const int layer = std::stoi(g.substr(4, dot - 4));
+  const int layer = hfconv::layer_of(g);
   const std::string rest = g.substr(dot + 1);
   for (int i = 0; i < static_cast<int>(std::size(kPerLayer)); ++i)
     if (rest == kPerLayer[i]) return 2 + layer * 32 + i;
@@ -200,7 +204,7 @@ void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf, 
   const auto st = safetensors::Tensors::open_dir(hf_dir);
   const bool tied = cfg.find_bool("tie_word_embeddings").value_or(false);
   for (const auto& [name, dtype] : st.unsupported())
-    if (expert_ref(name) ||
+    if (expert_ref(name, st.source()) ||
         !gguf_name(name, st.source()).empty())  // dropped buffers (inv_freq) may have any dtype
       fail("{}: tensor '{}' has dtype {}; only F32, F16 and BF16 can be converted", st.source(), name, dtype);
 
@@ -210,7 +214,7 @@ void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf, 
   std::map<std::pair<int64_t, std::string>, std::vector<const TensorView*>> experts;
 
   for (const TensorView& t : st.tensors()) {
-    if (const auto ex = expert_ref(t.name)) {
+    if (const auto ex = expert_ref(t.name, st.source())) {
       if (hp.n_expert == 0)
         fail("{}: tensor '{}' is an MoE expert, but the config has no experts", st.source(), t.name);
       if (ex->layer >= hp.n_layer || ex->expert >= hp.n_expert)
@@ -224,7 +228,7 @@ void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf, 
     const std::string g = gguf_name(t.name, st.source());
     if (g.empty() || (g == "output.weight" && tied)) continue;
     if (g.rfind("blk.", 0) == 0) {
-      const int64_t layer = std::stoll(g.substr(4));
+      const int64_t layer = hfconv::layer_of(g);
       if (layer >= hp.n_layer)
         fail("{}: tensor '{}' is for layer {}, but num_hidden_layers is {}", st.source(), t.name, layer,
              hp.n_layer);
@@ -277,7 +281,14 @@ void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf, 
 
   std::vector<float> rope_freqs;
   if (const nlohmann::json* rs = cfg.find_object("rope_scaling")) {
-    const std::string type = rs->value("rope_type", rs->value("type", ""));
+    std::string type;
+    for (const char* k : {"type", "rope_type"}) {  // rope_type wins
+      const auto it = rs->find(k);
+      if (it == rs->end() || it->is_null()) continue;
+      if (!it->is_string())
+        fail("{}: rope_scaling.{} has type {}, expected string", cfg.path(), k, it->type_name());
+      type = it->get<std::string>();
+    }
     if (type == "llama3") {
       rope_freqs = llama3_rope_freqs(*rs, hp.rope_theta, hp.head_dim, cfg.path());
       sink.add("rope_freqs.weight", DType::F32, {static_cast<int64_t>(rope_freqs.size())}, rope_freqs.data(),

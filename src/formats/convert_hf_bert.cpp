@@ -43,7 +43,8 @@ std::string bert_gguf_name(const std::string& hf, const std::string& where) {
   std::smatch m;
   if (std::regex_match(hf, m, layer_re))
     for (const auto& [from, to] : per_layer)
-      if (m[2] == from) return fmt::format("blk.{}.{}.{}", m[1].str(), to, m[3].str());
+      if (m[2] == from)
+        return fmt::format("blk.{}.{}.{}", layer_index(m[1].str(), where, hf), to, m[3].str());
   fail("{}: tensor '{}' has no GGUF equivalent for a BERT model", where, hf);
 }
 
@@ -55,7 +56,7 @@ int bert_order(const std::string& g) {
   for (int i = 0; i < 5; ++i)
     if (g == kFixed[i]) return i;
   const size_t dot = g.find('.', 4);
-  const int layer = std::stoi(g.substr(4, dot - 4));
+  const int layer = layer_of(g);
   const std::string rest = g.substr(dot + 1);
   for (int i = 0; i < 8; ++i)
     for (int b = 0; b < 2; ++b)
@@ -69,13 +70,25 @@ std::optional<uint32_t> pooling_type(const std::string& dir) {
   if (!fs::exists(modules)) return std::nullopt;
   const nlohmann::json mods = hf::read_json_file(modules.string());
   if (!mods.is_array()) fail("{}: expected a JSON list of modules", modules.string());
+  auto str = [](const nlohmann::json& o, const char* k) {
+    const auto it = o.find(k);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
   for (const auto& m : mods) {
-    if (!m.is_object() || m.value("type", "") != "sentence_transformers.models.Pooling") continue;
-    const fs::path cfg = fs::path(dir) / m.value("path", "") / "config.json";
+    if (!m.is_object() || str(m, "type") != "sentence_transformers.models.Pooling") continue;
+    const std::string sub = str(m, "path");
+    if (sub.find("..") != std::string::npos || (!sub.empty() && sub[0] == '/'))
+      fail("{}: module path '{}' is outside the model directory", modules.string(), sub);
+    const fs::path cfg = fs::path(dir) / sub / "config.json";
     const nlohmann::json c = hf::read_json_file(cfg.string());
-    if (c.value("pooling_mode_mean_tokens", false)) return kPoolMean;
-    if (c.value("pooling_mode_cls_token", false)) return kPoolCls;
-    if (c.value("pooling_mode_lasttoken", false)) return kPoolLast;
+    if (!c.is_object()) fail("{}: expected a JSON object", cfg.string());
+    auto flag = [&](const char* k) {
+      const auto it = c.find(k);
+      return it != c.end() && it->is_boolean() && it->get<bool>();
+    };
+    if (flag("pooling_mode_mean_tokens")) return kPoolMean;
+    if (flag("pooling_mode_cls_token")) return kPoolCls;
+    if (flag("pooling_mode_lasttoken")) return kPoolLast;
     return kPoolNone;
   }
   return std::nullopt;
@@ -95,10 +108,16 @@ std::vector<std::string> read_wordpiece_vocab(const std::string& dir) {
   const fs::path tj = fs::path(dir) / "tokenizer.json";
   if (!fs::exists(tj)) fail("{}: a BERT model needs vocab.txt or tokenizer.json", dir);
   const nlohmann::json j = hf::read_json_file(tj.string());
-  const auto& v = j.at("model").at("vocab");
-  if (!v.is_object()) fail("{}: expected a WordPiece 'vocab' object", tj.string());
+  if (!j.is_object() || !j.contains("model") || !j["model"].is_object() || !j["model"].contains("vocab") ||
+      !j["model"]["vocab"].is_object())
+    fail("{}: expected a WordPiece 'vocab' object in 'model'", tj.string());
+  const auto& v = j["model"]["vocab"];
   std::vector<std::pair<int64_t, std::string>> byid;
-  for (const auto& [text, id] : v.items()) byid.emplace_back(id.get<int64_t>(), text);
+  for (const auto& [text, id] : v.items()) {
+    if (!id.is_number_integer())
+      fail("{}: model.vocab['{}'] has id {}, expected an integer", tj.string(), text, id.dump());
+    byid.emplace_back(id.get<int64_t>(), text);
+  }
   std::sort(byid.begin(), byid.end());
   for (size_t i = 0; i < byid.size(); ++i) {
     if (byid[i].first != static_cast<int64_t>(i))
@@ -171,7 +190,7 @@ void convert_bert(const hf::Config& cfg, const std::string& hf_dir, const std::s
   for (const TensorView& t : st.tensors()) {
     const std::string g = bert_gguf_name(strip(t.name), st.source());
     if (g.empty()) continue;
-    if (g.rfind("blk.", 0) == 0 && std::stoll(g.substr(4)) >= n_layer)
+    if (g.rfind("blk.", 0) == 0 && layer_of(g) >= n_layer)
       fail("{}: tensor '{}' is beyond num_hidden_layers {}", st.source(), t.name, n_layer);
     // Like llama.cpp: 1-D tensors and the position / token-type embeddings are stored as F32.
     const bool force_f32 = t.n_dims <= 1 || g == "position_embd.weight" || g == "token_types.weight";

@@ -1,6 +1,7 @@
 #include "formats/hf_tensor_sink.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 
@@ -64,6 +65,22 @@ std::string dir_name(const std::string& dir) {
   std::filesystem::path p = std::filesystem::path(dir).lexically_normal();
   if (p.filename().empty()) p = p.parent_path();  // "a/b/" -> "a/b"
   return p.filename().string();
+}
+
+int64_t layer_index(const std::string& digits, const std::string& where, const std::string& tensor) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (ec != std::errc() || end != digits.data() + digits.size() || v < 0 || v > kMaxLayerIndex)
+    fail("{}: tensor '{}' has layer/expert number {}, expected at most {}", where, tensor, digits,
+         kMaxLayerIndex);
+  return v;
+}
+
+int layer_of(const std::string& gguf_name) {
+  int v = 0;
+  const char* b = gguf_name.data() + 4;  // after "blk."
+  std::from_chars(b, gguf_name.data() + gguf_name.size(), v);
+  return v;
 }
 
 }  // namespace ferrum::hfconv

@@ -45,4 +45,13 @@ class TensorSink {
 // The last component of a directory path ("a/b/" -> "b"), used as general.name.
 std::string dir_name(const std::string& dir);
 
+// Layer (or expert) numbers in tensor names are at most this; larger ones are errors, not
+// integers to overflow.
+constexpr int64_t kMaxLayerIndex = (1 << 16) - 1;
+// The decimal number `digits` taken from the name of tensor `tensor` in `where`; throws naming
+// the tensor when it is above kMaxLayerIndex.
+int64_t layer_index(const std::string& digits, const std::string& where, const std::string& tensor);
+// The layer of a GGUF name "blk.<N>.<rest>" made by the converters (N already checked).
+int layer_of(const std::string& gguf_name);
+
 }  // namespace ferrum::hfconv

@@ -386,6 +386,34 @@ TEST(ConvertHf, Errors) {
   EXPECT_FALSE(fs::exists(test::temp_dir() + "/o.gguf"));
 }
 
+TEST(ConvertHf, LayerNumbersAndJsonTypesAreErrorsNotExceptions) {
+  // Layer and expert numbers too large for an integer were std::out_of_range from stoll.
+  for (const char* name : {"model.layers.99999999999999999999.input_layernorm.weight",
+                           "model.layers.0.mlp.experts.99999999999999999999.up_proj.weight"}) {
+    Synth s = small_model("llama");
+    s.add(name, {8});
+    s.write();
+    const std::string e = error_of([&] { convert_hf_to_gguf(s.dir, s.dir + "/o.gguf"); });
+    EXPECT_NE(e.find(fmt::format("tensor '{}' has layer/expert number 99999999999999999999", name)),
+              std::string::npos)
+        << e;
+  }
+  {
+    Synth s = small_model("llama");
+    s.config["num_hidden_layers"] = 100000;  // layer numbers are bounded, and so is the count
+    s.write();
+    const std::string e = error_of([&] { convert_hf_to_gguf(s.dir, s.dir + "/o.gguf"); });
+    EXPECT_NE(e.find("'num_hidden_layers' is 100000, expected at most 65536"), std::string::npos) << e;
+  }
+  {
+    Synth s = small_model("llama");
+    s.config["rope_scaling"] = {{"rope_type", 3}};  // was a JSON type_error naming nothing
+    s.write();
+    const std::string e = error_of([&] { convert_hf_to_gguf(s.dir, s.dir + "/o.gguf"); });
+    EXPECT_NE(e.find("rope_scaling.rope_type has type number, expected string"), std::string::npos) << e;
+  }
+}
+
 }  // namespace
 }  // namespace ferrum
 
