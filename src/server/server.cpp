@@ -114,6 +114,10 @@ bool Server::gate(const HttpRequest& req, HttpResponse& res) {
   return true;
 }
 
+void Server::respond(const HttpRequest& req, HttpResponse& res) {
+  if (!gate(req, res)) handle(req, res, ClientProbe(-1));
+}
+
 void Server::handle(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe) {
   try {
     route(req, res, probe);

@@ -50,6 +50,9 @@ class Server {
   // Stops accepting and closes the listener (in-flight requests finish first).
   void stop();
   int port() const { return port_; }
+  // Answers one request as the transport would after reading it (authentication, then the
+  // route), without a socket: for tests and fuzzing. A streamed answer is left in res.stream.
+  void respond(const HttpRequest& req, HttpResponse& res);
 
  private:
   bool gate(const HttpRequest& req, HttpResponse& res);
