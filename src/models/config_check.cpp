@@ -44,8 +44,8 @@ void validate_config(const ModelConfig& c, const std::string& source, const Conf
     fail("{}: {} heads of {} dimensions ({} / {}) are too wide (at most {} in all)", source, c.n_head,
          c.head_dim, field(f, "attention.head_count", "num_attention_heads"),
          field(f, "attention.key_length", "head_dim"), kMaxWidth);
-  if (c.n_rot < 0 || c.n_rot > c.head_dim || c.n_rot % 2 != 0)
-    fail("{}: {} is {}, expected an even number of dimensions up to the head size {}", source,
+  if (c.n_rot < 2 || c.n_rot > c.head_dim || c.n_rot % 2 != 0)
+    fail("{}: {} is {}, expected an even number of dimensions from 2 to the head size {}", source,
          field(f, "rope.dimension_count", "head_dim"), c.n_rot, c.head_dim);
   in_range(c.n_vocab, 1, kMaxVocab, "vocab_size", "vocab_size");
   in_range(c.n_ff, 0, kMaxWidth, "feed_forward_length", "intermediate_size");

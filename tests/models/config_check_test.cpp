@@ -107,6 +107,11 @@ TEST(ConfigCheck, GgufHeadCountsMustDivide) {
 TEST(ConfigCheck, GgufRopeSettingsAreChecked) {
   std::string msg = load_error("rot", [](gguf::Writer& w) { w.set_u32("llama.rope.dimension_count", 7); });
   EXPECT_NE(msg.find("llama.rope.dimension_count is 7"), std::string::npos) << msg;
+  // Found by fuzz_gguf: no rotated dimensions indexed an empty RoPE table (null reference).
+  msg = load_error("rot0", [](gguf::Writer& w) { w.set_u32("llama.rope.dimension_count", 0); });
+  EXPECT_NE(msg.find("llama.rope.dimension_count is 0, expected an even number of dimensions from 2"),
+            std::string::npos)
+      << msg;
   msg = load_error("theta", [](gguf::Writer& w) {
     w.set_f32("llama.rope.freq_base", std::numeric_limits<float>::quiet_NaN());
   });
