@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <iostream>
 
+#include "chat/chat_prompt.h"
 #include "cli/commands.h"
 #include "engine/generate.h"
 #include "engine/loader.h"
-#include "tokenizer/chat_template.h"
 #include "ferrum/error.h"
 
 namespace ferrum::cli {
@@ -23,7 +23,8 @@ struct RunFlags {
 };
 
 // Streams the continuation of `prompt` (appended to sequence `seq`) to stdout; returns the text.
-std::string stream_generate(LoadedModel& lm, int seq, std::span<const int32_t> prompt, const RunFlags& f, bool echo) {
+std::string stream_generate(LoadedModel& lm, int seq, std::span<const int32_t> prompt, const RunFlags& f,
+                            bool echo) {
   StreamDecoder dec(*lm.tokenizer, /*skip_special=*/true);
   std::string text;
   // Echo the prompt (as llama.cpp does) through the same decoder, so spacing stays consistent.
@@ -45,9 +46,12 @@ std::string stream_generate(LoadedModel& lm, int seq, std::span<const int32_t> p
   std::fflush(stdout);
   if (f.verbose) {
     const size_t n = r.tokens.size();
-    std::fprintf(stderr, "[prompt %zu tokens in %.3f s (%.1f tok/s); generated %zu tokens in %.3f s (%.1f tok/s); finish: %s]\n",
+    std::fprintf(stderr,
+                 "[prompt %zu tokens in %.3f s (%.1f tok/s); generated %zu tokens in %.3f s (%.1f tok/s); "
+                 "finish: %s]\n",
                  prompt.size(), r.prefill_seconds, prompt.size() / std::max(r.prefill_seconds, 1e-9), n,
-                 r.decode_seconds, n > 1 ? (n - 1) / std::max(r.decode_seconds, 1e-9) : 0.0, r.finish_reason.c_str());
+                 r.decode_seconds, n > 1 ? (n - 1) / std::max(r.decode_seconds, 1e-9) : 0.0,
+                 r.finish_reason.c_str());
   }
   return text;
 }
@@ -55,12 +59,8 @@ std::string stream_generate(LoadedModel& lm, int seq, std::span<const int32_t> p
 // Interactive chat with the model's own template. The conversation is re-rendered every turn;
 // the KV cache keeps the longest common token prefix and only the rest is prefilled.
 void chat_loop(LoadedModel& lm, const RunFlags& f) {
-  const Tokenizer& tok = *lm.tokenizer;
-  ChatTemplate tpl(tok.chat_template(), "chat template");
-  ChatTemplateOptions opt;
-  opt.bos_token = tok.bos_text();
-  opt.eos_token = tok.eos_text();
-  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  const chat::ChatPrompt prompt(*lm.tokenizer);
+  nlohmann::json messages = nlohmann::json::array();
   if (!f.system.empty()) messages.push_back({{"role", "system"}, {"content", f.system}});
   std::vector<int32_t> cached;  // tokens now in sequence 0
   std::fprintf(stderr, "ferrum chat: type a message and press Enter (Ctrl-D: quit)\n");
@@ -70,10 +70,7 @@ void chat_loop(LoadedModel& lm, const RunFlags& f) {
     if (!std::getline(std::cin, line)) break;
     if (line.empty()) continue;
     messages.push_back({{"role", "user"}, {"content", line}});
-    const std::string prompt = tpl.render(messages, opt);
-    // The template writes BOS itself when it wants one; otherwise follow the tokenizer's policy.
-    const bool has_bos = !opt.bos_token.empty() && prompt.rfind(opt.bos_token, 0) == 0;
-    std::vector<int32_t> ids = tok.encode(prompt, !has_bos && tok.add_bos(), /*parse_special=*/true);
+    std::vector<int32_t> ids = prompt.tokens(messages, nullptr, nullptr);
     size_t common = 0;
     while (common < cached.size() && common + 1 < ids.size() && cached[common] == ids[common]) ++common;
     if (lm.model->seq_len(0) > 0) lm.model->truncate_kv(0, std::min<int64_t>(common, lm.model->seq_len(0)));
@@ -85,7 +82,7 @@ void chat_loop(LoadedModel& lm, const RunFlags& f) {
       std::fprintf(stderr, "ferrum: %s (conversation reset)\n", e.what());
       lm.model->release(0);
       cached.clear();
-      messages = nlohmann::ordered_json::array();
+      messages = nlohmann::json::array();
       continue;
     }
     // The reply's tokens are in the cache too; the next turn keeps whatever prefix still matches.
@@ -98,7 +95,8 @@ int run(RunFlags& f) {
   const Tokenizer& tok = *lm.tokenizer;
   if (f.prompt) {
     std::vector<int32_t> ids = tok.encode(*f.prompt, /*add_special=*/true, /*parse_special=*/false);
-    if (ids.empty()) fail("the prompt encodes to no tokens and the model adds no BOS token; give a non-empty --prompt");
+    if (ids.empty())
+      fail("the prompt encodes to no tokens and the model adds no BOS token; give a non-empty --prompt");
     stream_generate(lm, 0, ids, f, true);
     return 0;
   }
@@ -114,7 +112,9 @@ int run(RunFlags& f) {
     chat_loop(lm, f);
     return 0;
   }
-  std::fprintf(stderr, "ferrum interactive mode: type a prompt and press Enter (empty line: free text, Ctrl-D: quit)\n");
+  std::fprintf(
+      stderr,
+      "ferrum interactive mode: type a prompt and press Enter (empty line: free text, Ctrl-D: quit)\n");
   std::string line;
   int seq = 0;
   while (true) {
@@ -139,19 +139,25 @@ Runner add_run(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("run", "generate text from a prompt, streaming it as it is produced");
   f->model.add(sub, true);
   sub->add_option("-p,--prompt", f->prompt, "prompt text (no prompt on a terminal: interactive loop)");
-  sub->add_option("-n,--max-tokens", f->gen.max_tokens, "maximum number of tokens to generate")->check(CLI::NonNegativeNumber);
+  sub->add_option("-n,--max-tokens", f->gen.max_tokens, "maximum number of tokens to generate")
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--temperature,--temp", f->gen.sampling.temperature, "sampling temperature; 0 = greedy");
   sub->add_option("--top-k", f->gen.sampling.top_k, "keep the k most likely tokens (0 = off)");
   sub->add_option("--top-p", f->gen.sampling.top_p, "nucleus sampling threshold (1 = off)");
-  sub->add_option("--min-p", f->gen.sampling.min_p, "drop tokens below min-p times the top probability (0 = off)");
+  sub->add_option("--min-p", f->gen.sampling.min_p,
+                  "drop tokens below min-p times the top probability (0 = off)");
   sub->add_option("--repeat-penalty", f->gen.sampling.repeat_penalty, "repetition penalty (1 = off)");
   sub->add_option("--presence-penalty", f->gen.sampling.presence_penalty, "presence penalty (0 = off)");
   sub->add_option("--frequency-penalty", f->gen.sampling.frequency_penalty, "frequency penalty (0 = off)");
-  sub->add_option("--penalty-last-n", f->gen.sampling.penalty_last_n, "tokens the penalties look back over (-1 = all)");
+  sub->add_option("--penalty-last-n", f->gen.sampling.penalty_last_n,
+                  "tokens the penalties look back over (-1 = all)");
   sub->add_option("-s,--seed", f->gen.sampling.seed, "random seed (same seed, same output)");
-  sub->add_flag("--ignore-eos", [f](int64_t) { f->gen.stop_at_eog = false; }, "keep generating past end-of-generation tokens");
+  sub->add_flag(
+      "--ignore-eos", [f](int64_t) { f->gen.stop_at_eog = false; },
+      "keep generating past end-of-generation tokens");
   sub->add_flag("-v,--verbose", f->verbose, "print timing to stderr");
-  sub->add_flag("--no-chat", f->no_chat, "interactive mode: plain text continuation even if the model has a chat template");
+  sub->add_flag("--no-chat", f->no_chat,
+                "interactive mode: plain text continuation even if the model has a chat template");
   sub->add_option("--system", f->system, "interactive chat: a system message");
   return [f] {
     f->gen.sampling.validate();

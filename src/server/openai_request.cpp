@@ -148,7 +148,7 @@ void parse_common(const json& b, const Tokenizer& tok, ParsedRequest& r) {
 
 }  // namespace
 
-ParsedRequest parse_chat_request(const json& b, const Tokenizer& tok, const ChatPrompt& chat,
+ParsedRequest parse_chat_request(const json& b, const Tokenizer& tok, const chat::ChatPrompt& prompt,
                                  const std::vector<std::string>& names, bool special_tokens_in_messages) {
   if (!b.is_object()) bad("", "the request body must be a JSON object");
   ParsedRequest r;
@@ -167,7 +167,11 @@ ParsedRequest parse_chat_request(const json& b, const Tokenizer& tok, const Chat
   if (!tools.is_null() && !tools.is_array()) bad("tools", "'tools' must be an array");
   if (!kwargs.is_null() && !kwargs.is_object())
     bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
-  r.params.prompt = chat.tokens(b["messages"], tools, kwargs, special_tokens_in_messages);
+  try {
+    r.params.prompt = prompt.tokens(b["messages"], tools, kwargs, special_tokens_in_messages);
+  } catch (const chat::ChatError& e) {
+    bad(e.param, e.what());
+  }
   r.params.at_text_start = true;
   return r;
 }

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "chat/chat_prompt.h"
 #include "engine/request.h"
-#include "server/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
 
 namespace ferrum::server {
@@ -23,8 +23,8 @@ struct ParsedRequest {
 
 // `served_names`: model ids this server answers to (an unknown `model` is a 404).
 // `special_tokens_in_messages`: control-token texts in messages are tokens, not text (trusted clients).
-ParsedRequest parse_chat_request(const nlohmann::json& body, const Tokenizer& tok, const ChatPrompt& chat,
-                                 const std::vector<std::string>& served_names,
+ParsedRequest parse_chat_request(const nlohmann::json& body, const Tokenizer& tok,
+                                 const chat::ChatPrompt& prompt, const std::vector<std::string>& served_names,
                                  bool special_tokens_in_messages = false);
 ParsedRequest parse_completion_request(const nlohmann::json& body, const Tokenizer& tok,
                                        const std::vector<std::string>& served_names);

@@ -4,9 +4,9 @@
 #include <chrono>
 #include <ctime>
 
+#include "chat/chat_prompt.h"
 #include "server/api_error.h"
 #include "server/api_key.h"
-#include "server/chat_prompt.h"
 #include "server/embeddings.h"
 #include "server/http_server.h"
 #include "server/json_body.h"
@@ -66,7 +66,7 @@ Server::Server(Engine* engine, Embedder* embedder, ServerOptions opt)
   const std::string& cfg_name = engine_ ? engine_->model().config().name : embedder_->model().config().name;
   if (opt_.model_name.empty()) opt_.model_name = cfg_name.empty() ? "ferrum" : cfg_name;
   names_ = {opt_.model_name, "ferrum"};
-  if (engine_) chat_ = std::make_unique<ChatPrompt>(engine_->tokenizer());
+  if (engine_) chat_ = std::make_unique<chat::ChatPrompt>(engine_->tokenizer());
   created_ = static_cast<int64_t>(std::time(nullptr));
   HttpLimits lim;
   lim.max_body_bytes = opt_.max_body_bytes;

@@ -12,9 +12,12 @@
 
 #include "engine/scheduler.h"
 
+namespace ferrum::chat {
+class ChatPrompt;
+}
+
 namespace ferrum::server {
 
-class ChatPrompt;
 class Embedder;
 class HttpServer;
 struct HttpRequest;
@@ -66,7 +69,7 @@ class Server {
   ServerOptions opt_;
   std::vector<std::string> names_;
   std::unique_ptr<HttpServer> http_;
-  std::unique_ptr<ChatPrompt> chat_;
+  std::unique_ptr<chat::ChatPrompt> chat_;
   int port_ = -1;
   std::atomic<uint64_t> http_requests_{0}, http_errors_{0};
   int64_t created_ = 0;

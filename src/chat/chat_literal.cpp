@@ -1,8 +1,8 @@
-#include "server/chat_literal.h"
+#include "chat/chat_literal.h"
 
 #include <charconv>
 
-namespace ferrum::server {
+namespace ferrum::chat {
 namespace {
 
 constexpr std::string_view kMark = "\xF4\x8F\xBF\xBD";  // U+10FFFD, a private-use code point
@@ -67,4 +67,4 @@ ChatLiteral::Unmarked ChatLiteral::unmark(std::string_view s) const {
   return u;
 }
 
-}  // namespace ferrum::server
+}  // namespace ferrum::chat

@@ -1,7 +1,9 @@
-// Turns an OpenAI `messages` array into prompt tokens with the model's chat template. Models
-// without a template: ChatML when the vocabulary has <|im_start|>/<|im_end|>, else a plain
-// "role: content" transcript ending in "assistant:". Control tokens written inside the request's
-// strings stay text (chat_literal.h) unless the caller trusts its clients.
+// Chat prompting: an OpenAI-style `messages` array (+ tools, template arguments) into prompt
+// tokens, for the server and for `ferrum run`'s interactive chat. The model's own chat template
+// when it has one; otherwise ChatML when the vocabulary has <|im_start|>/<|im_end|>, else a plain
+// "role: content" transcript ending in "assistant:". Messages are validated (roles, content,
+// text parts); control tokens written inside them stay text (chat_literal.h) unless the caller
+// trusts its clients; a BOS is added unless the template wrote one.
 #pragma once
 
 #include <memory>
@@ -9,11 +11,19 @@
 #include <string>
 #include <vector>
 
-#include "server/chat_literal.h"
+#include "chat/chat_literal.h"
+#include "ferrum/error.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
-namespace ferrum::server {
+namespace ferrum::chat {
+
+// A malformed message or a template that raises; `param` names the field ("messages[2].role").
+class ChatError : public Error {
+ public:
+  ChatError(std::string param, const std::string& message) : Error(message), param(std::move(param)) {}
+  std::string param;
+};
 
 class ChatPrompt {
  public:
@@ -23,7 +33,7 @@ class ChatPrompt {
     std::string text;
     std::vector<Tokenizer::TextSpan> literal;
   };
-  // Throws ApiError(400) for a malformed message or a template that raises.
+  // Throws ChatError for a malformed message or a template that raises.
   Rendered render(const nlohmann::json& messages, const nlohmann::json& tools,
                   const nlohmann::json& template_kwargs, bool special_tokens_in_messages = false) const;
   // render() tokenized, with a BOS unless the template wrote one itself.
@@ -41,4 +51,4 @@ class ChatPrompt {
   std::string kind_;
 };
 
-}  // namespace ferrum::server
+}  // namespace ferrum::chat

@@ -12,7 +12,7 @@
 
 #include "tokenizer/tokenizer.h"
 
-namespace ferrum::server {
+namespace ferrum::chat {
 
 class ChatLiteral {
  public:
@@ -30,4 +30,4 @@ class ChatLiteral {
   const Tokenizer& tok_;
 };
 
-}  // namespace ferrum::server
+}  // namespace ferrum::chat

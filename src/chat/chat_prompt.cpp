@@ -1,11 +1,9 @@
-#include "server/chat_prompt.h"
+#include "chat/chat_prompt.h"
 
 #include <algorithm>
 #include <array>
 
-#include "server/api_error.h"
-
-namespace ferrum::server {
+namespace ferrum::chat {
 namespace {
 
 using json = nlohmann::json;
@@ -28,7 +26,7 @@ bool has_token(const Tokenizer& tok, const std::string& text) {
 }
 
 [[noreturn]] void bad(const std::string& param, const std::string& msg) {
-  throw ApiError(400, msg, "invalid_request_error", param);
+  throw ChatError(param, msg);
 }
 
 // A message's content as one string: a string, or the concatenation of its text parts.
@@ -125,7 +123,7 @@ ChatPrompt::Rendered ChatPrompt::render(const json& messages, const json& tools,
   try {
     text = tpl_->render(msgs, opt);
   } catch (const Error& e) {
-    throw ApiError(400, std::string("chat template: ") + e.what(), "invalid_request_error", "messages");
+    throw ChatError("messages", std::string("chat template: ") + e.what());
   }
   if (!mark) return {std::move(text), {}};
   ChatLiteral::Unmarked u = literal_.unmark(text);
@@ -146,4 +144,4 @@ std::vector<int32_t> ChatPrompt::tokens(const json& messages, const json& tools,
   }
 }
 
-}  // namespace ferrum::server
+}  // namespace ferrum::chat
