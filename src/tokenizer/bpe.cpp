@@ -78,9 +78,14 @@ void bpe_encode_word(const TokenizerImpl& t, std::string_view word, std::vector<
     for (size_t i = 0; i < word.size();) {
       const size_t len = std::min(unicode::utf8_len(static_cast<uint8_t>(word[i])), word.size() - i);
       const int32_t id = t.find(word.substr(i, len));
+      // Byte fallback needs a <0xXX> token for every byte of the character (else it is unknown,
+      // as in HF tokenizers); a missing one was pushed as id -1.
+      bool all_bytes = t.byte_fallback;
+      for (size_t k = 0; all_bytes && k < len; ++k)
+        all_bytes = t.byte_token[static_cast<uint8_t>(word[i + k])] >= 0;
       if (id >= 0) {
         push_sym(id);
-      } else if (t.byte_fallback && t.byte_token[static_cast<uint8_t>(word[i])] >= 0) {
+      } else if (all_bytes) {
         for (size_t k = 0; k < len; ++k) push_sym(t.byte_token[static_cast<uint8_t>(word[i + k])]);
       } else if (t.unk >= 0) {
         push_sym(t.unk);

@@ -82,5 +82,17 @@ TEST(TokenizerBadInput, GenerationConfigEosIdsAreRangeChecked) {
   EXPECT_NE(msg.find("eos_token_id 4294967297 out of range"), std::string::npos) << msg;
 }
 
+TEST(TokenizerBadInput, ByteFallbackWithAMissingByteTokenIsUnknown) {
+  // Found by fuzz_tokenizer: only the first byte's <0xXX> token was checked, so "é" (C3 A9)
+  // with <0xA9> missing from the vocabulary encoded to {<0xC3>, -1} and decoding threw.
+  const std::string dir = test::temp_dir();
+  std::ofstream(dir + "/tokenizer.json") << R"({"model": {"type": "BPE", "byte_fallback": true, "unk_token": "<unk>",
+      "vocab": {"<unk>": 0, "a": 1, "<0xC3>": 2}, "merges": []}})";
+  auto t = Tokenizer::from_hf_dir(dir);
+  const auto ids = t->encode("a\xC3\xA9", false, false);
+  EXPECT_EQ(ids, std::vector<int32_t>({1, 0}));
+  EXPECT_EQ(t->decode(ids), "a<unk>");
+}
+
 }  // namespace
 }  // namespace ferrum
