@@ -28,8 +28,15 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages,
     throw jinja::TemplateError("TypeError", "messages must be a JSON array", tpl_.name());
   Value vars = Value::dict();
   auto& d = vars.dict_obj();
-  d.set("messages", Value::from_json(messages));
-  d.set("tools", Value::from_json(opt.tools));
+  auto data = [&](const nlohmann::ordered_json& j) {
+    try {
+      return Value::from_json(j);
+    } catch (const jinja::Raise& r) {
+      throw jinja::TemplateError(r.type, r.message, tpl_.name());
+    }
+  };
+  d.set("messages", data(messages));
+  d.set("tools", data(opt.tools));
   d.set("documents", Value(nullptr));
   d.set("add_generation_prompt", Value(opt.add_generation_prompt));
   d.set("bos_token", Value(opt.bos_token));
@@ -53,7 +60,7 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages,
   if (!opt.extra.is_null()) {
     if (!opt.extra.is_object())
       throw jinja::TemplateError("TypeError", "extra template variables must be a JSON object", tpl_.name());
-    for (auto& [k, v] : opt.extra.items()) d.set(k, Value::from_json(v));
+    for (auto& [k, v] : opt.extra.items()) d.set(k, data(v));
   }
   return tpl_.render(vars);
 }

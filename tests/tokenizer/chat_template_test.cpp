@@ -129,6 +129,22 @@ TEST(ChatTemplate, DefaultClockAndKwargs) {
   EXPECT_EQ(t.render(json::parse(R"([{"role":"user","content":"hi"}])"), o), "<s>4hiFalse");
 }
 
+TEST(ChatTemplate, DeeplyNestedDataIsAnErrorNotAStackOverflow) {
+  ChatTemplate t("{{ messages | tojson }}", "t");
+  std::string deep = "[{\"role\":\"user\",\"content\":\"hi\",\"x\":" + std::string(100000, '[') +
+                     std::string(100000, ']') + "}]";
+  const json msgs = json::parse(deep);  // nlohmann's parser does not recurse
+  try {
+    t.render(msgs, {});
+    FAIL() << "expected an exception";
+  } catch (const ferrum::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nested deeper than 256"), std::string::npos) << e.what();
+  }
+  deep =
+      "[{\"role\":\"user\",\"content\":\"hi\",\"x\":" + std::string(200, '[') + std::string(200, ']') + "}]";
+  EXPECT_NE(t.render(json::parse(deep), {}).find("[[[[["), std::string::npos);
+}
+
 TEST(ChatTemplate, RaiseExceptionKeepsMessage) {
   ChatTemplate t("{% if messages | length == 0 %}{{ raise_exception('no messages!') }}{% endif %}", "t");
   try {

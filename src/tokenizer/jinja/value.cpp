@@ -90,8 +90,11 @@ Value Value::view(std::vector<Value> items, std::string type_name) {
   return Value(std::move(it));
 }
 
-Value Value::from_json(const nlohmann::ordered_json& j) {
+Value Value::from_json(const nlohmann::ordered_json& j, int depth) {
   using T = nlohmann::ordered_json::value_t;
+  // Conversion (and everything that walks a value later: tojson, comparisons) recurses.
+  if (depth > kMaxJsonDepth)
+    raise("ValueError", fmt::format("template data nested deeper than {} levels", kMaxJsonDepth));
   switch (j.type()) {
     case T::null:
     case T::discarded:
@@ -112,12 +115,12 @@ Value Value::from_json(const nlohmann::ordered_json& j) {
     case T::array: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (auto& e : j) items.push_back(from_json(e));
+      for (auto& e : j) items.push_back(from_json(e, depth + 1));
       return list(std::move(items));
     }
     case T::object: {
       Value d = dict();
-      for (auto& [k, v] : j.items()) d.dict_obj().items.emplace_back(Value(k), from_json(v));
+      for (auto& [k, v] : j.items()) d.dict_obj().items.emplace_back(Value(k), from_json(v, depth + 1));
       return d;
     }
     case T::binary:

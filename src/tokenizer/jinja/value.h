@@ -95,7 +95,9 @@ class Value {
   static Value generator(std::vector<Value> items, std::string origin, std::string type_name = "generator");
   static Value view(std::vector<Value> items, std::string type_name);
   // JSON -> Value; objects keep their key order.
-  static Value from_json(const nlohmann::ordered_json& j);
+  // Template data from JSON; deeper than kMaxJsonDepth levels raises ValueError.
+  static constexpr int kMaxJsonDepth = 256;
+  static Value from_json(const nlohmann::ordered_json& j, int depth = 0);
 
   Kind kind() const { return static_cast<Kind>(v_.index()); }
   bool is_undefined() const { return kind() == Kind::Undefined; }
