@@ -129,6 +129,11 @@ std::unique_ptr<TokenizerImpl> load_gguf(const gguf::File& f) {
   read_id("tokenizer.ggml.unknown_token_id", t->unk);
   read_id("tokenizer.ggml.seperator_token_id", t->sep);
   read_id("tokenizer.ggml.padding_token_id", t->pad);
+  if (t->algo == Algo::WordPiece && t->unk < 0)  // every unknown word becomes the unknown token
+    fail(
+        "{}: tokenizer.ggml.unknown_token_id is missing or out of range (vocabulary of {}), but a WordPiece "
+        "vocabulary needs an unknown token",
+        path, n);
   for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
     int32_t id = -1;
     read_id(key, id);

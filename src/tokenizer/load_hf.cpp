@@ -451,7 +451,9 @@ std::unique_ptr<TokenizerImpl> load_hf_dir_impl(const std::string& dir, std::str
     t->sep = sep;
     if (t->eos < 0) t->eos = sep;
   }
-  const std::string unk = opt_str("unk_token");
+  std::string unk = opt_str("unk_token");
+  // WordPiece maps every unknown word to its unknown token (HF's default "[UNK]"): it must exist.
+  if (unk.empty() && t->algo == Algo::WordPiece) unk = "[UNK]";
   if (!unk.empty()) {
     for (size_t i = 0; i < n; ++i) {
       if (t->text[i] == unk) {

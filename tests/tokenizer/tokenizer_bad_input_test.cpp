@@ -6,6 +6,8 @@
 #include <fstream>
 
 #include "ferrum/error.h"
+#include "formats/gguf.h"
+#include "formats/gguf_writer.h"
 #include "tokenizer_fixtures.h"
 
 namespace ferrum {
@@ -86,12 +88,37 @@ TEST(TokenizerBadInput, ByteFallbackWithAMissingByteTokenIsUnknown) {
   // Found by fuzz_tokenizer: only the first byte's <0xXX> token was checked, so "é" (C3 A9)
   // with <0xA9> missing from the vocabulary encoded to {<0xC3>, -1} and decoding threw.
   const std::string dir = test::temp_dir();
-  std::ofstream(dir + "/tokenizer.json") << R"({"model": {"type": "BPE", "byte_fallback": true, "unk_token": "<unk>",
+  std::ofstream(dir + "/tokenizer.json")
+      << R"({"model": {"type": "BPE", "byte_fallback": true, "unk_token": "<unk>",
       "vocab": {"<unk>": 0, "a": 1, "<0xC3>": 2}, "merges": []}})";
   auto t = Tokenizer::from_hf_dir(dir);
   const auto ids = t->encode("a\xC3\xA9", false, false);
   EXPECT_EQ(ids, std::vector<int32_t>({1, 0}));
   EXPECT_EQ(t->decode(ids), "a<unk>");
+}
+
+TEST(TokenizerBadInput, WordPieceNeedsItsUnknownToken) {
+  // Found by fuzz_tokenizer: without unk_token an unknown word was encoded as id -1.
+  std::string msg = load_error(R"({"model": {"type": "WordPiece", "vocab": {"[PAD]": 0, "a": 1}}})");
+  EXPECT_NE(msg.find("tokenizer.json: unk_token '[UNK]' is not in the vocabulary"), std::string::npos) << msg;
+  // HF's default name is used when the field is missing.
+  EXPECT_EQ(load_error(R"({"model": {"type": "WordPiece", "vocab": {"[UNK]": 0, "a": 1}}})"), "(no error)");
+
+  // The same from GGUF: the default unknown id 100 is beyond this vocabulary.
+  gguf::Writer w;
+  w.set_string("tokenizer.ggml.model", "bert");
+  w.set_string_array("tokenizer.ggml.tokens", {"[PAD]", "a", "b"});
+  const std::string path = test::temp_dir() + "/wp.gguf";
+  w.write(path);
+  try {
+    Tokenizer::from_gguf(*gguf::File::open(path));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("wp.gguf: tokenizer.ggml.unknown_token_id is missing or out of range"),
+        std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
