@@ -112,6 +112,10 @@ Runner add_serve(CLI::App& app) {
                   "open connections beyond which new ones get an immediate 503 (0: running + waiting + 64)")
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));
+  sub->add_option("--max-connections-per-ip", f->http.max_connections_per_ip,
+                  "open connections one client address may hold; more are closed at once (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
   sub->add_option("--listen-backlog", f->http.listen_backlog, "connections the kernel queues before accept")
       ->capture_default_str()
       ->check(CLI::Range(1, 65535));

@@ -233,6 +233,8 @@ HttpServer::HttpServer(HttpLimits limits, HttpGate gate, HttpHandler handler, Ht
       error_body_(std::move(error_body)) {
   if (limits_.max_connections < 1) fail("max_connections must be >= 1 (got {})", limits_.max_connections);
   if (limits_.idle_timeout_s < 1) fail("the idle timeout must be >= 1 s (got {})", limits_.idle_timeout_s);
+  if (limits_.max_connections_per_ip < 0)
+    fail("max_connections_per_ip must be >= 0 (got {})", limits_.max_connections_per_ip);
   if (limits_.listen_backlog < 1) fail("the listen backlog must be >= 1 (got {})", limits_.listen_backlog);
 }
 
@@ -275,6 +277,7 @@ int HttpServer::start(const std::string& host, int port) {
       MHD_OPTION_EXTERNAL_LOGGER, &log_nothing, nullptr, MHD_OPTION_LISTEN_SOCKET, fd,
       MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(limits_.max_connections + kOverflowConnections),
       MHD_OPTION_CONNECTION_TIMEOUT, static_cast<unsigned>(limits_.idle_timeout_s),
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, static_cast<unsigned>(limits_.max_connections_per_ip),
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, limits_.max_header_bytes, MHD_OPTION_NOTIFY_COMPLETED,
       &HttpGlue::on_completed, this, MHD_OPTION_NOTIFY_CONNECTION, &HttpGlue::on_connection, this,
       MHD_OPTION_END);

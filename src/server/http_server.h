@@ -9,6 +9,7 @@
 //    `max_inflight_body_bytes` buffered over all connections at once (503);
 //  - connections: above `max_connections` a new connection gets an immediate 503 and is closed;
 //    `max_connections` + kOverflowConnections is the hard limit, beyond which the library refuses;
+//    optionally at most `max_connections_per_ip` from one client address;
 //  - idle time: a connection that sends nothing for `idle_timeout_s` (partial headers, an idle
 //    keep-alive, a stalled body) is closed;
 //  - the listen backlog is `listen_backlog`, so a burst of connects queues in the kernel.
@@ -31,6 +32,7 @@ struct HttpLimits {
   size_t max_inflight_body_bytes = 256u << 20;
   size_t max_header_bytes = 32 << 10;
   int max_connections = 512;
+  int max_connections_per_ip = 0;  // 0: no per-address limit; beyond it the library closes new connections
   int idle_timeout_s = 15;
   int listen_backlog = 1024;
 };

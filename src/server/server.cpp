@@ -73,6 +73,7 @@ Server::Server(Engine* engine, Embedder* embedder, ServerOptions opt)
   lim.max_inflight_body_bytes = std::max<size_t>(opt_.max_body_bytes * 8, 64u << 20);
   lim.idle_timeout_s = opt_.idle_timeout_s;
   lim.listen_backlog = opt_.listen_backlog;
+  lim.max_connections_per_ip = opt_.max_connections_per_ip;
   lim.max_connections = opt_.max_connections > 0 ? opt_.max_connections
                         : engine_ ? engine_->options().max_num_seqs + engine_->options().max_waiting + 64
                                   : 128;

@@ -34,6 +34,7 @@ struct ServerOptions {
   int idle_timeout_s = 15;    // a connection silent this long (partial headers, idle keep-alive) is closed
   int max_connections = 0;    // 0: running + waiting requests + 64; more get an immediate 503
   int listen_backlog = 1024;  // connects the kernel queues while the server accepts
+  int max_connections_per_ip = 0;  // 0: no limit per client address (behind a proxy all share one)
   // Control tokens (e.g. <|im_start|>) written in chat message content are text, so a user
   // cannot forge turns; true parses them as tokens (only for trusted clients).
   bool special_tokens_in_messages = false;

@@ -213,6 +213,26 @@ TEST(ServerHardening, ConnectionsBeyondTheLimitGetAFast503) {
   EXPECT_TRUE(healthy(c));
 }
 
+TEST(ServerHardening, PerAddressConnectionLimit) {
+  server::ServerOptions so;
+  so.max_connections_per_ip = 3;
+  TestServer ts(test::stories_gguf(), so);
+  std::vector<std::unique_ptr<RawConn>> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(std::make_unique<RawConn>(ts.port));
+    held.back()->send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_EQ(status_of(held.back()->recv_all(2s, 20)), 200);
+  }
+  RawConn extra(ts.port);
+  extra.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(status_of(extra.recv_all(2s)), 0);  // closed without an answer
+  EXPECT_TRUE(extra.peer_closed(1s));
+  held.clear();
+  std::this_thread::sleep_for(300ms);
+  auto c = ts.client();
+  EXPECT_TRUE(healthy(c));
+}
+
 TEST(ServerHardening, BurstOfConnectsIsAccepted) {
   TestServer ts(test::stories_gguf());
   const auto t0 = std::chrono::steady_clock::now();
