@@ -26,11 +26,11 @@ struct Served {
     ModelOptions o;
     o.n_threads = 1;
     o.kv.layout = "paged";
-    o.kv.capacity = 128;  // short generations keep executions fast
+    o.kv.capacity = 16;  // short generations (a few tokens) keep executions fast
     lm = load_model(FERRUM_SOURCE_DIR "/models/stories260K.gguf", o);
     EngineOptions eo;
     eo.max_num_seqs = 4;
-    eo.max_batched_tokens = 64;
+    eo.max_batched_tokens = 16;
     engine = std::make_unique<Engine>(*lm.model, *lm.tokenizer, eo);
     server::ServerOptions so;
     so.model_name = "m";
@@ -54,10 +54,13 @@ server::HttpRequest parse(std::string_view in) {
     if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
     return l;
   };
-  const std::string_view first = line();
+  std::string_view first = line();  // METHOD SP PATH [SP VERSION]
   const size_t sp = first.find(' ');
   r.method = std::string(first.substr(0, sp));
-  r.path = sp == std::string_view::npos ? "/" : std::string(first.substr(sp + 1));
+  first = sp == std::string_view::npos ? std::string_view() : first.substr(sp + 1);
+  const size_t sp2 = first.find(' ');
+  r.path = std::string(first.substr(0, sp2));
+  if (sp2 != std::string_view::npos) r.version = std::string(first.substr(sp2 + 1));
   while (!in.empty()) {
     const std::string_view h = line();
     if (h.empty()) break;
