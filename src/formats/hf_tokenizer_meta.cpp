@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <map>
+#include <type_traits>
 
 #include "ferrum/error.h"
 
@@ -33,6 +34,18 @@ std::string pre_tokenizer_for(const std::string& arch) {
   return "default";
 }
 
+// obj[key] when present and not null, checked to be of the expected JSON type; else `def`.
+template <typename T>
+T field_or(const nlohmann::json& obj, const char* key, T def, const std::string& where) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return def;
+  const bool ok = std::is_same_v<T, bool>          ? it->is_boolean()
+                  : std::is_same_v<T, std::string> ? it->is_string()
+                                                   : it->is_array();
+  if (!ok) fail("{}: field '{}' has JSON type {}", where, key, it->type_name());
+  return it->get<T>();
+}
+
 }  // namespace
 
 bool add_tokenizer_metadata(gguf::Writer& w, const std::string& dir, const Config& cfg, int64_t n_vocab) {
@@ -48,11 +61,12 @@ bool add_tokenizer_metadata(gguf::Writer& w, const std::string& dir, const Confi
   if (!tj.is_object() || !tj.contains("model") || !tj["model"].is_object())
     fail("{}: expected an object with a 'model' object", tjp);
   const nlohmann::json& model = tj["model"];
-  const std::string type = model.value("type", "");
+  const std::string type = field_or<std::string>(model, "type", "", tjp + " model");
   const bool unigram = type == "Unigram";
   if (type != "BPE" && !unigram)
     fail("{}: tokenizer model type '{}' is not supported (BPE or Unigram)", tjp, type);
-  const bool spm = unigram || model.value("byte_fallback", false);
+  const bool spm = unigram || field_or(model, "byte_fallback", false, tjp + " model");
+  const nlohmann::json added_tokens = field_or(tj, "added_tokens", nlohmann::json::array(), tjp);
 
   // id -> text, score; then the added tokens.
   std::vector<std::string> tokens(static_cast<size_t>(n_vocab));
@@ -107,7 +121,7 @@ bool add_tokenizer_metadata(gguf::Writer& w, const std::string& dir, const Confi
     if (spm) {
       // Added/special tokens are typed below; rank only the normal ones (ids in order).
       std::vector<bool> added(static_cast<size_t>(n_vocab), false);
-      for (const auto& a : tj.value("added_tokens", nlohmann::json::array()))
+      for (const auto& a : added_tokens)
         if (a.contains("id") && a["id"].is_number_integer() && a["id"].get<int64_t>() >= 0 &&
             a["id"].get<int64_t>() < n_vocab)
           added[a["id"].get<int64_t>()] = true;
@@ -115,13 +129,13 @@ bool add_tokenizer_metadata(gguf::Writer& w, const std::string& dir, const Confi
         if (types[id] == kNormal && !added[id]) scores[id] = -static_cast<float>(rank++);
     }
   }
-  for (const auto& a : tj.value("added_tokens", nlohmann::json::array())) {
+  for (const auto& a : added_tokens) {
     if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") ||
         !a["content"].is_string())
       fail("{}: malformed entry in 'added_tokens': {}", tjp, a.dump());
     const int64_t id = a["id"].get<int64_t>();
     const std::string text = a["content"].get<std::string>();
-    int32_t tt = a.value("special", false) ? kControl : kUserDefined;
+    int32_t tt = field_or(a, "special", false, tjp + " added_tokens entry") ? kControl : kUserDefined;
     // The unknown token is listed as special but keeps its UNKNOWN type.
     if (spm && id >= 0 && id < n_vocab && seen[id] && types[id] == kUnknown) tt = kUnknown;
     put(id, text, 0.0f, tt);
@@ -136,7 +150,7 @@ bool add_tokenizer_metadata(gguf::Writer& w, const std::string& dir, const Confi
   w.set_i32_array("tokenizer.ggml.token_type", types);
   if (!spm) {
     std::vector<std::string> merges;
-    for (const auto& m : model.value("merges", nlohmann::json::array())) {
+    for (const auto& m : field_or(model, "merges", nlohmann::json::array(), tjp + " model")) {
       if (m.is_string())
         merges.push_back(m.get<std::string>());
       else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string())
@@ -173,7 +187,7 @@ bool add_tokenizer_metadata(gguf::Writer& w, const std::string& dir, const Confi
       w.set_string("tokenizer.chat_template", ct.get<std::string>());
     } else if (ct.is_array()) {  // [{"name": "default", "template": "..."}, ...]
       for (const auto& t : ct)
-        if (t.is_object() && t.value("name", "") == "default" && t.contains("template") &&
+        if (t.is_object() && t.contains("name") && t["name"] == "default" && t.contains("template") &&
             t["template"].is_string())
           w.set_string("tokenizer.chat_template", t["template"].get<std::string>());
     }

@@ -414,6 +414,23 @@ TEST(ConvertHf, LayerNumbersAndJsonTypesAreErrorsNotExceptions) {
   }
 }
 
+TEST(ConvertHf, TokenizerJsonFieldsOfTheWrongTypeAreNamed) {
+  // Were JSON type errors that named neither the file nor the field.
+  for (const auto& [tj, want] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"model": {"type": 5, "vocab": {}}})",
+            "tokenizer.json model: field 'type' has JSON type number"},
+           {R"({"model": {"type": "BPE", "byte_fallback": "yes", "vocab": {}}})",
+            "tokenizer.json model: field 'byte_fallback' has JSON type string"},
+           {R"({"model": {"type": "BPE", "vocab": {"a": 0}}, "added_tokens": {}})",
+            "tokenizer.json: field 'added_tokens' has JSON type object"}}) {
+    Synth s = small_model("llama");
+    s.write();
+    std::ofstream(s.dir + "/tokenizer.json") << tj;
+    const std::string e = error_of([&] { convert_hf_to_gguf(s.dir, s.dir + "/o.gguf"); });
+    EXPECT_NE(e.find(want), std::string::npos) << e;
+  }
+}
+
 }  // namespace
 }  // namespace ferrum
 
