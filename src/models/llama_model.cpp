@@ -78,8 +78,13 @@ void LlamaModel::bind_weights() {
                                                             : tok_embd_},
                             kprec_, pool_);
   if (cfg_.rope_freq_factors.empty()) {
-    if (const float* ff_t = f32_tensor("rope_freqs.weight", cfg_.n_rot / 2, false))
+    if (const float* ff_t = f32_tensor("rope_freqs.weight", cfg_.n_rot / 2, false)) {
       cfg_.rope_freq_factors.assign(ff_t, ff_t + cfg_.n_rot / 2);
+      for (float v : cfg_.rope_freq_factors)  // angles are divided by them
+        if (!std::isfinite(v) || v <= 0)
+          fail("{}: tensor 'rope_freqs.weight' holds {}, expected positive RoPE frequency factors",
+               weights_.source(), v);
+    }
   }
   layers_.resize(cfg_.n_layer);
   for (int l = 0; l < cfg_.n_layer; ++l) {

@@ -136,6 +136,32 @@ TEST(ConfigCheck, GgufLayerCountBeyondTheTensorsFailsBeforeAllocating) {
   EXPECT_NE(msg.find("'blk.59999.attn_norm.weight' is missing"), std::string::npos) << msg;
 }
 
+TEST(ConfigCheck, GgufRopeFreqsTensorIsChecked) {
+  // Llama-3 frequency factors divide the RoPE angles: a zero one gave infinite angles.
+  auto src = gguf::File::open(model_file("llama3-ropescaled", "gguf/llama3-ropescaled-Q4_0.gguf"));
+  gguf::Writer w;
+  w.copy_metadata_from(*src);
+  std::vector<float> zeros;
+  for (const TensorView& t : src->tensors()) {
+    if (t.name != "rope_freqs.weight") {
+      w.add_tensor(t);
+      continue;
+    }
+    zeros.assign(static_cast<size_t>(t.n_elements()), 0.0f);
+    w.add_tensor(t.name, DType::F32, {t.ne[0]}, zeros.data(), zeros.size() * sizeof(float));
+  }
+  ASSERT_FALSE(zeros.empty());
+  const std::string path = temp_dir() + "/rope0.gguf";
+  w.write(path);
+  const std::string msg = error_of([&] {
+    ModelFiles files = open_model_files(path);
+    create_model(std::move(files.config), std::move(files.weights), {});
+  });
+  EXPECT_NE(msg.find("tensor 'rope_freqs.weight' holds 0, expected positive RoPE frequency factors"),
+            std::string::npos)
+      << msg;
+}
+
 // A directory with just this config.json: the config is checked before any weight is read.
 std::string hf_config_error(const std::function<void(nlohmann::json&)>& edit) {
   nlohmann::json cfg = load_json(data_path("models/llama/hf/config.json"));
