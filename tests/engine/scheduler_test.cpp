@@ -197,7 +197,7 @@ TEST(Scheduler, StopStringAcrossTokenBoundaryIsNotEmitted) {
 TEST(Scheduler, CancelFreesKvAtOnce) {
   LoadedModel lm = load(stories());
   Engine eng(*lm.model, *lm.tokenizer, EngineOptions{});
-  RequestParams p = req(lm.tokenizer->encode("Once upon a time", true, false), 100000);
+  RequestParams p = req(lm.tokenizer->encode("Once upon a time", true, false), -1);  // to the context's end
   p.ignore_eos = true;
   auto h = eng.submit(p);
   auto first = h->next(60s);
@@ -231,10 +231,16 @@ TEST(Scheduler, LengthLimitsAndValidation) {
   // Prompt longer than the context.
   std::vector<int32_t> big(64, prompt.back());
   EXPECT_THROW(eng.submit(req(big, 4)), ContextLengthError);
+  // Prompt + max_tokens above the context: refused, not silently cut; exactly the context is fine.
+  EXPECT_THROW(eng.submit(req(prompt, 64)), ContextLengthError);
+  RequestParams exact = req(prompt, 64 - static_cast<int>(prompt.size()));
+  exact.ignore_eos = true;
+  o = collect(*eng.submit(exact));
+  EXPECT_EQ(o.prompt_tokens + o.completion_tokens, 64);
   EXPECT_THROW(eng.submit(req({}, 4)), Error);
   EXPECT_THROW(eng.submit(req({1, 999999}, 4)), Error);
   // Busy: one running, no waiting room.
-  RequestParams slow = req(prompt, 100000);
+  RequestParams slow = req(prompt, -1);
   slow.ignore_eos = true;
   auto h = eng.submit(slow);
   try {
@@ -255,7 +261,8 @@ TEST(Scheduler, PrefixCacheServesRepeatedPrompts) {
   o.kv.prefix_cache = true;
   LoadedModel lm = load_model(stories(), o);
   LoadedModel ref = load(stories(), "contiguous");
-  std::string text = "Once upon a time, there was a little girl named Lily. She loved to play outside in the park.";
+  std::string text =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the park.";
   const auto prompt = lm.tokenizer->encode(text + " One day", true, false);
   ASSERT_GT(prompt.size(), 32u);
   const Output want = reference(ref, prompt, 24);
