@@ -1,7 +1,20 @@
 #!/usr/bin/env bash
-# Sets up and builds (see setup.sh), then runs the whole test suite with CTest.
+# Sets up and builds (see setup.sh), then runs the whole test suite with CTest twice: on the
+# release build (build/) and on an AddressSanitizer + UndefinedBehaviorSanitizer build
+# (build-asan/; memory errors, leaks and undefined behaviour fail the test); then the engine and
+# server tests under ThreadSanitizer (scripts/tsan.sh). Fails if any of the three fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/sanitizers.sh
 ./scripts/setup.sh
-cd build
-ctest --output-on-failure -j "$(nproc)" --timeout 900
+status=0
+(cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900) || status=1
+
+echo "test: the same suite under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
+sanitizer_configure build-asan -DFERRUM_SANITIZE=ON
+cmake --build build-asan -j "$(nproc)"
+(cd build-asan && ctest --output-on-failure -j "$(nproc)" --timeout 900) || status=1
+
+echo "test: the engine and server tests under ThreadSanitizer (build-tsan/)"
+./scripts/tsan.sh || status=1
+exit $status

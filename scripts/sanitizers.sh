@@ -1,0 +1,17 @@
+# Sourced by scripts/test.sh and scripts/tsan.sh: how the sanitizer builds are configured and the
+# options their test runs use. Every finding ends the process with an error, so the test fails.
+
+# Configures build directory $1 once (clang-16, optimised with debug info, the CMake options that
+# follow); later runs keep it and rebuild only what changed, as setup.sh does for build/.
+sanitizer_configure() {
+  local dir=$1
+  shift
+  if [ ! -f "$dir/build.ninja" ]; then
+    CC=clang-16 CXX=clang++-16 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+  fi
+}
+
+# Exported before building too: the build runs each test binary to list its tests.
+export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1

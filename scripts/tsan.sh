@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds the engine and server tests with ThreadSanitizer into build-tsan/ and runs them: the
+# scheduler thread, the HTTP handler threads, streaming and cancellation. A data race fails the
+# test that hits it. Needs what setup.sh installs; extra arguments go to ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/sanitizers.sh
+sanitizer_configure build-tsan -DFERRUM_TSAN=ON
+cmake --build build-tsan -j "$(nproc)" --target test_engine test_server
+cd build-tsan
+ctest --output-on-failure -j "$(nproc)" -L '^(engine|server)$' "$@"
