@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Builds the fuzzers' seed corpora (fuzz/corpus/<target>/) from the test fixtures in tests/data.
+"""Builds the file-format fuzzers' seed corpora (fuzz/corpus/{gguf,hf,tokenizer,llama2c,jinja}/) from
+the test fixtures in tests/data.
 
 The fixtures are shrunk so that each seed is a few KB: models keep their architecture's metadata
 and tensor names with tiny dimensions (and deterministic weights), tokenizers keep their
 normalizer / pre-tokenizer / decoder / post-processor and the first few hundred vocabulary
-entries, chat templates are used as they are. Run from anywhere; rewrites the corpus directories.
+entries, chat templates are used as they are. Run from anywhere; rewrites those five directories.
 Only the Python standard library is needed.
 """
 
@@ -248,8 +249,8 @@ def hf_seed(fixture: str, dtype: str, with_tokenizer: bool) -> bytes:
             T[L + n + ".weight"] = ([d], "F32")
             T[L + n + ".bias"] = ([d], "F32")
         parts = [json.dumps(cfg, indent=1).encode(), safetensors(T)]
-        vocab = {f"[unused{i}]": i for i in range(V)}
-        vocab.update({"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4, "hello": 5, "world": 6})
+        words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "##s"]
+        vocab = {w: i for i, w in enumerate(words + [f"[unused{i}]" for i in range(V - len(words))])}
         tj = {"model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
                         "vocab": {k: v for k, v in sorted(vocab.items(), key=lambda kv: kv[1])}},
               "normalizer": {"type": "BertNormalizer", "lowercase": True},
@@ -323,9 +324,9 @@ def shrink_tokenizer(tj: dict, n: int) -> dict:
 
 
 def main():
-    if OUT.exists():
-        shutil.rmtree(OUT)
-    for t in ("gguf", "hf", "tokenizer", "llama2c", "jinja"):
+    for t in ("gguf", "hf", "tokenizer", "llama2c", "jinja"):  # only these: other targets' seeds stay
+        if (OUT / t).exists():
+            shutil.rmtree(OUT / t)
         (OUT / t).mkdir(parents=True)
 
     tpl = lambda n: (DATA / "chat" / "templates" / n).read_text()
