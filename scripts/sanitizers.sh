@@ -11,7 +11,16 @@ sanitizer_configure() {
   fi
 }
 
+# Reports name source lines when a symbolizer is found (setup.sh installs llvm-16's).
+symbolizer=""
+for s in /usr/lib/llvm-16/bin/llvm-symbolizer "$(command -v llvm-symbolizer || true)"; do
+  if [ -x "$s" ]; then
+    symbolizer=":external_symbolizer_path=$s"
+    break
+  fi
+done
+
 # Exported before building too: the build runs each test binary to list its tests.
-export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1$symbolizer
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1$symbolizer
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1$symbolizer

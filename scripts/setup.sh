@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   cmake ninja-build pkg-config xz-utils
   clang-16 libomp-16-dev            # compiler (see README: GCC 12 mis-handles AMX intrinsics)
+  llvm-16                           # llvm-symbolizer: source lines in sanitizer reports (test.sh)
   libgtest-dev libgmock-dev         # tests
   nlohmann-json3-dev                # JSON (config.json, tokenizer.json, eval output, server)
   libfmt-dev                        # formatting of messages
