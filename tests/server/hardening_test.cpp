@@ -119,6 +119,17 @@ TEST(ServerHardening, PublicMetricsOptIn) {
   EXPECT_EQ(r->status, 401);
 }
 
+// n connections that were answered once and stay open (keep-alive), so they count as open.
+std::vector<std::unique_ptr<RawConn>> keep_alive_connections(int port, int n) {
+  std::vector<std::unique_ptr<RawConn>> held;
+  for (int i = 0; i < n; ++i) {
+    held.push_back(std::make_unique<RawConn>(port));
+    held.back()->send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_EQ(status_of(held.back()->recv_all(2s, 20)), 200);
+  }
+  return held;
+}
+
 long rss_kb() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -193,12 +204,7 @@ TEST(ServerHardening, ConnectionsBeyondTheLimitGetAFast503) {
   server::ServerOptions so;
   so.max_connections = 4;
   TestServer ts(test::stories_gguf(), so);
-  std::vector<std::unique_ptr<RawConn>> held;
-  for (int i = 0; i < 4; ++i) {
-    held.push_back(std::make_unique<RawConn>(ts.port));
-    held.back()->send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
-    EXPECT_EQ(status_of(held.back()->recv_all(2s, 20)), 200);  // kept alive: still counted
-  }
+  auto held = keep_alive_connections(ts.port, 4);
   RawConn extra(ts.port);
   ASSERT_TRUE(extra.ok());
   const auto t0 = std::chrono::steady_clock::now();
@@ -217,12 +223,7 @@ TEST(ServerHardening, PerAddressConnectionLimit) {
   server::ServerOptions so;
   so.max_connections_per_ip = 3;
   TestServer ts(test::stories_gguf(), so);
-  std::vector<std::unique_ptr<RawConn>> held;
-  for (int i = 0; i < 3; ++i) {
-    held.push_back(std::make_unique<RawConn>(ts.port));
-    held.back()->send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
-    EXPECT_EQ(status_of(held.back()->recv_all(2s, 20)), 200);
-  }
+  auto held = keep_alive_connections(ts.port, 3);
   RawConn extra(ts.port);
   extra.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_EQ(status_of(extra.recv_all(2s)), 0);  // closed without an answer
@@ -249,16 +250,8 @@ TEST(ServerHardening, BurstOfConnectsIsAccepted) {
 }
 
 TEST(ServerHardening, NonStreamingClientThatHangsUpIsCancelled) {
-  ModelOptions o;
-  o.n_threads = 2;
-  o.kv.layout = "paged";
-  o.kv.capacity = 512;  // stories260K's whole context
-  LoadedModel lm = load_model(test::stories_gguf(), o);
-  Engine engine(*lm.model, *lm.tokenizer, EngineOptions{});
-  server::ServerOptions so;
-  so.port = 0;
-  server::Server srv(engine, so);
-  const int port = srv.start();
+  TestServer ts(test::stories_gguf(), {}, {}, /*kv_capacity=*/512);  // stories260K's whole context
+  const int port = ts.port;
   {
     RawConn k(port);
     const std::string body = R"({"prompt":"Once upon a time","max_tokens":500,"ignore_eos":true})";
@@ -270,12 +263,10 @@ TEST(ServerHardening, NonStreamingClientThatHangsUpIsCancelled) {
   bool cancelled = false;
   for (int i = 0; i < 100 && !cancelled; ++i) {
     std::this_thread::sleep_for(20ms);
-    cancelled = engine.stats().requests_cancelled == 1;
+    cancelled = ts.engine->stats().requests_cancelled == 1;
   }
   EXPECT_TRUE(cancelled);
-  EXPECT_LT(engine.stats().generation_tokens, 500u);
-  engine.shutdown(true);
-  srv.stop();
+  EXPECT_LT(ts.engine->stats().generation_tokens, 500u);
 }
 
 TEST(ServerHardening, RequestsOutsideTheContractGet400) {
@@ -328,25 +319,14 @@ TEST(ServerHardening, RequestsOutsideTheContractGet400) {
 }
 
 TEST(ServerHardening, PromptLargerThanTheKvPoolIsA400) {
-  ModelOptions o;
-  o.n_threads = 2;
-  o.kv.layout = "paged";
-  o.kv.capacity = 256;
-  o.kv.pool_tokens = 64;  // smaller than one sequence's capacity
-  LoadedModel lm = load_model(test::stories_gguf(), o);
-  Engine engine(*lm.model, *lm.tokenizer, EngineOptions{});
-  server::ServerOptions so;
-  so.port = 0;
-  server::Server srv(engine, so);
-  httplib::Client c("127.0.0.1", srv.start());
+  TestServer ts(test::stories_gguf(), {}, {}, /*kv_capacity=*/256, /*kv_pool=*/64);  // pool < one sequence
+  auto c = ts.client();
   std::string words;
   for (int i = 0; i < 100; ++i) words += " cat";
   json r;
   EXPECT_EQ(post_status(c, "/v1/completions", json{{"prompt", words}, {"max_tokens", 4}}.dump(), &r), 400);
   EXPECT_EQ(r["error"]["code"], "context_length_exceeded") << r.dump();
   EXPECT_EQ(post_status(c, "/v1/completions", R"({"prompt":"Once","max_tokens":4})"), 200);
-  engine.shutdown(true);
-  srv.stop();
 }
 
 }  // namespace

@@ -19,11 +19,13 @@ struct TestServer {
   std::unique_ptr<server::Server> srv;
   int port = 0;
 
-  explicit TestServer(const std::string& model_path, server::ServerOptions so = {}, EngineOptions eo = {}) {
+  explicit TestServer(const std::string& model_path, server::ServerOptions so = {}, EngineOptions eo = {},
+                      int64_t kv_capacity = 256, int64_t kv_pool = 0) {
     ModelOptions o;
     o.n_threads = 2;
     o.kv.layout = "paged";
-    o.kv.capacity = 256;
+    o.kv.capacity = kv_capacity;
+    o.kv.pool_tokens = kv_pool;
     lm = load_model(model_path, o);
     engine = std::make_unique<Engine>(*lm.model, *lm.tokenizer, eo);
     so.host = "127.0.0.1";
