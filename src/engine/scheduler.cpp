@@ -201,7 +201,9 @@ void Engine::loop() {
     stats_.running = static_cast<int>(running_.size());
     stats_.waiting = static_cast<int>(waiting_.size());
   }
-  // Anything left (not possible after the loop above, but keep KV clean).
+  // Anything left (not possible after the loop above, but keep KV clean). Under the model lock:
+  // kv_usage() and model_metrics() may be called (a metrics scrape) while the engine shuts down.
+  std::lock_guard ml(model_mu_);
   model_.reset();
 }
 

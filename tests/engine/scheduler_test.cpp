@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -306,6 +307,38 @@ TEST(Scheduler, LogprobsAreNormalized) {
     if (e->finished) break;
   }
   EXPECT_EQ(n, 5);
+}
+
+// A metrics scrape may read the KV cache while the engine shuts down (a server draining): the
+// engine thread's final reset of the cache must not race with kv_usage()/model_metrics() (the
+// ThreadSanitizer run checks it; the prefix cache gives the reset something to clear).
+TEST(Scheduler, KvReadableWhileShuttingDown) {
+  ModelOptions o;
+  o.n_threads = 2;
+  o.kv.layout = "paged";
+  o.kv.capacity = 512;
+  o.kv.prefix_cache = true;
+  LoadedModel lm = load_model(stories(), o);
+  Engine eng(*lm.model, *lm.tokenizer, EngineOptions{});
+  const auto prompt = lm.tokenizer->encode(
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the park.", true,
+      false);
+  collect(*eng.submit(req(prompt, 8)));
+  ASSERT_GT(eng.model_metrics()["kv"]["prefix_cache"]["entries"].get<int64_t>(), 0);
+  std::atomic<bool> done{false};
+  std::atomic<int> reads{0};
+  std::thread scraper([&] {
+    while (!done.load()) {
+      EXPECT_EQ(eng.kv_usage().sequences, 0);
+      (void)eng.model_metrics();
+      ++reads;
+    }
+  });
+  while (reads.load() < 100) std::this_thread::yield();
+  eng.shutdown(true);
+  done = true;
+  scraper.join();
+  EXPECT_EQ(eng.model_metrics()["kv"]["prefix_cache"]["entries"].get<int64_t>(), 0);
 }
 
 }  // namespace
