@@ -341,5 +341,80 @@ TEST(Scheduler, KvReadableWhileShuttingDown) {
   EXPECT_EQ(eng.model_metrics()["kv"]["prefix_cache"]["entries"].get<int64_t>(), 0);
 }
 
+// Client threads submit, read and cancel while the engine steps; then the engine is shut down
+// without draining while requests still run. Every request ends exactly once with its own output
+// (or cancelled), the counters add up and the KV cache is empty; the ThreadSanitizer run checks
+// the locking between the client threads and the engine thread.
+TEST(Scheduler, ClientThreadsSubmitCancelAndShutdownConcurrently) {
+  LoadedModel ref = load(stories(), "contiguous");
+  LoadedModel lm = load(stories());
+  const auto prompt = lm.tokenizer->encode("Once upon a time", true, false);
+  Output want = reference(ref, prompt, 16);
+  ASSERT_EQ(want.tokens.size(), 16u);
+  EngineOptions eo;
+  eo.max_num_seqs = 4;
+  eo.max_batched_tokens = 64;
+  Engine eng(*lm.model, *lm.tokenizer, eo);
+  constexpr int kThreads = 4, kPerThread = 6;
+  std::atomic<int> ended{0}, cancelled{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < kThreads; ++t)
+    clients.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        const bool cancel = (t + i) % 2 == 1;  // after its first event; it would run to the context's end
+        RequestParams p = req(prompt, cancel ? -1 : 16);
+        p.ignore_eos = true;
+        auto h = eng.submit(p);
+        Output o;
+        for (int n = 0; n < 6000; ++n) {
+          auto e = h->next(100ms);
+          if (!e) continue;
+          if (cancel) h->cancel();
+          o.tokens.insert(o.tokens.end(), e->tokens.begin(), e->tokens.end());
+          if (e->finished) {
+            o.finish_reason = e->finish_reason;
+            break;
+          }
+        }
+        ++ended;
+        if (o.finish_reason == "cancelled") {
+          ++cancelled;
+        } else {
+          EXPECT_EQ(o.finish_reason, "length") << "thread " << t << " request " << i;
+          EXPECT_EQ(o.tokens, want.tokens) << "thread " << t << " request " << i;
+        }
+      }
+    });
+  for (auto& c : clients) c.join();
+  EXPECT_EQ(ended.load(), kThreads * kPerThread);
+  EXPECT_GT(cancelled.load(), 0);
+  EngineStats st = eng.stats();
+  EXPECT_EQ(st.requests_submitted, static_cast<uint64_t>(kThreads * kPerThread));
+  EXPECT_EQ(st.requests_finished + st.requests_cancelled, st.requests_submitted);
+  EXPECT_EQ(st.requests_cancelled, static_cast<uint64_t>(cancelled.load()));
+
+  // Shutdown without draining while requests run (one handle already dropped by its client): each
+  // ends once.
+  std::vector<std::shared_ptr<RequestHandle>> running;
+  for (int i = 0; i < 6; ++i) {
+    RequestParams p = req(prompt, -1);  // to the context's end
+    p.ignore_eos = true;
+    running.push_back(eng.submit(p));
+  }
+  ASSERT_TRUE(running[0]->next(60s).has_value());
+  running.back().reset();
+  running.pop_back();
+  std::thread stopper([&] { eng.shutdown(/*drain=*/false); });
+  for (auto& h : running) {
+    const std::string reason = collect(*h).finish_reason;  // "length" if it reached the context first
+    EXPECT_TRUE(reason == "cancelled" || reason == "length") << reason;
+  }
+  stopper.join();
+  EXPECT_THROW(eng.submit(req(prompt, 4)), BusyError);
+  st = eng.stats();
+  EXPECT_EQ(st.requests_finished + st.requests_cancelled, st.requests_submitted);
+  EXPECT_EQ(eng.kv_usage().sequences, 0);
+}
+
 }  // namespace
 }  // namespace ferrum
