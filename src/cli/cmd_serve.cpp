@@ -1,4 +1,5 @@
 // `ferrum serve`: load a model and serve the OpenAI API until SIGINT/SIGTERM, then drain.
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -23,9 +24,12 @@ struct ServeFlags {
   bool layout_given = false;
 };
 
-volatile std::sig_atomic_t g_signal = 0;
+// Set by the handler, which may run on any thread (an HTTP thread too): a lock-free atomic is
+// both async-signal-safe and race-free.
+std::atomic<int> g_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 extern "C" void on_signal(int sig) {
-  g_signal = sig;
+  g_signal.store(sig);
 }
 
 // Runs until SIGINT/SIGTERM; then drains the engine (if any) and stops the listener.
@@ -35,8 +39,8 @@ int serve_until_signal(server::Server& srv, Engine* engine, const std::string& b
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::fprintf(stderr, "ferrum serve: %s:%d\n", banner.c_str(), port);
-  while (g_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  std::fprintf(stderr, "ferrum serve: signal %d, draining in-flight requests\n", static_cast<int>(g_signal));
+  while (g_signal.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::fprintf(stderr, "ferrum serve: signal %d, draining in-flight requests\n", g_signal.load());
   if (engine) engine->shutdown(/*drain=*/true);  // new requests get 503 while the running ones finish
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let handlers send their last bytes
   srv.stop();
