@@ -27,17 +27,8 @@ fi
 # The normal build's packages, plus compiler-rt (libFuzzer and the sanitizer runtimes).
 PACKAGES=(cmake ninja-build pkg-config clang-16 libclang-rt-16-dev nlohmann-json3-dev libfmt-dev libcli11-dev
   libpcre2-dev libcpp-httplib-dev libmicrohttpd-dev)
-missing=()
-for p in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "fuzz: installing ${missing[*]}"
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+. scripts/packages.sh
+install_missing fuzz "${PACKAGES[@]}"
 
 BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then

@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   cmake ninja-build pkg-config xz-utils
   clang-16 libomp-16-dev            # compiler (see README: GCC 12 mis-handles AMX intrinsics)
+  libclang-rt-16-dev                # sanitizer runtimes (ASan/UBSan/TSan builds of test.sh) and libFuzzer
   llvm-16                           # llvm-symbolizer: source lines in sanitizer reports (test.sh)
   libgtest-dev libgmock-dev         # tests
   nlohmann-json3-dev                # JSON (config.json, tokenizer.json, eval output, server)
@@ -17,20 +18,11 @@ PACKAGES=(
   libcpp-httplib-dev                # HTTP client of the server tests
 )
 
-missing=()
-for p in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
 # Node.js + npm run the OpenAI-client test (tests/server-node); any existing install will do.
-command -v node >/dev/null 2>&1 || missing+=(nodejs)
-command -v npm >/dev/null 2>&1 || missing+=(npm)
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing ${missing[*]}"
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs)
+command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
+. scripts/packages.sh
+install_missing setup "${PACKAGES[@]}"
 
 BUILD_DIR=${BUILD_DIR:-build}
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
