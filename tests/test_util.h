@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "ferrum/error.h"
+
 namespace ferrum::test {
 
 // Absolute path of a file under tests/data.
@@ -34,5 +36,16 @@ struct RunResult {
 };
 // Runs the ferrum binary with the given argument string (shell-quoted by the caller).
 RunResult run_ferrum(const std::string& args);
+
+// The message of the ferrum::Error that f throws, or "(no error)".
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 }  // namespace ferrum::test

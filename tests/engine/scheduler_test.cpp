@@ -27,12 +27,13 @@ std::string qwen3() {
 }
 
 LoadedModel load(const std::string& path, const std::string& layout = "paged", int64_t pool = 0,
-                 int64_t capacity = 512) {
+                 int64_t capacity = 512, bool prefix_cache = false) {
   ModelOptions o;
   o.n_threads = 2;
   o.kv.layout = layout;
   o.kv.capacity = capacity;
   o.kv.pool_tokens = pool;
+  o.kv.prefix_cache = prefix_cache;
   return load_model(path, o);
 }
 
@@ -255,12 +256,7 @@ TEST(Scheduler, LengthLimitsAndValidation) {
 }
 
 TEST(Scheduler, PrefixCacheServesRepeatedPrompts) {
-  ModelOptions o;
-  o.n_threads = 2;
-  o.kv.layout = "paged";
-  o.kv.capacity = 512;
-  o.kv.prefix_cache = true;
-  LoadedModel lm = load_model(stories(), o);
+  LoadedModel lm = load(stories(), "paged", 0, 512, /*prefix_cache=*/true);
   LoadedModel ref = load(stories(), "contiguous");
   std::string text =
       "Once upon a time, there was a little girl named Lily. She loved to play outside in the park.";
@@ -313,12 +309,7 @@ TEST(Scheduler, LogprobsAreNormalized) {
 // engine thread's final reset of the cache must not race with kv_usage()/model_metrics() (the
 // ThreadSanitizer run checks it; the prefix cache gives the reset something to clear).
 TEST(Scheduler, KvReadableWhileShuttingDown) {
-  ModelOptions o;
-  o.n_threads = 2;
-  o.kv.layout = "paged";
-  o.kv.capacity = 512;
-  o.kv.prefix_cache = true;
-  LoadedModel lm = load_model(stories(), o);
+  LoadedModel lm = load(stories(), "paged", 0, 512, /*prefix_cache=*/true);
   Engine eng(*lm.model, *lm.tokenizer, EngineOptions{});
   const auto prompt = lm.tokenizer->encode(
       "Once upon a time, there was a little girl named Lily. She loved to play outside in the park.", true,

@@ -10,19 +10,9 @@
 #include <vector>
 
 #include "ferrum/error.h"
+#include "test_util.h"
 
 namespace ferrum::test {
-
-// The message of the ferrum::Error that f throws, or "(no error)".
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 inline uint64_t fnv1a64(const uint8_t* p, size_t n) {
   uint64_t h = 1469598103934665603ull;

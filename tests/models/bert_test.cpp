@@ -208,16 +208,6 @@ TEST(Bert, HfDirWithBertPrefixAndClsPooling) {
   EXPECT_LE(max_diff(b.model->embed(sentence_ids(), Pooling::Cls, true), ref["cls_normalized"]), 2e-6);
 }
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(Bert, BadInput) {
   auto b = open_bert(gguf("Q8_0"), Precision::Fast);
   std::vector<int32_t> long_ids(513, 100);

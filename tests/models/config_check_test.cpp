@@ -20,16 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 const std::string kSource = model_file("llama", "gguf/llama-Q4_0.gguf");
 
 // The fixture's metadata and tensors, with `edit` applied to the metadata, written to a new file.

@@ -347,16 +347,6 @@ ModelOptions small_opts() {
   return o;
 }
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(MoeBadInput, RouterWidthNotMatchingExpertCount) {
   ModelFiles files = open_model_files(gguf("F32"));
   TensorView r = files.weights.get("blk.1.ffn_gate_inp.weight");
