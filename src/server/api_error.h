@@ -21,6 +21,12 @@ class ApiError : public Error {
   std::string type, param, code;
 };
 
+// A response body as text; bytes that are not UTF-8 (a token cut mid-character) are replaced
+// instead of making the serializer throw.
+inline std::string body_text(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 inline nlohmann::json error_json(const std::string& message, const std::string& type,
                                  const std::string& param, const std::string& code) {
   nlohmann::json e = {{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}};

@@ -10,10 +10,6 @@ namespace {
 using json = nlohmann::json;
 constexpr auto kPoll = std::chrono::milliseconds(100);
 
-std::string dump(const json& j) {
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
 json token_bytes(const std::string& s) {
   json b = json::array();
   for (unsigned char c : s) b.push_back(c);
@@ -102,7 +98,7 @@ void SseAnswer::chunk(std::string& out, json choices, json usage) const {
             {"system_fingerprint", "ferrum"},
             {"choices", std::move(choices)}};
   if (pr_.include_usage) j["usage"] = std::move(usage);
-  out += "data: " + dump(j) + "\n\n";
+  out += "data: " + body_text(j) + "\n\n";
 }
 
 bool SseAnswer::next(std::string& out) {
@@ -119,7 +115,7 @@ bool SseAnswer::next(std::string& out) {
   auto e = handle_->next(kPoll);
   if (!e) return true;
   if (e->finished && e->finish_reason == "error")
-    out += "data: " + dump(error_json(e->error, "server_error", "", "")) + "\n\n";
+    out += "data: " + body_text(error_json(e->error, "server_error", "", "")) + "\n\n";
   if (!e->text.empty() || !e->logprobs.empty() || e->finished) {
     json c = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
     if (h_.chat) {

@@ -22,10 +22,6 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kPoll = std::chrono::milliseconds(100);
 constexpr auto kProbeEvery = std::chrono::milliseconds(10);  // how often a waiting handler checks its client
 
-std::string dump(const json& j) {
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
 std::string error_type_for(int status) {
   if (status == 401) return "authentication_error";
   if (status == 404) return "not_found_error";
@@ -38,7 +34,7 @@ void send_error(HttpResponse& res, int status, const std::string& message, const
                 const std::string& param = "", const std::string& code = "") {
   res.status = status;
   res.content_type = "application/json";
-  res.body = dump(error_json(message, type, param, code));
+  res.body = body_text(error_json(message, type, param, code));
   res.stream = {};
 }
 
@@ -83,7 +79,7 @@ Server::Server(Engine* engine, Embedder* embedder, ServerOptions opt)
         handle(req, res, probe);
       },
       [](int status, const std::string& msg) {
-        return dump(error_json(msg, error_type_for(status), "", ""));
+        return body_text(error_json(msg, error_type_for(status), "", ""));
       });
 }
 
@@ -145,7 +141,7 @@ void Server::route(const HttpRequest& req, HttpResponse& res, const ClientProbe&
       h["running"] = st.running;
       h["waiting"] = st.waiting;
     }
-    res.body = dump(h);
+    res.body = body_text(h);
     return;
   }
   if (req.path == "/metrics") {
@@ -185,14 +181,14 @@ void Server::models(const std::string& id, HttpResponse& res) {
             {"owned_by", "ferrum"},
             {"meta", meta}};
   if (id.empty()) {
-    res.body = dump({{"object", "list"}, {"data", json::array({m})}});
+    res.body = body_text({{"object", "list"}, {"data", json::array({m})}});
     return;
   }
   if (std::find(names_.begin(), names_.end(), id) == names_.end())
     throw ApiError(404,
                    fmt::format("The model '{}' does not exist; this server serves '{}'", id, opt_.model_name),
                    "invalid_request_error", "model", "model_not_found");
-  res.body = dump(m);
+  res.body = body_text(m);
 }
 
 void Server::embeddings(const HttpRequest& req, HttpResponse& res) {
@@ -209,7 +205,7 @@ void Server::embeddings(const HttpRequest& req, HttpResponse& res) {
                                  opt_.model_name),
                      "invalid_request_error", "model", "model_not_found");
   }
-  res.body = dump(embedder_->handle(body, opt_.model_name));
+  res.body = body_text(embedder_->handle(body, opt_.model_name));
 }
 
 void Server::generate(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe, bool chat) {
@@ -252,7 +248,7 @@ void Server::generate(const HttpRequest& req, HttpResponse& res, const ClientPro
     if (e->finished) break;
   }
   if (c.finish_reason == "error") throw ApiError(500, c.error, "server_error");
-  res.body = dump(full_answer(h, pr, tok, c));
+  res.body = body_text(full_answer(h, pr, tok, c));
 }
 
 }  // namespace ferrum::server
