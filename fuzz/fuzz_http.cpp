@@ -25,10 +25,10 @@ struct Served {
   Served() {
     ModelOptions o;
     o.n_threads = 1;
-    o.kv.layout = "paged";
-    o.kv.capacity = 16;  // short generations (a few tokens) keep executions fast
     lm = load_model(FERRUM_SOURCE_DIR "/models/stories260K.gguf", o);
     EngineOptions eo;
+    eo.kv.layout = "paged";
+    eo.kv.capacity = 16;  // short generations (a few tokens) keep executions fast
     eo.max_num_seqs = 4;
     eo.max_batched_tokens = 16;
     engine = std::make_unique<Engine>(*lm.model, *lm.tokenizer, eo);

@@ -11,8 +11,6 @@ namespace ferrum::fuzz {
 ModelOptions small_options() {
   ModelOptions o;
   o.n_threads = 1;
-  o.kv.capacity = 32;
-  o.kv.pool_tokens = 64;
   o.max_batch = 8;
   return o;
 }
@@ -88,8 +86,12 @@ void exercise_decoder(ModelConfig cfg, WeightSet w) {
   const int32_t nv = model->config().n_vocab;
   std::vector<float> logits(static_cast<size_t>(nv));
   const int32_t prompt[2] = {0, nv - 1};
-  model->prefill(0, prompt, logits.data());
-  model->decode(0, nv / 2, 2, logits.data());
+  KvOptions kvo;
+  kvo.capacity = 32;
+  kvo.pool_tokens = 64;
+  auto kv = KvCache::for_model(*model, kvo);
+  model->prefill(*kv, 0, prompt, logits.data());
+  model->decode(*kv, 0, nv / 2, 2, logits.data());
 }
 
 }  // namespace ferrum::fuzz

@@ -94,7 +94,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 class Bench {
  public:
-  Bench(Model& m, const Tokenizer& tok, uint32_t seed) : m_(m), rng_(seed), vocab_(m.config().n_vocab) {
+  Bench(Model& m, KvCache& kv, const Tokenizer& tok, uint32_t seed)
+      : m_(m), kv_(kv), rng_(seed), vocab_(m.config().n_vocab) {
     bos_ = tok.bos_id() >= 0 && tok.bos_id() < vocab_ ? tok.bos_id() : -1;
   }
 
@@ -103,11 +104,11 @@ class Bench {
     std::vector<int32_t> toks(n);
     for (int i = 0; i < n; ++i) toks[i] = i == 0 && bos_ >= 0 ? bos_ : random_token();
     logits_.resize(vocab_);
-    m_.reset();
+    kv_.reset();
     const auto t0 = std::chrono::steady_clock::now();
-    m_.prefill(0, toks, logits_.data());
+    m_.prefill(kv_, 0, toks, logits_.data());
     const double s = seconds_since(t0);
-    m_.reset();
+    kv_.reset();
     return n / s;
   }
 
@@ -117,15 +118,15 @@ class Bench {
     items_.resize(batch);
     logits_.resize(static_cast<size_t>(batch) * vocab_);
     for (int b = 0; b < batch; ++b) items_[b] = DecodeItem{b, bos_ >= 0 ? bos_ : random_token(), 0};
-    m_.reset();
-    for (int b = 0; b < batch; ++b) m_.prepare(b, n);  // cache room is not part of the timing
+    kv_.reset();
+    for (int b = 0; b < batch; ++b) kv_.reserve(b, n);  // cache room is not part of the timing
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < n; ++i) {
-      m_.decode_batch(items_, logits_.data());
+      m_.decode_batch(kv_, items_, logits_.data());
       for (DecodeItem& it : items_) it.token = random_token(), it.pos++;
     }
     const double s = seconds_since(t0);
-    m_.reset();
+    kv_.reset();
     return static_cast<double>(n) * batch / s;
   }
 
@@ -133,6 +134,7 @@ class Bench {
   int32_t random_token() { return static_cast<int32_t>(rng_() % static_cast<uint32_t>(vocab_)); }
 
   Model& m_;
+  KvCache& kv_;
   std::mt19937 rng_;
   int vocab_;
   int32_t bos_ = -1;
@@ -157,13 +159,14 @@ int run_bench(BenchFlags& f) {
   if (f.ubatch < 0) fail("--ubatch must be positive, got {}", f.ubatch);
 
   ModelOptions opts = f.model.options();
+  KvOptions kvo = f.model.kv_options();
   const int max_m = f.batch.empty() ? 1 : *std::max_element(f.batch.begin(), f.batch.end());
   // Like llama-bench's n_ctx = n_prompt + n_gen per test: room for the longest test only.
-  if (opts.kv.capacity == 0) opts.kv.capacity = std::max({f.n_prompt, f.n_gen, 16});
+  if (kvo.capacity == 0) kvo.capacity = std::max({f.n_prompt, f.n_gen, 16});
   // The pool (both layouts) must hold the largest batch of whole sequences.
-  if (opts.kv.pool_tokens == 0) {
-    const int64_t cap16 = (opts.kv.capacity + 15) / 16 * 16;
-    opts.kv.pool_tokens = std::max<int64_t>(4, max_m) * cap16;
+  if (kvo.pool_tokens == 0) {
+    const int64_t cap16 = (kvo.capacity + 15) / 16 * 16;
+    kvo.pool_tokens = std::max<int64_t>(4, max_m) * cap16;
   }
   if (f.ubatch > 0) opts.max_batch = f.ubatch;
   const std::string path = f.model.model_path();
@@ -175,7 +178,8 @@ int run_bench(BenchFlags& f) {
   const ModelConfig& c = model.config();
   const int threads = opts.n_threads > 0 ? opts.n_threads : ThreadPool::default_threads();
 
-  Bench bench(model, *lm.tokenizer, f.seed);
+  std::unique_ptr<KvCache> cache = KvCache::for_model(model, kvo);
+  Bench bench(model, *cache, *lm.tokenizer, f.seed);
   std::vector<Result> results;
   auto measure = [&](Result r, auto&& once) {
     once();  // warm-up, as llama-bench
@@ -195,10 +199,10 @@ int run_bench(BenchFlags& f) {
               [&] { return bench.generate(f.n_gen, m); });
     }
   }
-  // KV memory with the largest batch resident (prepare() reserves it).
-  for (int b = 0; b < max_m; ++b) model.prepare(b, std::max(1, f.n_gen));
-  const KvUsage kv = model.kv_usage();
-  model.reset();
+  // KV memory with the largest batch resident.
+  for (int b = 0; b < max_m; ++b) cache->reserve(b, std::max(1, f.n_gen));
+  const KvUsage kv = cache->usage();
+  cache->reset();
 
   Bandwidth bw;
   if (f.bandwidth > 0) {
@@ -225,7 +229,7 @@ int run_bench(BenchFlags& f) {
                 {"n_vocab", c.n_vocab}};
   j["setup"] = {{"threads", threads},       {"isa", kernels::active_isa()}, {"precision", f.model.precision},
                 {"ubatch", opts.max_batch}, {"repetitions", f.reps},        {"load_seconds", load_s}};
-  j["kv"] = {{"layout", opts.kv.layout},       {"type", opts.kv.type},
+  j["kv"] = {{"layout", kvo.layout},           {"type", kvo.type},
              {"capacity", kv.seq_capacity},    {"bytes_per_token", kv.bytes_per_token},
              {"pool_bytes", kv.pool_bytes},    {"pool_blocks", kv.total_blocks},
              {"block_tokens", kv.block_tokens}};
@@ -258,8 +262,8 @@ int run_bench(BenchFlags& f) {
       "setup:   %d threads, isa %s, precision %s, ubatch %lld, %d repetitions (+1 warm-up), load %.2f s\n",
       threads, kernels::active_isa(), f.model.precision.c_str(), static_cast<long long>(opts.max_batch),
       f.reps, load_s);
-  std::printf("kv:      %s %s, %lld tokens/sequence, %zu bytes/token, pool %s\n", opts.kv.layout.c_str(),
-              opts.kv.type.c_str(), static_cast<long long>(kv.seq_capacity), kv.bytes_per_token,
+  std::printf("kv:      %s %s, %lld tokens/sequence, %zu bytes/token, pool %s\n", kvo.layout.c_str(),
+              kvo.type.c_str(), static_cast<long long>(kv.seq_capacity), kv.bytes_per_token,
               human_bytes(kv.pool_bytes).c_str());
   std::printf("\n| %-12s | %22s | %10s | %8s |\n", "test", "tokens/s (mean ± sd)", "ms/token", "vs M=1");
   std::printf("|%s|%s|%s|%s|\n", std::string(14, '-').c_str(), std::string(24, '-').c_str(),

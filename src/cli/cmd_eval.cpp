@@ -44,7 +44,8 @@ std::vector<int32_t> parse_ids(const std::string& s) {
 }
 
 void write_npy(const std::string& path, const std::vector<float>& data, int64_t rows, int64_t cols) {
-  std::string header = fmt::format("{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, {}), }}", rows, cols);
+  std::string header =
+      fmt::format("{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, {}), }}", rows, cols);
   const size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header.push_back('\n');
@@ -67,12 +68,14 @@ int run(EvalFlags& f) {
   const int n_vocab = lm.model->config().n_vocab;
   const int k = std::min(f.top_k, n_vocab);
   std::vector<float> logits(ids.size() * n_vocab);
-  lm.model->prefill(0, ids, logits.data(), /*all_logits=*/true);
+  std::unique_ptr<KvCache> kv = KvCache::for_model(*lm.model, f.model.kv_options());
+  lm.model->prefill(*kv, 0, ids, logits.data(), /*all_logits=*/true);
 
   nlohmann::json j;
   j["tokens"] = ids;
   j["k"] = k;
-  nlohmann::json top_ids = nlohmann::json::array(), top_logits = nlohmann::json::array(), lse = nlohmann::json::array();
+  nlohmann::json top_ids = nlohmann::json::array(), top_logits = nlohmann::json::array(),
+                 lse = nlohmann::json::array();
   std::vector<int32_t> order(n_vocab);
   for (size_t t = 0; t < ids.size(); ++t) {
     const float* row = &logits[t * n_vocab];
@@ -105,7 +108,8 @@ int run(EvalFlags& f) {
 
 Runner add_eval(CLI::App& app) {
   auto f = std::make_shared<EvalFlags>();
-  CLI::App* sub = app.add_subcommand("eval", "run a prompt as one prefill and write per-position top-k logits");
+  CLI::App* sub =
+      app.add_subcommand("eval", "run a prompt as one prefill and write per-position top-k logits");
   f->model.add(sub, false);
   sub->add_option("-p,--prompt", f->prompt, "prompt text (BOS added as the model asks)");
   sub->add_option("--tokens", f->tokens, "comma-separated token ids, used as given");

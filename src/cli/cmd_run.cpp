@@ -23,8 +23,8 @@ struct RunFlags {
 };
 
 // Streams the continuation of `prompt` (appended to sequence `seq`) to stdout; returns the text.
-std::string stream_generate(LoadedModel& lm, int seq, std::span<const int32_t> prompt, const RunFlags& f,
-                            bool echo) {
+std::string stream_generate(LoadedModel& lm, KvCache& kv, int seq, std::span<const int32_t> prompt,
+                            const RunFlags& f, bool echo) {
   StreamDecoder dec(*lm.tokenizer, /*skip_special=*/true);
   std::string text;
   // Echo the prompt (as llama.cpp does) through the same decoder, so spacing stays consistent.
@@ -32,7 +32,7 @@ std::string stream_generate(LoadedModel& lm, int seq, std::span<const int32_t> p
     const std::string piece = dec.push(id);
     if (echo) std::fwrite(piece.data(), 1, piece.size(), stdout);
   }
-  GenerateResult r = generate(*lm.model, *lm.tokenizer, seq, prompt, f.gen, [&](int32_t id) {
+  GenerateResult r = generate(*lm.model, kv, *lm.tokenizer, seq, prompt, f.gen, [&](int32_t id) {
     const std::string piece = dec.push(id);
     text += piece;
     std::fwrite(piece.data(), 1, piece.size(), stdout);
@@ -58,7 +58,7 @@ std::string stream_generate(LoadedModel& lm, int seq, std::span<const int32_t> p
 
 // Interactive chat with the model's own template. The conversation is re-rendered every turn;
 // the KV cache keeps the longest common token prefix and only the rest is prefilled.
-void chat_loop(LoadedModel& lm, const RunFlags& f) {
+void chat_loop(LoadedModel& lm, KvCache& kv, const RunFlags& f) {
   const chat::ChatPrompt prompt(*lm.tokenizer);
   nlohmann::json messages = nlohmann::json::array();
   if (!f.system.empty()) messages.push_back({{"role", "system"}, {"content", f.system}});
@@ -73,14 +73,14 @@ void chat_loop(LoadedModel& lm, const RunFlags& f) {
     std::vector<int32_t> ids = prompt.tokens(messages, nullptr, nullptr);
     size_t common = 0;
     while (common < cached.size() && common + 1 < ids.size() && cached[common] == ids[common]) ++common;
-    if (lm.model->seq_len(0) > 0) lm.model->truncate_kv(0, std::min<int64_t>(common, lm.model->seq_len(0)));
+    if (kv.seq_len(0) > 0) kv.truncate(0, std::min<int64_t>(common, kv.seq_len(0)));
     cached.assign(ids.begin(), ids.end());
     std::string reply;
     try {
-      reply = stream_generate(lm, 0, std::span(ids).subspan(common), f, false);
+      reply = stream_generate(lm, kv, 0, std::span(ids).subspan(common), f, false);
     } catch (const CapacityError& e) {
       std::fprintf(stderr, "ferrum: %s (conversation reset)\n", e.what());
-      lm.model->release(0);
+      kv.release(0);
       cached.clear();
       messages = nlohmann::json::array();
       continue;
@@ -93,11 +93,12 @@ void chat_loop(LoadedModel& lm, const RunFlags& f) {
 int run(RunFlags& f) {
   LoadedModel lm = load_model(f.model.model_path(), f.model.options(), f.model.tokenizer);
   const Tokenizer& tok = *lm.tokenizer;
+  std::unique_ptr<KvCache> kv = KvCache::for_model(*lm.model, f.model.kv_options());
   if (f.prompt) {
     std::vector<int32_t> ids = tok.encode(*f.prompt, /*add_special=*/true, /*parse_special=*/false);
     if (ids.empty())
       fail("the prompt encodes to no tokens and the model adds no BOS token; give a non-empty --prompt");
-    stream_generate(lm, 0, ids, f, true);
+    stream_generate(lm, *kv, 0, ids, f, true);
     return 0;
   }
   const bool tty = isatty(STDIN_FILENO);
@@ -105,11 +106,11 @@ int run(RunFlags& f) {
     // No prompt and no terminal: generate from the start of a text (a story for TinyStories).
     std::vector<int32_t> ids = tok.encode("", true, false);
     if (ids.empty()) fail("no --prompt given and the model adds no BOS token to start from");
-    stream_generate(lm, 0, ids, f, true);
+    stream_generate(lm, *kv, 0, ids, f, true);
     return 0;
   }
   if (!tok.chat_template().empty() && !f.no_chat) {
-    chat_loop(lm, f);
+    chat_loop(lm, *kv, f);
     return 0;
   }
   std::fprintf(
@@ -123,11 +124,11 @@ int run(RunFlags& f) {
     std::vector<int32_t> ids = tok.encode(line, true, false);
     if (ids.empty()) continue;
     try {
-      stream_generate(lm, seq, ids, f, true);
+      stream_generate(lm, *kv, seq, ids, f, true);
     } catch (const CapacityError& e) {
       std::fprintf(stderr, "ferrum: %s\n", e.what());
     }
-    lm.model->release(seq);
+    if (kv->has(seq)) kv->release(seq);
   }
   return 0;
 }

@@ -62,7 +62,8 @@ int serve(ServeFlags& f) {
                                           f.http.model_name, b.model->dim(), f.http.host));
   }
   // Serving many sequences wants the paged pool unless the user chose otherwise.
-  if (!f.layout_given && std::getenv("FERRUM_KV_LAYOUT") == nullptr) mo.kv.layout = "paged";
+  f.engine.kv = f.model.kv_options();
+  if (!f.layout_given && std::getenv("FERRUM_KV_LAYOUT") == nullptr) f.engine.kv.layout = "paged";
   LoadedModel lm = load_model(path, mo, f.model.tokenizer);
   if (f.http.model_name.empty()) f.http.model_name = std::filesystem::path(lm.path).stem().string();
   Engine engine(*lm.model, *lm.tokenizer, f.engine);
@@ -71,7 +72,7 @@ int serve(ServeFlags& f) {
       srv, &engine,
       fmt::format(
           "model '{}' ({} KV, {} tokens per sequence, max {} sequences, {} tokens per step) at http://{}",
-          f.http.model_name, mo.kv.layout, lm.model->kv_capacity(), f.engine.max_num_seqs,
+          f.http.model_name, f.engine.kv.layout, engine.kv_capacity(), f.engine.max_num_seqs,
           f.engine.max_batched_tokens, f.http.host));
 }
 

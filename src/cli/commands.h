@@ -21,6 +21,7 @@ struct ModelFlags {
   KvOptions kv;
   void add(CLI::App* app, bool model_optional);
   ModelOptions options() const;
+  KvOptions kv_options() const;  // the flags, then FERRUM_KV_* for what they leave unset
   // The model path, or the bundled default model when none was given.
   std::string model_path() const;
 };

@@ -4,13 +4,15 @@
 namespace ferrum::cli {
 
 void ModelFlags::add(CLI::App* app, bool model_optional) {
-  auto* opt = app->add_option("model", model,
-                              "GGUF file, Hugging Face directory, or llama2.c checkpoint" +
-                                  std::string(model_optional ? " (default: the bundled stories260K model)" : ""));
+  auto* opt =
+      app->add_option("model", model,
+                      "GGUF file, Hugging Face directory, or llama2.c checkpoint" +
+                          std::string(model_optional ? " (default: the bundled stories260K model)" : ""));
   if (!model_optional) opt->required();
   app->add_option("--tokenizer", tokenizer, "llama2.c tokenizer.bin (default: beside the checkpoint)");
   app->add_option("-t,--threads", threads, "worker threads (default: all cores)");
-  app->add_option("--precision", precision, "matmul activations: 'fast' (quantized like llama.cpp) or 'exact' (F32)")
+  app->add_option("--precision", precision,
+                  "matmul activations: 'fast' (quantized like llama.cpp) or 'exact' (F32)")
       ->check(CLI::IsMember({"fast", "exact"}));
   app->add_option("--kv-capacity", kv.capacity, "KV cache tokens per sequence (default: min(context, 4096))");
   app->add_option("--kv-layout", kv.layout, "KV cache layout: contiguous or paged (blocks of 16 tokens)")
@@ -25,8 +27,12 @@ ModelOptions ModelFlags::options() const {
   ModelOptions o;
   o.n_threads = threads;
   o.precision = precision == "exact" ? Precision::Exact : Precision::Fast;
-  o.kv = kv;
-  o.kv.apply_env();
+  return o;
+}
+
+KvOptions ModelFlags::kv_options() const {
+  KvOptions o = kv;
+  o.apply_env();
   return o;
 }
 

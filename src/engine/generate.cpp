@@ -6,8 +6,9 @@
 
 namespace ferrum {
 
-GenerateResult generate(Model& model, const Tokenizer& tok, int seq, std::span<const int32_t> prompt,
-                        const GenerateOptions& opt, const std::function<bool(int32_t)>& on_token) {
+GenerateResult generate(Model& model, KvCache& kv, const Tokenizer& tok, int seq,
+                        std::span<const int32_t> prompt, const GenerateOptions& opt,
+                        const std::function<bool(int32_t)>& on_token) {
   if (prompt.empty()) fail("the prompt is empty: nothing to condition on (the model adds no BOS token)");
   using clock = std::chrono::steady_clock;
   const int n_vocab = model.config().n_vocab;
@@ -19,7 +20,7 @@ GenerateResult generate(Model& model, const Tokenizer& tok, int seq, std::span<c
   res.finish_reason = "length";
 
   auto t0 = clock::now();
-  model.prefill(seq, prompt, logits.data());
+  model.prefill(kv, seq, prompt, logits.data());
   auto t1 = clock::now();
   res.prefill_seconds = std::chrono::duration<double>(t1 - t0).count();
 
@@ -36,8 +37,8 @@ GenerateResult generate(Model& model, const Tokenizer& tok, int seq, std::span<c
       break;
     }
     if (i + 1 == opt.max_tokens) break;
-    if (model.seq_len(seq) >= model.kv_capacity()) break;  // context full
-    model.decode(seq, next, model.seq_len(seq), logits.data());
+    if (kv.seq_len(seq) >= kv.capacity()) break;  // context full
+    model.decode(kv, seq, next, kv.seq_len(seq), logits.data());
   }
   res.decode_seconds = std::chrono::duration<double>(clock::now() - t1).count();
   return res;

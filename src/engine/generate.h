@@ -15,7 +15,7 @@
 namespace ferrum {
 
 struct GenerateOptions {
-  int max_tokens = 256;    // new tokens; stops earlier at an end-of-generation token
+  int max_tokens = 256;  // new tokens; stops earlier at an end-of-generation token
   bool stop_at_eog = true;
   SamplingParams sampling;
 };
@@ -27,7 +27,8 @@ struct GenerateResult {
 };
 
 // on_token(id) is called for every generated token as soon as it is sampled; returning false stops.
-GenerateResult generate(Model& model, const Tokenizer& tok, int seq, std::span<const int32_t> prompt,
-                        const GenerateOptions& opt, const std::function<bool(int32_t)>& on_token);
+GenerateResult generate(Model& model, KvCache& kv, const Tokenizer& tok, int seq,
+                        std::span<const int32_t> prompt, const GenerateOptions& opt,
+                        const std::function<bool(int32_t)>& on_token);
 
 }  // namespace ferrum

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "engine/stop.h"
+#include "runtime/kv_cache.h"
 
 namespace ferrum {
 
@@ -60,7 +61,14 @@ TokenLogprob logprobs_of(const float* x, int n_vocab, int32_t chosen, int n_top)
 }  // namespace
 
 Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
-    : model_(model), tok_(tok), opt_(opt), n_vocab_(model.config().n_vocab) {
+    : model_(model),
+      tok_(tok),
+      opt_(opt),
+      kv_(KvCache::for_model(model, opt.kv)),
+      n_vocab_(model.config().n_vocab) {
+  if (!model.has_logits())
+    fail("the engine needs a model with its LM head (not a backbone or an inner stage)");
+  kv_capacity_ = kv_->capacity();
   if (opt_.max_num_seqs < 1) fail("max_num_seqs must be >= 1 (got {})", opt_.max_num_seqs);
   if (opt_.max_batched_tokens < opt_.max_num_seqs)
     fail(
@@ -68,7 +76,7 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
         "step",
         opt_.max_batched_tokens, opt_.max_num_seqs);
   if (opt_.max_waiting < 0) fail("max_waiting must be >= 0 (got {})", opt_.max_waiting);
-  const KvUsage kv = model_.kv_usage();
+  const KvUsage kv = kv_->usage();
   pool_tokens_ = kv.total_blocks * kv.block_tokens;
   stats_.ttft = Histogram(ttft_buckets());
   stats_.itl = Histogram(itl_buckets());
@@ -89,7 +97,7 @@ std::shared_ptr<RequestHandle> Engine::submit(RequestParams p) {
   for (size_t i = 0; i < p.prompt.size(); ++i)
     if (p.prompt[i] < 0 || p.prompt[i] >= n_vocab_)
       fail("prompt token {} at index {} is outside the vocabulary [0, {})", p.prompt[i], i, n_vocab_);
-  const int64_t ctx = model_.kv_capacity();
+  const int64_t ctx = kv_capacity_;
   if (static_cast<int64_t>(p.prompt.size()) >= ctx)
     throw ContextLengthError(fmt::format(
         "the prompt has {} tokens but the context holds {} (prompt + at least one generated token)",
@@ -160,12 +168,15 @@ EngineStats Engine::stats() const {
 
 KvUsage Engine::kv_usage() const {
   std::lock_guard lk(model_mu_);
-  return model_.kv_usage();
+  return kv_->usage();
 }
 
 nlohmann::json Engine::model_metrics() const {
   std::lock_guard lk(model_mu_);
-  return model_.metrics_json();
+  const ModelStats ms = model_.stats();
+  return {{"kv", kv_->impl().metrics_json()},
+          {"forward_calls", ms.forward_calls},
+          {"forward_tokens", ms.forward_tokens}};
 }
 
 void Engine::loop() {
@@ -204,7 +215,7 @@ void Engine::loop() {
   // Anything left (not possible after the loop above, but keep KV clean). Under the model lock:
   // kv_usage() and model_metrics() may be called (a metrics scrape) while the engine shuts down.
   std::lock_guard ml(model_mu_);
-  model_.reset();
+  kv_->reset();
 }
 
 void Engine::finish(Seq& s, RequestEvent ev, const std::string& reason) {
@@ -214,9 +225,9 @@ void Engine::finish(Seq& s, RequestEvent ev, const std::string& reason) {
   ev.completion_tokens = s.n_generated;
   ev.cached_tokens = s.cached;
   if (s.seq_id >= 0) {
-    if (model_.seq_len(s.seq_id) > 0 || s.n_computed > 0) {
+    if (kv_->seq_len(s.seq_id) > 0 || s.n_computed > 0) {
       try {
-        model_.release(s.seq_id);
+        kv_->release(s.seq_id);
       } catch (const Error&) {
         // reuse_prefix may have created nothing; an unknown sequence is fine here.
       }
@@ -275,7 +286,7 @@ void Engine::admit() {
     }
     const int id = free_seq_ids_.back();
     int64_t reused = 0;
-    if (!s.admitted_once) reused = model_.reuse_prefix(id, s.tokens);
+    if (!s.admitted_once) reused = kv_->reuse_prefix(id, s.tokens);
     // Admission control: the running sequences' next token plus this whole prompt must fit.
     // With nothing running the request is admitted anyway (it may still run out of room and
     // then ends with "length").
@@ -283,8 +294,8 @@ void Engine::admit() {
     need.reserve(running_.size() + 1);
     for (const auto& r : running_) need.emplace_back(r->seq_id, static_cast<int64_t>(r->tokens.size()) + 1);
     need.emplace_back(id, static_cast<int64_t>(s.tokens.size()) + 1);
-    if (!running_.empty() && !model_.can_fit(need)) {
-      if (model_.seq_len(id) > 0) model_.release(id);
+    if (!running_.empty() && !kv_->can_fit(need)) {
+      if (kv_->seq_len(id) > 0) kv_->release(id);
       break;
     }
     free_seq_ids_.pop_back();
@@ -305,7 +316,7 @@ void Engine::admit() {
 void Engine::preempt(size_t idx) {
   std::unique_ptr<Seq> s = std::move(running_[idx]);
   running_.erase(running_.begin() + idx);
-  if (model_.seq_len(s->seq_id) > 0) model_.release(s->seq_id);
+  if (kv_->seq_len(s->seq_id) > 0) kv_->release(s->seq_id);
   free_seq_ids_.push_back(s->seq_id);
   s->seq_id = -1;
   s->n_computed = 0;  // recomputed from prompt + output when admitted again
@@ -332,17 +343,17 @@ void Engine::step() {
         if (pass == 1 && budget <= 0) continue;
         const int64_t n = pass == 0 ? 1 : std::min<int64_t>(pending, budget);
         budget -= static_cast<int>(n);
-        SeqTokens it;
+        SeqInput it;
         it.seq = r->seq_id;
         it.tokens = std::span<const int32_t>(r->tokens.data() + r->n_computed, n);
-        it.want_logits = r->n_computed + n == static_cast<int64_t>(r->tokens.size());
+        it.logits = r->n_computed + n == static_cast<int64_t>(r->tokens.size()) ? Want::Last : Want::None;
         items_.push_back(it);
         item_seq_.push_back(r.get());
       }
     }
     if (items_.empty()) return;
     try {
-      model_.unified_forward(items_, logits_.data());
+      model_.forward(*kv_, items_, ForwardOut{logits_.data(), nullptr});
       break;
     } catch (const CapacityError& e) {
       // Defer the newest prefill chunk; with decodes only, preempt the newest sequence.
@@ -385,7 +396,7 @@ void Engine::step() {
   for (size_t i = 0; i < items_.size(); ++i) {
     Seq* s = item_seq_[i];
     s->n_computed += static_cast<int64_t>(items_[i].tokens.size());
-    if (items_[i].want_logits) {
+    if (items_[i].logits != Want::None) {
       on_logits(*s, logits_.data() + row * n_vocab_);
       ++row;
     }
@@ -418,7 +429,7 @@ void Engine::on_logits(Seq& s, const float* logits) {
   if (s.stop.stopped() || eog) {
     reason = "stop";
   } else if ((s.p.max_tokens >= 0 && s.n_generated >= s.p.max_tokens) ||
-             static_cast<int64_t>(s.tokens.size()) >= model_.kv_capacity()) {
+             static_cast<int64_t>(s.tokens.size()) >= kv_capacity_) {
     reason = "length";
   }
   if (reason.empty()) {

@@ -11,6 +11,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "engine/histogram.h"
 #include "engine/request.h"
 #include "ferrum/error.h"
+#include "ferrum/kv_cache.h"
 #include "ferrum/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -36,6 +38,7 @@ class ContextLengthError : public Error {
 };
 
 struct EngineOptions {
+  KvOptions kv;                  // the engine's KV cache (it owns it)
   int max_num_seqs = 16;         // sequences decoding at once
   int max_batched_tokens = 512;  // tokens per step (decodes + prefill chunks)
   int max_waiting = 256;         // queued requests beyond which submit() throws BusyError
@@ -69,6 +72,7 @@ class Engine {
   // KV usage and model metrics, read under the lock the engine thread holds while it steps.
   KvUsage kv_usage() const;
   nlohmann::json model_metrics() const;
+  int64_t kv_capacity() const { return kv_capacity_; }  // tokens per sequence
 
   const Model& model() const { return model_; }
   const Tokenizer& tokenizer() const { return tok_; }
@@ -87,7 +91,9 @@ class Engine {
   Model& model_;
   const Tokenizer& tok_;
   EngineOptions opt_;
+  std::unique_ptr<KvCache> kv_;
   int n_vocab_;
+  int64_t kv_capacity_ = 0;
   int64_t pool_tokens_ = 0;  // KV tokens over all sequences (fixed at construction)
 
   mutable std::mutex mu_;  // incoming_, stop flags
@@ -105,7 +111,7 @@ class Engine {
   std::deque<std::unique_ptr<Seq>> waiting_;
   std::vector<std::unique_ptr<Seq>> running_;
   std::vector<int> free_seq_ids_;
-  std::vector<SeqTokens> items_;
+  std::vector<SeqInput> items_;
   std::vector<Seq*> item_seq_;
   std::vector<float> logits_;
   std::thread thread_;

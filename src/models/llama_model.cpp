@@ -11,50 +11,27 @@
 namespace ferrum {
 
 namespace {
-std::string blk(int l, const char* name) { return fmt::format("blk.{}.{}", l, name); }
-}  // namespace
-
-runtime::KvCacheOptions kv_cache_options(const KvOptions& o, int64_t default_capacity) {
-  runtime::KvCacheOptions r;
-  if (o.layout == "contiguous") {
-    r.layout = runtime::KvLayout::Contiguous;
-  } else if (o.layout == "paged") {
-    r.layout = runtime::KvLayout::Paged;
-  } else {
-    fail("KV layout '{}' is not known (use contiguous or paged)", o.layout);
-  }
-  if (o.type == "f32") {
-    r.type = kernels::KvType::F32;
-  } else if (o.type == "f16") {
-    r.type = kernels::KvType::F16;
-  } else if (o.type == "bf16") {
-    r.type = kernels::KvType::BF16;
-  } else if (o.type == "int8") {
-    r.type = kernels::KvType::INT8;
-  } else {
-    fail("KV type '{}' is not known (use f32, f16, bf16 or int8)", o.type);
-  }
-  if (o.capacity < 0) fail("KV capacity must be positive, got {}", o.capacity);
-  if (o.pool_tokens < 0) fail("KV pool size must be positive, got {}", o.pool_tokens);
-  r.seq_capacity = o.capacity > 0 ? o.capacity : default_capacity;
-  r.pool_tokens = o.pool_tokens;
-  r.prefix_cache = o.prefix_cache;
-  if (o.prefix_cache && r.layout != runtime::KvLayout::Paged) fail("the prefix cache needs --kv-layout paged");
-  return r;
+std::string blk(int l, const char* name) {
+  return fmt::format("blk.{}.{}", l, name);
 }
+}  // namespace
 
 LlamaModel::LlamaModel(ModelConfig cfg, WeightSet weights, ModelOptions opts)
     : cfg_(std::move(cfg)),
       weights_(std::move(weights)),
       opts_(opts),
       pool_(opts.n_threads),
-      kprec_(opts.precision == Precision::Exact ? kernels::Precision::Exact : kernels::Precision::Fast),
-      kv_(cfg_.n_layer, cfg_.n_head_kv, cfg_.head_dim,
-          kv_cache_options(opts.kv, std::min<int64_t>(cfg_.n_ctx_train > 0 ? cfg_.n_ctx_train : 4096, 4096))) {
-  if (opts_.max_batch <= 0) opts_.max_batch = 256;
-  opts_.kv.capacity = kv_.options().seq_capacity;
-  opts_.kv.pool_tokens = kv_.options().pool_tokens;
+      kprec_(opts.precision == Precision::Exact ? kernels::Precision::Exact : kernels::Precision::Fast) {
+  check_options();
   bind_weights();
+}
+
+void LlamaModel::check_options() {
+  if (opts_.max_batch <= 0) opts_.max_batch = 256;
+  if (opts_.layer_end < 0) opts_.layer_end = cfg_.n_layer;
+  if (opts_.layer_begin < 0 || opts_.layer_begin >= opts_.layer_end || opts_.layer_end > cfg_.n_layer)
+    fail("{}: layer range [{}, {}) is not a non-empty range of the model's {} layers", weights_.source(),
+         opts_.layer_begin, opts_.layer_end, cfg_.n_layer);
 }
 
 const float* LlamaModel::f32_tensor(const std::string& name, int64_t n, bool required) {
@@ -63,20 +40,25 @@ const float* LlamaModel::f32_tensor(const std::string& name, int64_t n, bool req
     if (required) weights_.get(name);  // throws the standard "missing" error
     return nullptr;
   }
-  if (t->type != DType::F32) fail("{}: tensor '{}' has type {}, expected F32", weights_.source(), name, dtype_name(t->type));
+  if (t->type != DType::F32)
+    fail("{}: tensor '{}' has type {}, expected F32", weights_.source(), name, dtype_name(t->type));
   if (t->n_elements() != n)
-    fail("{}: tensor '{}' has {} elements (shape {}), expected {}", weights_.source(), name, t->n_elements(), t->shape_string(), n);
+    fail("{}: tensor '{}' has {} elements (shape {}), expected {}", weights_.source(), name, t->n_elements(),
+         t->shape_string(), n);
   return reinterpret_cast<const float*>(t->data);
 }
 
 void LlamaModel::bind_weights() {
-  const int64_t d = cfg_.n_embd, qd = cfg_.q_dim(), kvd = cfg_.kv_dim();
-  tok_embd_ = weights_.get("token_embd.weight", {d, cfg_.n_vocab});
-  output_norm_ = f32_tensor("output_norm.weight", d);
+  const int64_t d = cfg_.n_embd;
+  const bool first = opts_.layer_begin == 0, last = opts_.layer_end == cfg_.n_layer;
+  const bool head = last && opts_.lm_head;
+  const bool tied = !weights_.find("output.weight");
+  if (first || (head && tied)) tok_embd_ = weights_.get("token_embd.weight", {d, cfg_.n_vocab});
+  if (last) output_norm_ = f32_tensor("output_norm.weight", d);
   // Tied embeddings: the output matrix is token_embd (the lookup keeps reading the file's rows).
-  output_ = kernels::Linear({weights_.find("output.weight") ? weights_.get("output.weight", {d, cfg_.n_vocab})
-                                                            : tok_embd_},
-                            kprec_, pool_);
+  if (head)
+    output_ =
+        kernels::Linear({tied ? tok_embd_ : weights_.get("output.weight", {d, cfg_.n_vocab})}, kprec_, pool_);
   if (cfg_.rope_freq_factors.empty()) {
     if (const float* ff_t = f32_tensor("rope_freqs.weight", cfg_.n_rot / 2, false)) {
       cfg_.rope_freq_factors.assign(ff_t, ff_t + cfg_.n_rot / 2);
@@ -86,60 +68,59 @@ void LlamaModel::bind_weights() {
                weights_.source(), v);
     }
   }
-  layers_.resize(cfg_.n_layer);
-  for (int l = 0; l < cfg_.n_layer; ++l) {
-    Layer& L = layers_[l];
-    L.attn_norm = f32_tensor(blk(l, "attn_norm.weight"), d);
-    if (weights_.find(blk(l, "attn_qkv.weight")))
-      L.qkv = kernels::Linear({weights_.get(blk(l, "attn_qkv.weight"), {d, qd + 2 * kvd})}, kprec_, pool_);
-    else
-      L.qkv = kernels::Linear({weights_.get(blk(l, "attn_q.weight"), {d, qd}), weights_.get(blk(l, "attn_k.weight"), {d, kvd}),
-                               weights_.get(blk(l, "attn_v.weight"), {d, kvd})},
-                              kprec_, pool_);
-    if (cfg_.qkv_bias) {
-      if (const float* b = f32_tensor(blk(l, "attn_qkv.bias"), qd + 2 * kvd, false)) {
-        L.bias_qkv = b;
-      } else {
-        const float* bq = f32_tensor(blk(l, "attn_q.bias"), qd);
-        const float* bk = f32_tensor(blk(l, "attn_k.bias"), kvd);
-        const float* bv = f32_tensor(blk(l, "attn_v.bias"), kvd);
-        float* b3 = reinterpret_cast<float*>(weights_.allocate((qd + 2 * kvd) * sizeof(float)));
-        std::memcpy(b3, bq, qd * sizeof(float));
-        std::memcpy(b3 + qd, bk, kvd * sizeof(float));
-        std::memcpy(b3 + qd + kvd, bv, kvd * sizeof(float));
-        L.bias_qkv = b3;
-      }
-    }
-    if (cfg_.qk_norm) {
-      L.q_norm = f32_tensor(blk(l, "attn_q_norm.weight"), cfg_.head_dim);
-      L.k_norm = f32_tensor(blk(l, "attn_k_norm.weight"), cfg_.head_dim);
-    }
-    L.wo = kernels::Linear({weights_.get(blk(l, "attn_output.weight"), {qd, d})}, kprec_, pool_);
-    L.ffn_norm = f32_tensor(blk(l, "ffn_norm.weight"), d);
-    L.ffn = make_feed_forward(cfg_, weights_, l, kprec_, pool_);
-    weights_.release_packed(L.qkv);
-    weights_.release_packed(L.wo);
-  }
+  layers_.resize(opts_.layer_end - opts_.layer_begin);
+  for (int l = opts_.layer_begin; l < opts_.layer_end; ++l) bind_layer(l);
   // The packed copies are what the products read; the file pages of those tensors would only
   // double the resident memory (the embedding lookup re-reads the few rows it needs).
-  weights_.release_packed(output_);
+  if (head) weights_.release_packed(output_);
 }
 
-void LlamaModel::truncate_kv(int seq, int64_t new_len) {
-  if (!kv_.has(seq)) fail("truncate_kv: unknown sequence {}", seq);
-  kv_.truncate(seq, new_len);
+void LlamaModel::bind_layer(int l) {
+  const int64_t d = cfg_.n_embd, qd = cfg_.q_dim(), kvd = cfg_.kv_dim();
+  Layer& L = layers_[l - opts_.layer_begin];
+  L.attn_norm = f32_tensor(blk(l, "attn_norm.weight"), d);
+  if (weights_.find(blk(l, "attn_qkv.weight")))
+    L.qkv = kernels::Linear({weights_.get(blk(l, "attn_qkv.weight"), {d, qd + 2 * kvd})}, kprec_, pool_);
+  else
+    L.qkv = kernels::Linear(
+        {weights_.get(blk(l, "attn_q.weight"), {d, qd}), weights_.get(blk(l, "attn_k.weight"), {d, kvd}),
+         weights_.get(blk(l, "attn_v.weight"), {d, kvd})},
+        kprec_, pool_);
+  if (cfg_.qkv_bias) {
+    if (const float* b = f32_tensor(blk(l, "attn_qkv.bias"), qd + 2 * kvd, false)) {
+      L.bias_qkv = b;
+    } else {
+      const float* bq = f32_tensor(blk(l, "attn_q.bias"), qd);
+      const float* bk = f32_tensor(blk(l, "attn_k.bias"), kvd);
+      const float* bv = f32_tensor(blk(l, "attn_v.bias"), kvd);
+      float* b3 = reinterpret_cast<float*>(weights_.allocate((qd + 2 * kvd) * sizeof(float)));
+      std::memcpy(b3, bq, qd * sizeof(float));
+      std::memcpy(b3 + qd, bk, kvd * sizeof(float));
+      std::memcpy(b3 + qd + kvd, bv, kvd * sizeof(float));
+      L.bias_qkv = b3;
+    }
+  }
+  if (cfg_.qk_norm) {
+    L.q_norm = f32_tensor(blk(l, "attn_q_norm.weight"), cfg_.head_dim);
+    L.k_norm = f32_tensor(blk(l, "attn_k_norm.weight"), cfg_.head_dim);
+  }
+  L.wo = kernels::Linear({weights_.get(blk(l, "attn_output.weight"), {qd, d})}, kprec_, pool_);
+  L.ffn_norm = f32_tensor(blk(l, "ffn_norm.weight"), d);
+  L.ffn = make_feed_forward(cfg_, weights_, l, kprec_, pool_);
+  weights_.release_packed(L.qkv);
+  weights_.release_packed(L.wo);
 }
 
-void LlamaModel::prepare(int seq, int64_t max_tokens) { kv_.reserve(seq, max_tokens); }
-
-KvUsage LlamaModel::kv_usage() const {
-  const runtime::KvStats s = kv_.stats();
-  return KvUsage{s.seq_capacity, s.block_tokens, s.total_blocks, s.free_blocks, s.used_tokens, s.sequences,
-                 s.bytes_per_token, s.pool_bytes};
-}
-
-nlohmann::json LlamaModel::metrics_json() const {
-  return {{"kv", kv_.metrics_json()}, {"forward_calls", forward_calls_}, {"forward_tokens", forward_tokens_}};
+void LlamaModel::embed_tokens(std::span<const int32_t> ids, float* rows) const {
+  if (!tok_embd_.data || opts_.layer_begin != 0)
+    fail("embed_tokens: this stage starts at layer {}; only the input stage has the token embedding",
+         opts_.layer_begin);
+  const int64_t d = cfg_.n_embd;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= cfg_.n_vocab)
+      fail("token id {} is out of range (vocabulary has {} tokens)", ids[i], cfg_.n_vocab);
+    dequantize_row(tok_embd_.type, tok_embd_.row(ids[i]), rows + i * d, d);
+  }
 }
 
 void LlamaModel::ensure_workspace(int64_t n) {
@@ -149,112 +130,168 @@ void LlamaModel::ensure_workspace(int64_t n) {
   h_.resize(n * d);
   qkv_.resize(n * (qd + 2 * kvd));
   attn_.resize(n * qd);
-  tmp_.resize(n * std::max<int64_t>(d, cfg_.n_vocab));
+  tmp_.resize(n * d);
   rope_.resize(n * cfg_.n_rot);
   pos_.resize(n);
   ws_tokens_ = n;
 }
 
-void LlamaModel::matmul(const kernels::Linear& w, const float* x, int64_t ldx, int64_t n, float* y, int64_t ldy) {
+void LlamaModel::matmul(const kernels::Linear& w, const float* x, int64_t ldx, int64_t n, float* y,
+                        int64_t ldy) {
   w.forward(x, ldx, n, y, ldy, pool_, kprec_, mm_scratch_);
 }
 
-void LlamaModel::unified_forward(std::span<const SeqTokens> items, float* logits) {
-  if (items.empty()) return;
-  const int64_t d = cfg_.n_embd, qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), hd = cfg_.head_dim;
-  const int64_t wqkv = qd + 2 * kvd;
-  const float eps = cfg_.norm_eps;
-
-  // Validate, then reserve cache room for every item at once (all or nothing).
+int64_t LlamaModel::plan(runtime::KvCache& kv, std::span<const SeqInput> batch, ForwardOut out) {
+  const int64_t d = cfg_.n_embd;
+  if (kv.n_layer() != opts_.layer_end - opts_.layer_begin || kv.n_head_kv() != cfg_.n_head_kv ||
+      kv.head_dim() != cfg_.head_dim)
+    fail("forward: the KV cache has {} layers of {} x {} heads, this model needs {} layers of {} x {}",
+         kv.n_layer(), kv.n_head_kv(), kv.head_dim(), opts_.layer_end - opts_.layer_begin, cfg_.n_head_kv,
+         cfg_.head_dim);
   requests_.clear();
   int64_t n = 0;
-  for (const SeqTokens& it : items) {
-    if (it.tokens.empty()) fail("forward: no tokens for sequence {}", it.seq);
+  for (const SeqInput& it : batch) {
+    if (it.tokens.empty() == it.embeds.empty())
+      fail("forward: sequence {} needs either token ids or input rows (exactly one of them)", it.seq);
+    if (!it.tokens.empty() && opts_.layer_begin != 0)
+      fail("forward: this stage starts at layer {}; give sequence {} input rows, not token ids",
+           opts_.layer_begin, it.seq);
+    if (!it.embeds.empty() && it.embeds.size() % d != 0)
+      fail("forward: sequence {} has {} input floats, not a whole number of rows of {}", it.seq,
+           it.embeds.size(), d);
+    if (it.logits != Want::None && !has_logits())
+      fail(
+          "forward: logits asked for sequence {}, but this model has no LM head (a backbone or a stage "
+          "ending at "
+          "layer {}); ask for hidden states",
+          it.seq, opts_.layer_end);
+    if ((it.logits != Want::None && !out.logits) || (it.hidden != Want::None && !out.hidden))
+      fail("forward: sequence {} asks for an output with no buffer given", it.seq);
     for (const auto& r : requests_)
       if (r.first == it.seq) fail("forward: sequence {} appears twice in one batch", it.seq);
     for (int32_t t : it.tokens)
-      if (t < 0 || t >= cfg_.n_vocab) fail("token id {} is out of range (vocabulary has {} tokens)", t, cfg_.n_vocab);
-    requests_.emplace_back(it.seq, kv_.len(it.seq) + static_cast<int64_t>(it.tokens.size()));
-    n += it.tokens.size();
+      if (t < 0 || t >= cfg_.n_vocab)
+        fail("token id {} is out of range (vocabulary has {} tokens)", t, cfg_.n_vocab);
+    const int64_t m = it.size(d);
+    requests_.emplace_back(it.seq, kv.len(it.seq) + m);
+    n += m;
   }
-  kv_.reserve(requests_);
+  kv.reserve(requests_);  // all or nothing
   ensure_workspace(n);
+  return n;
+}
 
-  // Embeddings and RoPE angles of every token.
+void LlamaModel::load_inputs(const runtime::KvCache& kv, std::span<const SeqInput> batch) {
+  const int64_t d = cfg_.n_embd, qd = cfg_.q_dim(), wqkv = qd + 2 * cfg_.kv_dim();
   const float* ffac = cfg_.rope_freq_factors.empty() ? nullptr : cfg_.rope_freq_factors.data();
-  jobs_.resize(items.size());
-  for (size_t i = 0, off = 0; i < items.size(); ++i) {
-    const int64_t pos0 = kv_.len(items[i].seq);
-    for (size_t t = 0; t < items[i].tokens.size(); ++t, ++off) {
-      const int32_t tok = items[i].tokens[t];
-      dequantize_row(tok_embd_.type, tok_embd_.row(tok), &x_[off * d], d);
-      pos_[off] = pos0 + t;
-      kernels::rope_cache(&rope_[off * cfg_.n_rot], pos_[off], cfg_.n_rot, cfg_.rope_theta, cfg_.rope_freq_scale, ffac);
+  jobs_.resize(batch.size());
+  for (size_t i = 0, off = 0; i < batch.size(); ++i) {
+    const SeqInput& it = batch[i];
+    const int64_t pos0 = kv.len(it.seq), m = it.size(d);
+    if (!it.tokens.empty())
+      for (int64_t t = 0; t < m; ++t)
+        dequantize_row(tok_embd_.type, tok_embd_.row(it.tokens[t]), &x_[(off + t) * d], d);
+    else
+      std::memcpy(&x_[off * d], it.embeds.data(), m * d * sizeof(float));
+    for (int64_t t = 0; t < m; ++t) {
+      pos_[off + t] = pos0 + t;
+      kernels::rope_cache(&rope_[(off + t) * cfg_.n_rot], pos0 + t, cfg_.n_rot, cfg_.rope_theta,
+                          cfg_.rope_freq_scale, ffac);
     }
     kernels::AttentionJob& j = jobs_[i];
-    j.q = qkv_.data() + (off - items[i].tokens.size()) * wqkv;
+    j.q = qkv_.data() + off * wqkv;
     j.ldq = wqkv;
-    j.n_tok = items[i].tokens.size();
+    j.n_tok = m;
     j.pos0 = pos0;
-    j.out = attn_.data() + (off - items[i].tokens.size()) * qd;
+    j.out = attn_.data() + off * qd;
     j.ldo = qd;
+    off += m;
   }
+}
 
+void LlamaModel::run_layer(int l, runtime::KvCache& kv, std::span<const SeqInput> batch, int64_t n) {
+  const int64_t d = cfg_.n_embd, qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), hd = cfg_.head_dim;
+  const int64_t wqkv = qd + 2 * kvd;
+  const float eps = cfg_.norm_eps;
+  const int kl = l - opts_.layer_begin;  // the cache holds only this stage's layers
+  Layer& L = layers_[kl];
+  for (int64_t t = 0; t < n; ++t) kernels::rms_norm(&x_[t * d], L.attn_norm, &h_[t * d], d, eps);
+  matmul(L.qkv, h_.data(), d, n, qkv_.data(), wqkv);
+  for (int64_t t = 0; t < n; ++t) {
+    float* row = &qkv_[t * wqkv];
+    if (L.bias_qkv) kernels::add_inplace(row, L.bias_qkv, wqkv);
+    const float* cs = &rope_[t * cfg_.n_rot];
+    for (int h = 0; h < cfg_.n_head; ++h) {
+      float* qh = row + h * hd;
+      if (L.q_norm) kernels::rms_norm(qh, L.q_norm, qh, hd, eps);
+      kernels::rope_apply(qh, cs, cfg_.n_rot, cfg_.rope_interleaved);
+    }
+    for (int h = 0; h < cfg_.n_head_kv; ++h) {
+      float* kh = row + qd + h * hd;
+      if (L.k_norm) kernels::rms_norm(kh, L.k_norm, kh, hd, eps);
+      kernels::rope_apply(kh, cs, cfg_.n_rot, cfg_.rope_interleaved);
+    }
+  }
+  for (size_t i = 0, off = 0; i < batch.size(); ++i) {
+    for (int64_t t = 0; t < jobs_[i].n_tok; ++t, ++off)
+      kv.write(kl, batch[i].seq, pos_[off], &qkv_[off * wqkv + qd], &qkv_[off * wqkv + qd + kvd]);
+    jobs_[i].kv = kv.view(kl, batch[i].seq);
+  }
   kernels::AttentionParams ap;
   ap.n_head = cfg_.n_head;
   ap.n_head_kv = cfg_.n_head_kv;
   ap.head_dim = cfg_.head_dim;
   ap.scale = 1.0f / std::sqrt(static_cast<float>(hd));
   ap.sliding_window = cfg_.sliding_window;
+  kernels::attention(ap, jobs_.data(), static_cast<int>(jobs_.size()), pool_, attn_scratch_);
+  matmul(L.wo, attn_.data(), qd, n, tmp_.data(), d);
+  kernels::add_inplace(x_.data(), tmp_.data(), n * d);
+
+  for (int64_t t = 0; t < n; ++t) kernels::rms_norm(&x_[t * d], L.ffn_norm, &h_[t * d], d, eps);
   FfnContext fctx{pool_, kprec_, mm_scratch_};
+  L.ffn->forward(h_.data(), n, tmp_.data(), fctx);
+  kernels::add_inplace(x_.data(), tmp_.data(), n * d);
+}
 
-  for (int l = 0; l < cfg_.n_layer; ++l) {
-    Layer& L = layers_[l];
-    for (int64_t t = 0; t < n; ++t) kernels::rms_norm(&x_[t * d], L.attn_norm, &h_[t * d], d, eps);
-    matmul(L.qkv, h_.data(), d, n, qkv_.data(), wqkv);
-    for (int64_t t = 0; t < n; ++t) {
-      float* row = &qkv_[t * wqkv];
-      if (L.bias_qkv) kernels::add_inplace(row, L.bias_qkv, wqkv);
-      const float* cs = &rope_[t * cfg_.n_rot];
-      for (int h = 0; h < cfg_.n_head; ++h) {
-        float* qh = row + h * hd;
-        if (L.q_norm) kernels::rms_norm(qh, L.q_norm, qh, hd, eps);
-        kernels::rope_apply(qh, cs, cfg_.n_rot, cfg_.rope_interleaved);
-      }
-      for (int h = 0; h < cfg_.n_head_kv; ++h) {
-        float* kh = row + qd + h * hd;
-        if (L.k_norm) kernels::rms_norm(kh, L.k_norm, kh, hd, eps);
-        kernels::rope_apply(kh, cs, cfg_.n_rot, cfg_.rope_interleaved);
-      }
-    }
-    for (size_t i = 0, off = 0; i < items.size(); ++i) {
-      for (size_t t = 0; t < items[i].tokens.size(); ++t, ++off)
-        kv_.write(l, items[i].seq, pos_[off], &qkv_[off * wqkv + qd], &qkv_[off * wqkv + qd + kvd]);
-      jobs_[i].kv = kv_.view(l, items[i].seq);
-    }
-    kernels::attention(ap, jobs_.data(), static_cast<int>(jobs_.size()), pool_, attn_scratch_);
-    matmul(L.wo, attn_.data(), qd, n, tmp_.data(), d);
-    kernels::add_inplace(x_.data(), tmp_.data(), n * d);
-
-    for (int64_t t = 0; t < n; ++t) kernels::rms_norm(&x_[t * d], L.ffn_norm, &h_[t * d], d, eps);
-    L.ffn->forward(h_.data(), n, tmp_.data(), fctx);
-    kernels::add_inplace(x_.data(), tmp_.data(), n * d);
-  }
-  for (const SeqTokens& it : items) kv_.append(it.seq, it.tokens);
-  ++forward_calls_;
-  forward_tokens_ += n;
-
-  // Final norm of the rows that need logits, packed, then one output matmul.
+void LlamaModel::write_outputs(std::span<const SeqInput> batch, ForwardOut out) {
+  const int64_t d = cfg_.n_embd;
+  const float eps = cfg_.norm_eps;
+  auto first_row = [](Want w, int64_t m) { return w == Want::All ? 0 : w == Want::Last ? m - 1 : m; };
+  // Hidden states: normed when this stage ends the network, else the residual stream as is.
   int64_t rows = 0;
-  for (size_t i = 0, off = 0; i < items.size(); off += items[i].tokens.size(), ++i) {
-    const int64_t m = items[i].tokens.size();
-    const int64_t first = items[i].all_logits ? 0 : (items[i].want_logits ? m - 1 : m);
-    for (int64_t t = first; t < m; ++t, ++rows) kernels::rms_norm(&x_[(off + t) * d], output_norm_, &h_[rows * d], d, eps);
+  for (size_t i = 0, off = 0; i < batch.size(); off += jobs_[i].n_tok, ++i)
+    for (int64_t t = first_row(batch[i].hidden, jobs_[i].n_tok); t < jobs_[i].n_tok; ++t, ++rows) {
+      const float* x = &x_[(off + t) * d];
+      if (output_norm_)
+        kernels::rms_norm(x, output_norm_, out.hidden + rows * d, d, eps);
+      else
+        std::memcpy(out.hidden + rows * d, x, d * sizeof(float));
+    }
+  // Logits: the final norm of the rows that need them, packed, then one output matmul.
+  rows = 0;
+  for (size_t i = 0, off = 0; i < batch.size(); off += jobs_[i].n_tok, ++i)
+    for (int64_t t = first_row(batch[i].logits, jobs_[i].n_tok); t < jobs_[i].n_tok; ++t, ++rows)
+      kernels::rms_norm(&x_[(off + t) * d], output_norm_, &h_[rows * d], d, eps);
+  if (rows > 0) matmul(output_, h_.data(), d, rows, out.logits, cfg_.n_vocab);
+}
+
+void LlamaModel::forward(KvCache& cache, std::span<const SeqInput> batch, ForwardOut out) {
+  if (batch.empty()) return;
+  runtime::KvCache& kv = cache.impl();
+  const int64_t n = plan(kv, batch, out);
+  load_inputs(kv, batch);
+  for (int l = opts_.layer_begin; l < opts_.layer_end; ++l) run_layer(l, kv, batch, n);
+  for (const SeqInput& it : batch) {
+    if (!it.tokens.empty()) {
+      kv.append(it.seq, it.tokens);
+    } else {
+      no_ids_.assign(it.size(cfg_.n_embd), -1);
+      kv.append(it.seq, no_ids_);
+    }
   }
-  if (rows > 0) {
-    if (!logits) fail("forward: logits requested but no output buffer given");
-    matmul(output_, h_.data(), d, rows, logits, cfg_.n_vocab);
-  }
+  ++stats_.forward_calls;
+  stats_.forward_tokens += n;
+  write_outputs(batch, out);
 }
 
 }  // namespace ferrum

@@ -23,18 +23,10 @@ class LlamaModel : public Model {
 
   const ModelConfig& config() const override { return cfg_; }
   const ModelOptions& options() const override { return opts_; }
-  void unified_forward(std::span<const SeqTokens> items, float* logits) override;
-  int64_t seq_len(int seq) const override { return kv_.len(seq); }
-  void truncate_kv(int seq, int64_t new_len) override;
-  void release(int seq) override { kv_.release(seq); }
-  void reset() override { kv_.reset(); }
-  void prepare(int seq, int64_t max_tokens) override;
-  bool can_fit(std::span<const std::pair<int, int64_t>> seq_lengths) const override { return kv_.can_reserve(seq_lengths); }
-  int64_t reuse_prefix(int seq, std::span<const int32_t> prompt) override { return kv_.reuse_prefix(seq, prompt); }
-  int64_t kv_capacity() const override { return kv_.options().seq_capacity; }
-  KvUsage kv_usage() const override;
-  nlohmann::json metrics_json() const override;
+  void forward(KvCache& kv, std::span<const SeqInput> batch, ForwardOut out) override;
+  void embed_tokens(std::span<const int32_t> ids, float* rows) const override;
   size_t weight_bytes() const override { return weights_.total_bytes(); }
+  ModelStats stats() const override { return stats_; }
 
  private:
   struct Layer {
@@ -48,35 +40,39 @@ class LlamaModel : public Model {
     std::unique_ptr<FeedForward> ffn;  // dense SwiGLU or mixture of experts
   };
 
+  void check_options();
   void bind_weights();
+  void bind_layer(int l);
   const float* f32_tensor(const std::string& name, int64_t n, bool required = true);
   void matmul(const kernels::Linear& w, const float* x, int64_t ldx, int64_t n, float* y, int64_t ldy);
   void ensure_workspace(int64_t n);
+  // Validates the batch and reserves cache room for all of it; returns the number of new rows.
+  int64_t plan(runtime::KvCache& kv, std::span<const SeqInput> batch, ForwardOut out);
+  void load_inputs(const runtime::KvCache& kv, std::span<const SeqInput> batch);
+  void run_layer(int l, runtime::KvCache& kv, std::span<const SeqInput> batch, int64_t n);
+  void write_outputs(std::span<const SeqInput> batch, ForwardOut out);
 
   ModelConfig cfg_;
   WeightSet weights_;
   ModelOptions opts_;
   ThreadPool pool_;
   kernels::Precision kprec_;
-  runtime::KvCache kv_;
 
-  TensorView tok_embd_;
+  TensorView tok_embd_;  // unset for a stage that starts after layer 0 (and has no tied head)
   kernels::Linear output_;
-  const float* output_norm_ = nullptr;
-  std::vector<Layer> layers_;
+  const float* output_norm_ = nullptr;  // set when the stage ends at the last layer
+  std::vector<Layer> layers_;           // layers [layer_begin, layer_end)
 
   // Workspace, grown to the largest batch seen (never per token).
   int64_t ws_tokens_ = 0;
   std::vector<float> x_, h_, qkv_, attn_, tmp_, rope_;
   std::vector<int64_t> pos_;
+  std::vector<int32_t> no_ids_;  // -1 ids recorded in the cache for input rows
   std::vector<kernels::AttentionJob> jobs_;
   std::vector<std::pair<int, int64_t>> requests_;
   kernels::MatmulScratch mm_scratch_;
   kernels::AttentionScratch attn_scratch_;
-  int64_t forward_calls_ = 0, forward_tokens_ = 0;
+  ModelStats stats_;
 };
-
-// Parses KvOptions (layout/type names) into the runtime's options; throws naming a bad value.
-runtime::KvCacheOptions kv_cache_options(const KvOptions& o, int64_t default_capacity);
 
 }  // namespace ferrum

@@ -1,53 +1,62 @@
-// The non-virtual conveniences of the Model interface, all expressed through unified_forward.
+// The non-virtual conveniences of the Model interface, all expressed through forward(), and the
+// cache shaped for a model.
+#include "ferrum/model.h"
+
 #include <algorithm>
-#include <cstdlib>
 
 #include "ferrum/error.h"
-#include "ferrum/model.h"
 
 namespace ferrum {
 
-void KvOptions::apply_env() {
-  auto env = [](const char* k) -> const char* { return std::getenv(k); };
-  if (const char* v = env("FERRUM_KV_LAYOUT"); v && layout == "contiguous") layout = v;
-  if (const char* v = env("FERRUM_KV_TYPE"); v && type == "f32") type = v;
-  if (const char* v = env("FERRUM_KV_CAPACITY"); v && capacity == 0) capacity = std::atoll(v);
-  if (const char* v = env("FERRUM_KV_POOL"); v && pool_tokens == 0) pool_tokens = std::atoll(v);
-  if (const char* v = env("FERRUM_PREFIX_CACHE"); v && !prefix_cache) prefix_cache = std::string(v) == "1";
+std::unique_ptr<KvCache> KvCache::for_model(const Model& model, const KvOptions& opts) {
+  const ModelConfig& c = model.config();
+  const int64_t ctx = c.n_ctx_train > 0 ? std::min<int64_t>(c.n_ctx_train, 4096) : 4096;
+  return std::make_unique<KvCache>(model.layer_end() - model.layer_begin(), c.n_head_kv, c.head_dim, opts,
+                                   ctx);
 }
 
-void Model::prefill(int seq, std::span<const int32_t> tokens, float* logits, bool all_logits) {
+void Model::prefill(KvCache& kv, int seq, std::span<const int32_t> tokens, float* logits, bool all_logits) {
   if (tokens.empty()) fail("prefill: no tokens for sequence {}", seq);
   const int64_t n = tokens.size(), chunk = std::max<int64_t>(1, options().max_batch);
   const int64_t V = config().n_vocab;
   for (int64_t b = 0; b < n; b += chunk) {
     const int64_t m = std::min(chunk, n - b);
     const bool last = b + m == n;
-    SeqTokens item{seq, tokens.subspan(b, m), logits != nullptr && (last || all_logits), logits != nullptr && all_logits};
-    unified_forward(std::span(&item, 1), all_logits ? logits + b * V : logits);
+    SeqInput item;
+    item.seq = seq;
+    item.tokens = tokens.subspan(b, m);
+    item.logits = logits == nullptr ? Want::None : all_logits ? Want::All : last ? Want::Last : Want::None;
+    forward(kv, std::span(&item, 1), ForwardOut{all_logits ? logits + b * V : logits, nullptr});
   }
 }
 
-void Model::decode(int seq, int32_t token, int64_t pos, float* logits) {
+void Model::decode(KvCache& kv, int seq, int32_t token, int64_t pos, float* logits) {
   DecodeItem item{seq, token, pos};
-  decode_batch(std::span(&item, 1), logits);
+  decode_batch(kv, std::span(&item, 1), logits);
 }
 
-void Model::decode_batch(std::span<const DecodeItem> items, float* logits) {
-  thread_local std::vector<SeqTokens> batch;  // reused: no allocation per decode step
+void Model::decode_batch(KvCache& kv, std::span<const DecodeItem> items, float* logits) {
+  thread_local std::vector<SeqInput> batch;  // reused: no allocation per decode step
   batch.clear();
   for (const DecodeItem& it : items) {
-    const int64_t have = seq_len(it.seq);
-    if (it.pos != have) fail("decode: position {} does not match sequence {} length {}", it.pos, it.seq, have);
-    batch.push_back(SeqTokens{it.seq, std::span(&it.token, 1), true, false});
+    const int64_t have = kv.seq_len(it.seq);
+    if (it.pos != have)
+      fail("decode: position {} does not match sequence {} length {}", it.pos, it.seq, have);
+    SeqInput in;
+    in.seq = it.seq;
+    in.tokens = std::span(&it.token, 1);
+    batch.push_back(in);
   }
-  unified_forward(batch, logits);
+  forward(kv, batch, ForwardOut{logits, nullptr});
 }
 
-void Model::forward_verify(int seq, std::span<const int32_t> tokens, float* logits) {
+void Model::forward_verify(KvCache& kv, int seq, std::span<const int32_t> tokens, float* logits) {
   if (tokens.empty()) fail("forward_verify: no tokens for sequence {}", seq);
-  SeqTokens item{seq, tokens, true, true};
-  unified_forward(std::span(&item, 1), logits);
+  SeqInput item;
+  item.seq = seq;
+  item.tokens = tokens;
+  item.logits = Want::All;
+  forward(kv, std::span(&item, 1), ForwardOut{logits, nullptr});
 }
 
 }  // namespace ferrum

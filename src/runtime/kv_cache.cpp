@@ -217,6 +217,8 @@ void KvCache::append(int seq, std::span<const int32_t> ids) {
 void KvCache::register_blocks(Seq& s) {
   const int bt = opts_.block_tokens;
   while (static_cast<int64_t>(s.registered + 1) * bt <= static_cast<int64_t>(s.tokens.size())) {
+    const int32_t* block_ids = s.tokens.data() + s.registered * bt;
+    if (std::any_of(block_ids, block_ids + bt, [](int32_t id) { return id < 0; })) return;  // input rows
     const uint64_t h = chain_hash(s.chain, s.tokens.data() + s.registered * bt, bt);
     auto it = prefix_.find(h);
     if (it == prefix_.end()) {

@@ -50,6 +50,9 @@ class KvCache {
   KvCache(int n_layer, int n_head_kv, int head_dim, KvCacheOptions opts);
 
   const KvCacheOptions& options() const { return opts_; }
+  int n_layer() const { return n_layer_; }
+  int n_head_kv() const { return n_head_kv_; }
+  int head_dim() const { return head_dim_; }
   bool has(int seq) const { return seqs_.count(seq) != 0; }
   int64_t len(int seq) const;
 
@@ -67,7 +70,9 @@ class KvCache {
 
   // Stores K and V of one token (floats, n_head_kv*head_dim each). pos < reserved length.
   void write(int layer, int seq, int64_t pos, const float* k, const float* v);
-  // Records that tokens [len, len + ids.size()) are now in the cache.
+  // Records that tokens [len, len + ids.size()) are now in the cache. An id of -1 marks a
+  // position computed from input rows rather than a token: blocks holding one are never offered
+  // to the prefix cache.
   void append(int seq, std::span<const int32_t> ids);
   void truncate(int seq, int64_t new_len);
   void release(int seq);

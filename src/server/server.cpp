@@ -172,7 +172,7 @@ void Server::models(const std::string& id, HttpResponse& res) {
   const auto& cfg = engine_ ? engine_->model().config() : embedder_->model().config();
   json meta = {{"n_vocab", cfg.n_vocab}, {"kind", engine_ ? "decoder" : "encoder"}};
   if (engine_)
-    meta["n_ctx"] = engine_->model().kv_capacity();
+    meta["n_ctx"] = engine_->kv_capacity();
   else
     meta["n_embd"] = embedder_->model().dim();
   json m = {{"id", opt_.model_name},

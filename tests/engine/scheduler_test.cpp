@@ -26,15 +26,27 @@ std::string qwen3() {
   return test::data_path("models/qwen3/gguf/qwen3-Q8_0.gguf");
 }
 
-LoadedModel load(const std::string& path, const std::string& layout = "paged", int64_t pool = 0,
-                 int64_t capacity = 512, bool prefix_cache = false) {
+// A model with the KV cache options its engine (or reference run) uses.
+struct Loaded : LoadedModel {
+  KvOptions kv;
+  EngineOptions engine_options() const {
+    EngineOptions e;
+    e.kv = kv;
+    return e;
+  }
+};
+
+Loaded load(const std::string& path, const std::string& layout = "paged", int64_t pool = 0,
+            int64_t capacity = 512, bool prefix_cache = false) {
   ModelOptions o;
   o.n_threads = 2;
-  o.kv.layout = layout;
-  o.kv.capacity = capacity;
-  o.kv.pool_tokens = pool;
-  o.kv.prefix_cache = prefix_cache;
-  return load_model(path, o);
+  Loaded l;
+  static_cast<LoadedModel&>(l) = load_model(path, o);
+  l.kv.layout = layout;
+  l.kv.capacity = capacity;
+  l.kv.pool_tokens = pool;
+  l.kv.prefix_cache = prefix_cache;
+  return l;
 }
 
 SamplingParams greedy() {
@@ -68,12 +80,12 @@ Output collect(RequestHandle& h) {
 }
 
 // Single-sequence reference with the plain generation loop.
-Output reference(LoadedModel& lm, const std::vector<int32_t>& prompt, int max_tokens) {
+Output reference(Loaded& lm, const std::vector<int32_t>& prompt, int max_tokens) {
   GenerateOptions g;
   g.max_tokens = max_tokens;
   g.sampling = greedy();
-  GenerateResult r = generate(*lm.model, *lm.tokenizer, 0, prompt, g, nullptr);
-  lm.model->release(0);
+  auto kv = KvCache::for_model(*lm.model, lm.kv);
+  GenerateResult r = generate(*lm.model, *kv, *lm.tokenizer, 0, prompt, g, nullptr);
   Output o;
   o.tokens = r.tokens;
   o.finish_reason = r.finish_reason;
@@ -113,11 +125,11 @@ TEST(StopMatcher, MatchesAcrossPiecesAndHoldsBackPrefixes) {
 }
 
 TEST(Scheduler, GreedyEqualsGenerate) {
-  LoadedModel ref = load(stories(), "contiguous");
-  LoadedModel lm = load(stories());
+  Loaded ref = load(stories(), "contiguous");
+  Loaded lm = load(stories());
   const auto prompt = lm.tokenizer->encode("Once upon a time", true, false);
   const Output want = reference(ref, prompt, 60);
-  Engine eng(*lm.model, *lm.tokenizer, EngineOptions{});
+  Engine eng(*lm.model, *lm.tokenizer, lm.engine_options());
   Output got = collect(*eng.submit(req(prompt, 60)));
   EXPECT_EQ(got.tokens, want.tokens);
   EXPECT_EQ(got.text, want.text);
@@ -130,8 +142,8 @@ TEST(Scheduler, GreedyEqualsGenerate) {
 // Many requests at once, each must get exactly its own single-request output.
 void concurrent_no_mixups(const std::string& path, int64_t pool, int max_num_seqs, int budget,
                           bool expect_preempt) {
-  LoadedModel ref = load(path, "contiguous");
-  LoadedModel lm = load(path, "paged", pool);
+  Loaded ref = load(path, "contiguous");
+  Loaded lm = load(path, "paged", pool);
   const std::vector<std::string> texts = {
       "Once upon a time",   "The cat",     "Lily and Tom went to the park", "One day, a little bird",
       "Sam had a red ball", "The sun was", "There was a big dog named Max", "Mom said"};
@@ -141,7 +153,7 @@ void concurrent_no_mixups(const std::string& path, int64_t pool, int max_num_seq
     prompts.push_back(lm.tokenizer->encode(t, true, false));
     want.push_back(reference(ref, prompts.back(), 48));
   }
-  EngineOptions eo;
+  EngineOptions eo = lm.engine_options();
   eo.max_num_seqs = max_num_seqs;
   eo.max_batched_tokens = budget;
   Engine eng(*lm.model, *lm.tokenizer, eo);
@@ -172,8 +184,8 @@ TEST(Scheduler, PreemptionUnderTinyPoolCompletesEveryRequest) {
 }
 
 TEST(Scheduler, StopStringAcrossTokenBoundaryIsNotEmitted) {
-  LoadedModel ref = load(stories(), "contiguous");
-  LoadedModel lm = load(stories());
+  Loaded ref = load(stories(), "contiguous");
+  Loaded lm = load(stories());
   const auto prompt = lm.tokenizer->encode("Once upon a time", true, false);
   const Output want = reference(ref, prompt, 60);
   // A stop string from the middle of one token's text into the next one's.
@@ -188,7 +200,7 @@ TEST(Scheduler, StopStringAcrossTokenBoundaryIsNotEmitted) {
   ASSERT_GT(text.size(), boundary + 2);
   const std::string stop = text.substr(boundary - 2, 4);
   const size_t first = want.text.find(stop);
-  Engine eng(*lm.model, *lm.tokenizer, EngineOptions{});
+  Engine eng(*lm.model, *lm.tokenizer, lm.engine_options());
   RequestParams p = req(prompt, 60);
   p.stop = {"never-appears-zzz", stop};
   Output got = collect(*eng.submit(p));
@@ -197,8 +209,8 @@ TEST(Scheduler, StopStringAcrossTokenBoundaryIsNotEmitted) {
 }
 
 TEST(Scheduler, CancelFreesKvAtOnce) {
-  LoadedModel lm = load(stories());
-  Engine eng(*lm.model, *lm.tokenizer, EngineOptions{});
+  Loaded lm = load(stories());
+  Engine eng(*lm.model, *lm.tokenizer, lm.engine_options());
   RequestParams p = req(lm.tokenizer->encode("Once upon a time", true, false), -1);  // to the context's end
   p.ignore_eos = true;
   auto h = eng.submit(p);
@@ -214,8 +226,8 @@ TEST(Scheduler, CancelFreesKvAtOnce) {
 }
 
 TEST(Scheduler, LengthLimitsAndValidation) {
-  LoadedModel lm = load(stories(), "paged", 0, 64);
-  EngineOptions eo;
+  Loaded lm = load(stories(), "paged", 0, 64);
+  EngineOptions eo = lm.engine_options();
   eo.max_num_seqs = 1;
   eo.max_waiting = 0;
   Engine eng(*lm.model, *lm.tokenizer, eo);
@@ -256,14 +268,14 @@ TEST(Scheduler, LengthLimitsAndValidation) {
 }
 
 TEST(Scheduler, PrefixCacheServesRepeatedPrompts) {
-  LoadedModel lm = load(stories(), "paged", 0, 512, /*prefix_cache=*/true);
-  LoadedModel ref = load(stories(), "contiguous");
+  Loaded lm = load(stories(), "paged", 0, 512, /*prefix_cache=*/true);
+  Loaded ref = load(stories(), "contiguous");
   std::string text =
       "Once upon a time, there was a little girl named Lily. She loved to play outside in the park.";
   const auto prompt = lm.tokenizer->encode(text + " One day", true, false);
   ASSERT_GT(prompt.size(), 32u);
   const Output want = reference(ref, prompt, 24);
-  Engine eng(*lm.model, *lm.tokenizer, EngineOptions{});
+  Engine eng(*lm.model, *lm.tokenizer, lm.engine_options());
   Output first = collect(*eng.submit(req(prompt, 24)));
   auto h = eng.submit(req(prompt, 24));
   int cached = 0;
@@ -284,8 +296,8 @@ TEST(Scheduler, PrefixCacheServesRepeatedPrompts) {
 }
 
 TEST(Scheduler, LogprobsAreNormalized) {
-  LoadedModel lm = load(stories());
-  Engine eng(*lm.model, *lm.tokenizer, EngineOptions{});
+  Loaded lm = load(stories());
+  Engine eng(*lm.model, *lm.tokenizer, lm.engine_options());
   RequestParams p = req(lm.tokenizer->encode("Once upon a time", true, false), 5);
   p.logprobs = 3;
   auto h = eng.submit(p);
@@ -309,8 +321,8 @@ TEST(Scheduler, LogprobsAreNormalized) {
 // engine thread's final reset of the cache must not race with kv_usage()/model_metrics() (the
 // ThreadSanitizer run checks it; the prefix cache gives the reset something to clear).
 TEST(Scheduler, KvReadableWhileShuttingDown) {
-  LoadedModel lm = load(stories(), "paged", 0, 512, /*prefix_cache=*/true);
-  Engine eng(*lm.model, *lm.tokenizer, EngineOptions{});
+  Loaded lm = load(stories(), "paged", 0, 512, /*prefix_cache=*/true);
+  Engine eng(*lm.model, *lm.tokenizer, lm.engine_options());
   const auto prompt = lm.tokenizer->encode(
       "Once upon a time, there was a little girl named Lily. She loved to play outside in the park.", true,
       false);
@@ -337,12 +349,12 @@ TEST(Scheduler, KvReadableWhileShuttingDown) {
 // (or cancelled), the counters add up and the KV cache is empty; the ThreadSanitizer run checks
 // the locking between the client threads and the engine thread.
 TEST(Scheduler, ClientThreadsSubmitCancelAndShutdownConcurrently) {
-  LoadedModel ref = load(stories(), "contiguous");
-  LoadedModel lm = load(stories());
+  Loaded ref = load(stories(), "contiguous");
+  Loaded lm = load(stories());
   const auto prompt = lm.tokenizer->encode("Once upon a time", true, false);
   Output want = reference(ref, prompt, 16);
   ASSERT_EQ(want.tokens.size(), 16u);
-  EngineOptions eo;
+  EngineOptions eo = lm.engine_options();
   eo.max_num_seqs = 4;
   eo.max_batched_tokens = 64;
   Engine eng(*lm.model, *lm.tokenizer, eo);

@@ -41,7 +41,6 @@ std::string load_error(const std::string& name, const std::function<void(gguf::W
     ModelFiles files = open_model_files(path);
     ModelOptions opts;
     opts.n_threads = 1;
-    opts.kv.capacity = 16;
     create_model(std::move(files.config), std::move(files.weights), opts);
   });
 }

@@ -19,7 +19,7 @@ class Golden : public ::testing::TestWithParam<std::string> {
     return p;
   }
   // Checks every prompt's all-position logits against llama.cpp's F32 reference.
-  void expect_f32_reference(Model& model, double tol, const std::string& what) {
+  void expect_f32_reference(CachedModel& model, double tol, const std::string& what) {
     const int64_t V = model.config().n_vocab;
     for (const std::string& pid : prompts()) {
       auto ids = prompt_ids(m(), pid);

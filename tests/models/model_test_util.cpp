@@ -1,7 +1,5 @@
 #include "model_test_util.h"
 
-#include "engine/sampler.h"
-
 #include <time.h>
 
 #include <cmath>
@@ -9,11 +7,15 @@
 #include <filesystem>
 #include <fstream>
 
+#include "engine/sampler.h"
+
 namespace fs = std::filesystem;
 
 namespace ferrum::test {
 
-std::string model_file(const std::string& model, const std::string& rel) { return unxz("models/" + model + "/" + rel); }
+std::string model_file(const std::string& model, const std::string& rel) {
+  return unxz("models/" + model + "/" + rel);
+}
 
 std::string hf_dir(const std::string& model, const std::string& sub) {
   const fs::path src = data_path("models/" + model + "/" + sub);
@@ -45,16 +47,30 @@ std::vector<int32_t> prompt_ids(const std::string& model, const std::string& pid
   throw std::runtime_error("no prompt " + pid + " in " + model);
 }
 
-std::unique_ptr<Model> open_model(const std::string& path, Precision prec, int threads) {
+std::unique_ptr<CachedModel> with_cache(std::unique_ptr<Model> m, int64_t capacity) {
+  KvOptions kv;
+  kv.capacity = capacity;
+  return std::make_unique<CachedModel>(std::move(m), kv);
+}
+
+std::unique_ptr<CachedModel> open_model(const std::string& path, Precision prec, int threads) {
   ModelFiles files = open_model_files(path);
   ModelOptions o;
   o.precision = prec;
   o.n_threads = threads;
-  o.kv.capacity = 4096;
-  return create_model(std::move(files.config), std::move(files.weights), o);
+  return with_cache(create_model(std::move(files.config), std::move(files.weights), o));
 }
 
-std::vector<float> all_logits(Model& m, const std::vector<int32_t>& ids) {
+SeqInput seq_input(int seq, std::span<const int32_t> tokens, Want logits, Want hidden) {
+  SeqInput in;
+  in.seq = seq;
+  in.tokens = tokens;
+  in.logits = logits;
+  in.hidden = hidden;
+  return in;
+}
+
+std::vector<float> all_logits(CachedModel& m, const std::vector<int32_t>& ids) {
   std::vector<float> out(ids.size() * m.config().n_vocab);
   m.reset();
   m.prefill(0, ids, out.data(), true);
@@ -62,7 +78,7 @@ std::vector<float> all_logits(Model& m, const std::vector<int32_t>& ids) {
   return out;
 }
 
-std::vector<int32_t> greedy_continuation(Model& m, const std::vector<int32_t>& prompt, size_t n) {
+std::vector<int32_t> greedy_continuation(CachedModel& m, const std::vector<int32_t>& prompt, size_t n) {
   const int V = m.config().n_vocab;
   std::vector<float> logits(V);
   m.reset();

@@ -21,14 +21,49 @@ nlohmann::json load_json(const std::string& path);
 // Token ids of a prompt from the fixture's reference.json.
 std::vector<int32_t> prompt_ids(const std::string& model, const std::string& pid);
 
-std::unique_ptr<Model> open_model(const std::string& path, Precision prec, int threads = 2);
+// A model with one KV cache of its own, for tests that drive sequences directly; the methods
+// forward to Model and KvCache.
+struct CachedModel {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<KvCache> kv;
+
+  CachedModel(std::unique_ptr<Model> m, const KvOptions& o)
+      : model(std::move(m)), kv(KvCache::for_model(*model, o)) {}
+  const ModelConfig& config() const { return model->config(); }
+  void forward(std::span<const SeqInput> batch, float* logits, float* hidden = nullptr) {
+    model->forward(*kv, batch, ForwardOut{logits, hidden});
+  }
+  void prefill(int seq, std::span<const int32_t> t, float* logits, bool all = false) {
+    model->prefill(*kv, seq, t, logits, all);
+  }
+  void decode(int seq, int32_t t, int64_t pos, float* logits) { model->decode(*kv, seq, t, pos, logits); }
+  void decode_batch(std::span<const DecodeItem> items, float* logits) {
+    model->decode_batch(*kv, items, logits);
+  }
+  void forward_verify(int seq, std::span<const int32_t> t, float* logits) {
+    model->forward_verify(*kv, seq, t, logits);
+  }
+  int64_t seq_len(int seq) const { return kv->seq_len(seq); }
+  void truncate_kv(int seq, int64_t n) { kv->truncate(seq, n); }
+  void release(int seq) { kv->release(seq); }
+  void reset() { kv->reset(); }
+  bool can_fit(std::span<const std::pair<int, int64_t>> s) const { return kv->can_fit(s); }
+  int64_t reuse_prefix(int seq, std::span<const int32_t> p) { return kv->reuse_prefix(seq, p); }
+};
+std::unique_ptr<CachedModel> with_cache(std::unique_ptr<Model> m, int64_t capacity = 4096);
+
+std::unique_ptr<CachedModel> open_model(const std::string& path, Precision prec, int threads = 2);
+
+// One input of a forward batch.
+SeqInput seq_input(int seq, std::span<const int32_t> tokens, Want logits = Want::Last,
+                   Want hidden = Want::None);
 
 // All-position logits of a prompt run as one prefill.
-std::vector<float> all_logits(Model& m, const std::vector<int32_t>& ids);
+std::vector<float> all_logits(CachedModel& m, const std::vector<int32_t>& ids);
 
 // Greedy continuation (argmax, lowest id on ties): `prompt` as one prefill, then one token per
 // decode, n tokens in all (the way llama.cpp's reference greedy runs were made).
-std::vector<int32_t> greedy_continuation(Model& m, const std::vector<int32_t>& prompt, size_t n);
+std::vector<int32_t> greedy_continuation(CachedModel& m, const std::vector<int32_t>& prompt, size_t n);
 
 // Benchmarks: process CPU seconds (on a shared, overloaded machine wall time mostly measures the
 // other processes; tokens per CPU-second x threads is the load-independent figure), and the

@@ -155,10 +155,9 @@ TEST(MoeBench, DISABLED_DecodeAndPrefillTokensPerSecond) {
   const size_t bytes = b.w.total_bytes();
   ModelOptions o;
   o.precision = Precision::Fast;
-  o.kv.capacity = 1024;
   o.max_batch = 512;
   o.n_threads = bench_threads();
-  auto model = create_model(c, std::move(b.w), o);
+  auto model = with_cache(create_model(c, std::move(b.w), o), 1024);
   const int threads = bench_threads() > 0 ? bench_threads() : ThreadPool::default_threads();
   std::printf("random MoE: %d layers, %.2f GB of Q4_0 weights, built in %.1f s, %d threads\n", n_layer,
               bytes / 1e9, build_s, threads);

@@ -68,7 +68,7 @@ void accumulate(MaskedDiff& d, const std::vector<float>& got, const std::vector<
 }
 
 // All prompts vs llama.cpp's F32 logits, with F32 margins.
-MaskedDiff vs_f32_reference(Model& model) {
+MaskedDiff vs_f32_reference(CachedModel& model) {
   const int64_t V = model.config().n_vocab;
   MaskedDiff d;
   for (const std::string& pid : kPrompts) {
@@ -80,7 +80,7 @@ MaskedDiff vs_f32_reference(Model& model) {
   return d;
 }
 
-void expect_f32_match(Model& model, const std::string& what) {
+void expect_f32_match(CachedModel& model, const std::string& what) {
   MaskedDiff d = vs_f32_reference(model);
   std::printf(
       "%s: %lld positions compared, %lld excluded (router margin < %.2g; max diff there %.3g), max %.3g\n",
@@ -306,7 +306,7 @@ TEST(MoeGolden, SingleTokenReadsOnlyItsExperts) {
   ModelOptions o;
   o.n_threads = 2;
   o.precision = Precision::Exact;
-  auto model = create_model(std::move(files.config), std::move(files.weights), o);
+  auto model = with_cache(create_model(std::move(files.config), std::move(files.weights), o));
   auto want = load_npy(model_file(kModel, "logits/F32/p1.npy"));
   auto got = all_logits(*model, prompt_ids(kModel, "p1"));
   Diff d = compare(got, want.data, 1, model->config().n_vocab);
@@ -343,7 +343,6 @@ TEST(MoeGolden, DecodeBatchOfSequencesEqualsSeparateDecodes) {
 ModelOptions small_opts() {
   ModelOptions o;
   o.n_threads = 1;
-  o.kv.capacity = 64;
   return o;
 }
 

@@ -7,8 +7,8 @@
 #include <cmath>
 
 #include "engine/sampler.h"
-#include "kernels/cpu/matmul.h"
 #include "ferrum/error.h"
+#include "kernels/cpu/matmul.h"
 #include "model_test_util.h"
 
 namespace ferrum::test {
@@ -16,18 +16,21 @@ namespace {
 
 constexpr double kTol = 2e-4;  // batching changes only the summation order
 
-std::unique_ptr<Model> open_kv(const std::string& path, const std::string& layout, bool prefix = false,
-                               const std::string& type = "f32", int64_t pool = 0, int64_t capacity = 512) {
+std::unique_ptr<CachedModel> open_kv(const std::string& path, const std::string& layout, bool prefix = false,
+                                     const std::string& type = "f32", int64_t pool = 0,
+                                     int64_t capacity = 512) {
   ModelFiles files = open_model_files(path);
   ModelOptions o;
   o.n_threads = 2;
-  o.kv.layout = layout;
-  o.kv.type = type;
-  o.kv.capacity = capacity;
-  o.kv.pool_tokens = pool;
-  o.kv.prefix_cache = prefix;
   o.max_batch = 64;
-  return create_model(std::move(files.config), std::move(files.weights), o);
+  KvOptions kv;
+  kv.layout = layout;
+  kv.type = type;
+  kv.capacity = capacity;
+  kv.pool_tokens = pool;
+  kv.prefix_cache = prefix;
+  return std::make_unique<CachedModel>(create_model(std::move(files.config), std::move(files.weights), o),
+                                       kv);
 }
 
 double max_diff(const float* a, const float* b, int64_t n) {
@@ -38,8 +41,8 @@ double max_diff(const float* a, const float* b, int64_t n) {
 
 // Greedy continuation of `prompt` for `steps` tokens, one token per decode; returns the logits of
 // every step (steps x V).
-std::vector<float> reference_run(Model& m, int seq, const std::vector<int32_t>& prompt, int steps,
-                                  std::vector<int32_t>* tokens = nullptr) {
+std::vector<float> reference_run(CachedModel& m, int seq, const std::vector<int32_t>& prompt, int steps,
+                                 std::vector<int32_t>* tokens = nullptr) {
   const int V = m.config().n_vocab;
   std::vector<float> out(static_cast<size_t>(steps) * V);
   m.prefill(seq, prompt, out.data());
@@ -99,7 +102,8 @@ TEST_P(Runtime, BatchedDecodeEqualsOneByOne) {
     std::vector<DecodeItem> items;
     for (int i = 0; i < n; ++i) items.push_back({i, toks[i][s - 1], batched->seq_len(i)});
     batched->decode_batch(items, logits.data());
-    for (int i = 0; i < n; ++i) EXPECT_LE(max_diff(&logits[i * V], &ref[i][s * V], V), kTol) << "seq " << i << " step " << s;
+    for (int i = 0; i < n; ++i)
+      EXPECT_LE(max_diff(&logits[i * V], &ref[i][s * V], V), kTol) << "seq " << i << " step " << s;
   }
 }
 
@@ -125,17 +129,19 @@ TEST_P(Runtime, BatchingAndChunkingAreBitwiseInvariant) {
     EXPECT_EQ(max_diff(&logits[0], &ref[0][0], V), 0.0);
     const auto& p1 = prompts[1];
     const auto& p2 = prompts[2];
-    SeqTokens first[2] = {{1, std::span(p1).first(5), false, false}, {2, std::span(p2).first(3), false, false}};
-    batched->unified_forward(first, nullptr);
-    SeqTokens rest[2] = {{1, std::span(p1).subspan(5), true, false}, {2, std::span(p2).subspan(3), true, false}};
-    batched->unified_forward(rest, &logits[V]);
+    SeqInput first[2] = {seq_input(1, std::span(p1).first(5), Want::None),
+                         seq_input(2, std::span(p2).first(3), Want::None)};
+    batched->forward(first, nullptr);
+    SeqInput rest[2] = {seq_input(1, std::span(p1).subspan(5)), seq_input(2, std::span(p2).subspan(3))};
+    batched->forward(rest, &logits[V]);
     EXPECT_EQ(max_diff(&logits[V], &ref[1][0], V), 0.0);
     EXPECT_EQ(max_diff(&logits[2 * V], &ref[2][0], V), 0.0);
     for (int s = 1; s < steps; ++s) {
       std::vector<DecodeItem> items;
       for (int i = 0; i < n; ++i) items.push_back({i, toks[i][s - 1], batched->seq_len(i)});
       batched->decode_batch(items, logits.data());
-      for (int i = 0; i < n; ++i) EXPECT_EQ(max_diff(&logits[i * V], &ref[i][s * V], V), 0.0) << "seq " << i << " step " << s;
+      for (int i = 0; i < n; ++i)
+        EXPECT_EQ(max_diff(&logits[i * V], &ref[i][s * V], V), 0.0) << "seq " << i << " step " << s;
     }
   }
 }
@@ -155,8 +161,8 @@ TEST_P(Runtime, MixedBatchEqualsSeparateCalls) {
   std::vector<float> b(2 * V);
   mixed->prefill(0, p0, b.data());
   mixed->prefill(1, std::span(p1).first(40), nullptr, false);
-  SeqTokens items[2] = {{0, std::span(&t0, 1), true, false}, {1, std::span(p1).subspan(40), true, false}};
-  mixed->unified_forward(items, b.data());
+  SeqInput items[2] = {seq_input(0, std::span(&t0, 1)), seq_input(1, std::span(p1).subspan(40))};
+  mixed->forward(items, b.data());
   EXPECT_LE(max_diff(&b[0], a0b.data(), V), kTol);
   EXPECT_LE(max_diff(&b[V], a1.data(), V), kTol);
 }
@@ -187,9 +193,9 @@ TEST_P(Runtime, PrefixCacheHitEqualsColdPrefill) {
   cold->release(0);
   cold->prefill(0, p, ref.data());
   EXPECT_LE(max_diff(ref.data(), got.data(), V), kTol);
-  auto metrics = warm->metrics_json()["kv"]["prefix_cache"];
-  EXPECT_EQ(metrics["hits"], 3);
-  EXPECT_EQ(metrics["saved_tokens"], 2 * reused + 16);
+  const KvUsage usage = warm->kv->usage();
+  EXPECT_EQ(usage.prefix_hits, 3);
+  EXPECT_EQ(usage.prefix_saved_tokens, 2 * reused + 16);
 }
 
 TEST_P(Runtime, VerifyEqualsSequentialDecodeAndTruncateRollsBack) {
@@ -250,7 +256,7 @@ TEST_F(RuntimeErrors, PoolExhaustionIsCleanAndOthersKeepWorking) {
   const int V = m->config().n_vocab;
   auto p = prompt_ids("qwen3", "p3");  // 51 tokens = 4 blocks
   std::vector<float> a(V), b(V), ref(V);
-  m->prefill(0, std::span(p).first(20), a.data());  // 2 blocks
+  m->prefill(0, std::span(p).first(20), a.data());                               // 2 blocks
   EXPECT_THROW(m->prefill(1, std::span(p).first(40), b.data()), CapacityError);  // needs 3 more
   EXPECT_EQ(m->seq_len(1), 0);
   EXPECT_FALSE(m->can_fit(std::vector<std::pair<int, int64_t>>{{1, 40}}));
@@ -262,9 +268,9 @@ TEST_F(RuntimeErrors, PoolExhaustionIsCleanAndOthersKeepWorking) {
   EXPECT_LE(max_diff(a.data(), ref.data(), V), kTol);
   // A batch that does not fit changes nothing at all.
   int32_t t = 1;
-  SeqTokens items[2] = {{0, std::span(&t, 1), true, false}, {2, std::span(p).first(40), true, false}};
+  SeqInput items[2] = {seq_input(0, std::span(&t, 1)), seq_input(2, std::span(p).first(40))};
   std::vector<float> two(2 * V);
-  EXPECT_THROW(m->unified_forward(items, two.data()), CapacityError);
+  EXPECT_THROW(m->forward(items, two.data()), CapacityError);
   EXPECT_EQ(m->seq_len(0), 30);
   EXPECT_EQ(m->seq_len(2), 0);
   // Releasing frees the blocks for others.
@@ -319,8 +325,9 @@ TEST(KvTypes, QualityAgainstF32) {
       mx = std::max(mx, max_diff(l.data(), &ref[s * V], V));
       agree += argmax(l.data(), V) == argmax(&ref[s * V], V);
     }
-    std::printf("KV %-4s vs f32 (llama F32, %zu-token prompt + %d steps): max |dlogit| %.4f, top-1 agreement %d/%d\n",
-                type.c_str(), prompt.size(), steps, mx, agree, steps);
+    std::printf(
+        "KV %-4s vs f32 (llama F32, %zu-token prompt + %d steps): max |dlogit| %.4f, top-1 agreement %d/%d\n",
+        type.c_str(), prompt.size(), steps, mx, agree, steps);
     EXPECT_LE(mx, type == "f16" ? 0.02 : 0.5) << type;
     EXPECT_GE(agree, steps * 9 / 10) << type;
   }

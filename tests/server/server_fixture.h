@@ -23,10 +23,10 @@ struct TestServer {
                       int64_t kv_capacity = 256, int64_t kv_pool = 0) {
     ModelOptions o;
     o.n_threads = 2;
-    o.kv.layout = "paged";
-    o.kv.capacity = kv_capacity;
-    o.kv.pool_tokens = kv_pool;
     lm = load_model(model_path, o);
+    eo.kv.layout = "paged";
+    eo.kv.capacity = kv_capacity;
+    eo.kv.pool_tokens = kv_pool;
     engine = std::make_unique<Engine>(*lm.model, *lm.tokenizer, eo);
     so.host = "127.0.0.1";
     so.port = 0;

@@ -75,8 +75,8 @@ std::string reference_text(LoadedModel& lm, const std::string& prompt_text, int 
   GenerateOptions g;
   g.max_tokens = max_tokens;
   g.sampling.temperature = 0;
-  GenerateResult r = generate(*lm.model, *lm.tokenizer, 0, prompt, g, nullptr);
-  lm.model->release(0);
+  auto kv = KvCache::for_model(*lm.model, KvOptions{});
+  GenerateResult r = generate(*lm.model, *kv, *lm.tokenizer, 0, prompt, g, nullptr);
   *n_tokens = static_cast<int>(r.tokens.size());
   if (!r.tokens.empty() && lm.tokenizer->is_eog(r.tokens.back())) r.tokens.pop_back();
   StreamDecoder dec(*lm.tokenizer, true, false);

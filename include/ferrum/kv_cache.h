@@ -1,0 +1,78 @@
+// The KV cache: keys and values of any number of sequences, keyed by an integer sequence id the
+// caller chooses. It is a runtime object the caller owns and passes to Model::forward (the model
+// holds only weights), so caches can be created, dropped and sized independently of the model,
+// and admission control, preemption and prefix reuse talk to the cache directly.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+
+namespace ferrum {
+
+namespace runtime {
+class KvCache;
+}
+class Model;
+
+struct KvOptions {
+  std::string layout = "contiguous";  // "contiguous" or "paged"
+  std::string type = "f32";           // "f32", "f16", "bf16", "int8"
+  int64_t capacity = 0;               // tokens per sequence; 0 = min(training context, 4096)
+  int64_t pool_tokens = 0;            // tokens over all sequences; 0 = 4 x capacity, <= 1/4 of free memory
+  bool prefix_cache = false;          // reuse cached prompt prefixes (paged only)
+  // Fills unset fields from FERRUM_KV_LAYOUT, FERRUM_KV_TYPE, FERRUM_KV_CAPACITY, FERRUM_KV_POOL,
+  // FERRUM_PREFIX_CACHE.
+  void apply_env();
+};
+
+struct KvUsage {
+  int64_t seq_capacity = 0, block_tokens = 0, total_blocks = 0, free_blocks = 0, used_tokens = 0,
+          sequences = 0;
+  size_t bytes_per_token = 0, pool_bytes = 0;
+  int64_t prefix_hits = 0, prefix_misses = 0, prefix_saved_tokens = 0, prefix_entries = 0;
+};
+
+class KvCache {
+ public:
+  // A cache shaped for `model`: its layers (only those of its layer range when it is a stage),
+  // KV heads and head size. Throws naming a bad option (layout, type, sizes).
+  static std::unique_ptr<KvCache> for_model(const Model& model, const KvOptions& opts);
+  // A cache of n_layer layers of n_head_kv x head_dim keys and values per token; a capacity of
+  // 0 becomes default_capacity.
+  KvCache(int n_layer, int n_head_kv, int head_dim, const KvOptions& opts, int64_t default_capacity = 4096);
+  ~KvCache();
+  KvCache(const KvCache&) = delete;
+  KvCache& operator=(const KvCache&) = delete;
+
+  const KvOptions& options() const { return opts_; }  // with capacity and pool size resolved
+  int64_t capacity() const;                           // tokens per sequence
+  int n_layer() const;
+
+  int64_t seq_len(int seq) const;  // 0 for an unknown sequence
+  bool has(int seq) const;
+  void truncate(int seq, int64_t new_len);  // roll back to the first new_len tokens
+  void release(int seq);                    // frees the sequence; throws if unknown
+  void reset();                             // frees every sequence and cached prefix
+  // Reserves room so `seq` can grow to max_tokens without further allocation (warm-up).
+  void reserve(int seq, int64_t max_tokens);
+  // Whether the cache can grow these sequences to these lengths now (admission control).
+  bool can_fit(std::span<const std::pair<int, int64_t>> seq_lengths) const;
+  // Prefix cache: attaches cached blocks matching the start of `prompt` to the empty sequence
+  // `seq`; returns how many tokens need no prefill (0 when the cache is off or misses).
+  int64_t reuse_prefix(int seq, std::span<const int32_t> prompt);
+  KvUsage usage() const;
+
+  // The implementation the models read and write (internal).
+  runtime::KvCache& impl() { return *impl_; }
+  const runtime::KvCache& impl() const { return *impl_; }
+
+ private:
+  KvOptions opts_;
+  std::unique_ptr<runtime::KvCache> impl_;
+};
+
+}  // namespace ferrum
