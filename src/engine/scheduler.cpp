@@ -5,26 +5,17 @@
 #include <numeric>
 #include <random>
 
-#include "engine/stop.h"
+#include "engine/request_output.h"
 #include "runtime/kv_cache.h"
 
 namespace ferrum {
 
 using Clock = std::chrono::steady_clock;
 
-struct Engine::Seq {
+struct Engine::Seq : ScheduledSeq {
   std::shared_ptr<RequestHandle> h;
   RequestParams p;
-  std::vector<int32_t> tokens;  // prompt + generated
-  size_t n_prompt = 0;
-  int64_t n_computed = 0;  // tokens in the KV cache
-  int seq_id = -1;         // -1 while waiting
-  int n_generated = 0;
-  int cached = 0;  // prompt tokens served by the prefix cache (first admission)
-  bool admitted_once = false;
-  std::unique_ptr<Sampler> sampler;
-  std::unique_ptr<StreamDecoder> dec;
-  StopMatcher stop;
+  std::unique_ptr<RequestOutput> out;
   Clock::time_point t_submit, t_last;
 };
 
@@ -35,27 +26,6 @@ std::vector<double> ttft_buckets() {
 }
 std::vector<double> itl_buckets() {
   return {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1};
-}
-
-// Log-probability of the chosen token and the n best alternatives under the raw model logits.
-TokenLogprob logprobs_of(const float* x, int n_vocab, int32_t chosen, int n_top) {
-  float mx = x[0];
-  for (int i = 1; i < n_vocab; ++i) mx = std::max(mx, x[i]);
-  double s = 0;
-  for (int i = 0; i < n_vocab; ++i) s += std::exp(double(x[i]) - mx);
-  const float lse = mx + static_cast<float>(std::log(s));
-  TokenLogprob t;
-  t.id = chosen;
-  t.logprob = x[chosen] - lse;
-  if (n_top > 0) {
-    std::vector<int32_t> idx(n_vocab);
-    std::iota(idx.begin(), idx.end(), 0);
-    const int k = std::min(n_top, n_vocab);
-    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
-                      [&](int32_t a, int32_t b) { return x[a] > x[b] || (x[a] == x[b] && a < b); });
-    for (int i = 0; i < k; ++i) t.top.emplace_back(idx[i], x[idx[i]] - lse);
-  }
-  return t;
 }
 
 }  // namespace
@@ -81,9 +51,7 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
   stats_.ttft = Histogram(ttft_buckets());
   stats_.itl = Histogram(itl_buckets());
   stats_.e2e = Histogram({0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120});
-  for (int i = opt_.max_num_seqs - 1; i >= 0; --i) free_seq_ids_.push_back(i);
-  items_.reserve(opt_.max_num_seqs);
-  item_seq_.reserve(opt_.max_num_seqs);
+  policy_ = std::make_unique<SchedulePolicy>(*kv_, opt_.max_num_seqs, opt_.max_batched_tokens);
   logits_.resize(static_cast<size_t>(opt_.max_num_seqs) * n_vocab_);
   thread_ = std::thread([this] { loop(); });
 }
@@ -119,11 +87,9 @@ std::shared_ptr<RequestHandle> Engine::submit(RequestParams p) {
   auto s = std::make_unique<Seq>();
   s->tokens = p.prompt;
   s->n_prompt = p.prompt.size();
-  s->sampler = std::make_unique<Sampler>(p.sampling, n_vocab_);
-  s->dec = std::make_unique<StreamDecoder>(tok_, /*skip_special=*/true, p.at_text_start);
-  s->stop = StopMatcher(p.stop);
   s->t_submit = Clock::now();
   s->p = std::move(p);
+  s->out = std::make_unique<RequestOutput>(tok_, s->p, n_vocab_);
   std::shared_ptr<RequestHandle> h;
   {
     std::lock_guard lk(mu_);
@@ -183,34 +149,30 @@ void Engine::loop() {
   while (true) {
     {
       std::unique_lock lk(mu_);
-      cv_.wait_for(lk, std::chrono::milliseconds(200),
-                   [&] { return stopping_ || !incoming_.empty() || !waiting_.empty() || !running_.empty(); });
-      while (!incoming_.empty()) {
-        waiting_.push_back(std::move(incoming_.front()));
-        incoming_.pop_front();
-      }
-      if (stopping_ && !drain_) {
-        for (auto& s : waiting_) s->h->cancel();
-        for (auto& s : running_) s->h->cancel();
-      }
-      if (stopping_ && waiting_.empty() && running_.empty()) break;
+      cv_.wait_for(lk, std::chrono::milliseconds(200), [&] { return stopping_ || !incoming_.empty() || !seqs_.empty(); });
+      intake();
+      if (stopping_ && !drain_)
+        for (auto& s : seqs_) s->h->cancel();
+      if (stopping_ && seqs_.empty()) break;
     }
-    if (waiting_.empty() && running_.empty()) continue;
+    if (seqs_.empty()) continue;
     std::lock_guard ml(model_mu_);
     try {
       step();
     } catch (const std::exception& e) {
       // A failure the step could not attribute to one request: fail every running one so the
       // engine stays consistent and keeps serving.
-      while (!running_.empty()) {
+      while (!policy_->running().empty()) {
         RequestEvent ev;
+        ev.finished = true;
+        ev.finish_reason = "error";
         ev.error = e.what();
-        finish(*running_.back(), std::move(ev), "error");
+        finish(*static_cast<Seq*>(policy_->running().back()), std::move(ev));
       }
     }
     std::lock_guard sl(stats_mu_);
-    stats_.running = static_cast<int>(running_.size());
-    stats_.waiting = static_cast<int>(waiting_.size());
+    stats_.running = static_cast<int>(policy_->running().size());
+    stats_.waiting = static_cast<int>(policy_->waiting().size());
   }
   // Anything left (not possible after the loop above, but keep KV clean). Under the model lock:
   // kv_usage() and model_metrics() may be called (a metrics scrape) while the engine shuts down.
@@ -218,41 +180,37 @@ void Engine::loop() {
   kv_->reset();
 }
 
-void Engine::finish(Seq& s, RequestEvent ev, const std::string& reason) {
+// Moves submitted requests to the policy's waiting queue (under mu_).
+void Engine::intake() {
+  while (!incoming_.empty()) {
+    std::unique_ptr<Seq> s = std::move(incoming_.front());
+    incoming_.pop_front();
+    policy_->enqueue(s.get());
+    seqs_.push_back(std::move(s));
+  }
+}
+
+// Sends the request's final event and forgets it. The counters are updated before the client
+// sees the event, so metrics read after a response never still count it as running.
+void Engine::finish(Seq& s, RequestEvent ev) {
   ev.finished = true;
-  ev.finish_reason = reason;
   ev.prompt_tokens = static_cast<int>(s.n_prompt);
-  ev.completion_tokens = s.n_generated;
-  ev.cached_tokens = s.cached;
-  if (s.seq_id >= 0) {
-    if (kv_->seq_len(s.seq_id) > 0 || s.n_computed > 0) {
-      try {
-        kv_->release(s.seq_id);
-      } catch (const Error&) {
-        // reuse_prefix may have created nothing; an unknown sequence is fine here.
-      }
-    }
-    free_seq_ids_.push_back(s.seq_id);
-    s.seq_id = -1;
-  }
-  // Leave the running set and update the counters before the client sees the final event, so
-  // metrics read after a response never still count it as running.
-  std::unique_ptr<Seq> owned;
-  auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& p) { return p.get() == &s; });
-  if (it != running_.end()) {
-    owned = std::move(*it);
-    running_.erase(it);
-  }
+  ev.completion_tokens = s.out->n_generated();
+  ev.cached_tokens = static_cast<int>(s.cached);
+  policy_->remove(&s);
+  auto it = std::find_if(seqs_.begin(), seqs_.end(), [&](const auto& p) { return p.get() == &s; });
+  std::unique_ptr<Seq> owned = std::move(*it);
+  seqs_.erase(it);
   {
     std::lock_guard sl(stats_mu_);
-    if (reason == "cancelled")
+    if (ev.finish_reason == "cancelled")
       ++stats_.requests_cancelled;
-    else if (reason == "error")
+    else if (ev.finish_reason == "error")
       ++stats_.requests_failed;
     else
       ++stats_.requests_finished;
     stats_.e2e.observe(std::chrono::duration<double>(Clock::now() - s.t_submit).count());
-    stats_.running = static_cast<int>(running_.size());
+    stats_.running = static_cast<int>(policy_->running().size());
   }
   {
     std::lock_guard lk(mu_);
@@ -262,188 +220,84 @@ void Engine::finish(Seq& s, RequestEvent ev, const std::string& reason) {
 }
 
 void Engine::drop_cancelled() {
-  for (size_t i = running_.size(); i-- > 0;)
-    if (running_[i]->h->cancelled()) finish(*running_[i], {}, "cancelled");
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
-    if ((*it)->h->cancelled()) {
-      finish(**it, {}, "cancelled");
-      it = waiting_.erase(it);
-    } else {
-      ++it;
+  for (size_t i = seqs_.size(); i-- > 0;) {
+    Seq& s = *seqs_[i];
+    if (s.h->cancelled() || (s.p.max_tokens == 0 && !s.admitted_once)) {  // max_tokens 0: nothing to generate
+      RequestEvent ev;
+      ev.finish_reason = s.h->cancelled() ? "cancelled" : "length";
+      finish(s, std::move(ev));
     }
   }
 }
 
-void Engine::admit() {
-  while (!waiting_.empty() && static_cast<int>(running_.size()) < opt_.max_num_seqs &&
-         !free_seq_ids_.empty()) {
-    Seq& s = *waiting_.front();
-    if (s.p.max_tokens == 0) {  // nothing to generate
-      auto owned = std::move(waiting_.front());
-      waiting_.pop_front();
-      finish(*owned, {}, "length");
-      continue;
-    }
-    const int id = free_seq_ids_.back();
-    int64_t reused = 0;
-    if (!s.admitted_once) reused = kv_->reuse_prefix(id, s.tokens);
-    // Admission control: the running sequences' next token plus this whole prompt must fit.
-    // With nothing running the request is admitted anyway (it may still run out of room and
-    // then ends with "length").
-    std::vector<std::pair<int, int64_t>> need;
-    need.reserve(running_.size() + 1);
-    for (const auto& r : running_) need.emplace_back(r->seq_id, static_cast<int64_t>(r->tokens.size()) + 1);
-    need.emplace_back(id, static_cast<int64_t>(s.tokens.size()) + 1);
-    if (!running_.empty() && !kv_->can_fit(need)) {
-      if (kv_->seq_len(id) > 0) kv_->release(id);
-      break;
-    }
-    free_seq_ids_.pop_back();
-    s.seq_id = id;
-    s.n_computed = reused;
-    if (!s.admitted_once) {
-      s.cached = static_cast<int>(reused);
-      s.admitted_once = true;
-      std::lock_guard sl(stats_mu_);
-      stats_.prompt_tokens += s.n_prompt;
-      stats_.cached_prompt_tokens += reused;
-    }
-    running_.push_back(std::move(waiting_.front()));
-    waiting_.pop_front();
-  }
-}
-
-void Engine::preempt(size_t idx) {
-  std::unique_ptr<Seq> s = std::move(running_[idx]);
-  running_.erase(running_.begin() + idx);
-  if (kv_->seq_len(s->seq_id) > 0) kv_->release(s->seq_id);
-  free_seq_ids_.push_back(s->seq_id);
-  s->seq_id = -1;
-  s->n_computed = 0;  // recomputed from prompt + output when admitted again
-  waiting_.push_front(std::move(s));
+void Engine::on_first_admission(const std::vector<ScheduledSeq*>& seqs) {
   std::lock_guard sl(stats_mu_);
-  ++stats_.preemptions;
+  for (const ScheduledSeq* s : seqs) {
+    stats_.prompt_tokens += s->n_prompt;
+    stats_.cached_prompt_tokens += s->cached;
+  }
+}
+
+// Runs the planned batch; on CapacityError lets the policy preempt and plans again. Returns
+// false when there is nothing to run.
+bool Engine::run_forward() {
+  while (true) {
+    policy_->plan();
+    if (policy_->items().empty()) return false;
+    try {
+      model_.forward(*kv_, policy_->items(), ForwardOut{logits_.data(), nullptr});
+      return true;
+    } catch (const CapacityError& e) {
+      Seq* alone = static_cast<Seq*>(policy_->on_capacity_error());
+      if (!alone) continue;
+      // Alone and still out of room: the pool cannot hold this sequence any longer.
+      RequestEvent ev;
+      if (alone->n_generated == 0) {
+        ev.finish_reason = "error";
+        ev.error = fmt::format("the KV pool cannot hold this prompt: {}", e.what());
+      } else {
+        ev = alone->out->cut_short();
+      }
+      finish(*alone, std::move(ev));
+      return false;
+    }
+  }
 }
 
 void Engine::step() {
   drop_cancelled();
-  admit();
-  if (running_.empty()) return;
-
-  while (true) {
-    items_.clear();
-    item_seq_.clear();
-    int budget = opt_.max_batched_tokens;
-    // Decodes first (one pending token), then prefill chunks in admission order.
-    for (int pass = 0; pass < 2; ++pass) {
-      for (auto& r : running_) {
-        const int64_t pending = static_cast<int64_t>(r->tokens.size()) - r->n_computed;
-        const bool decoding = r->n_generated > 0 && pending == 1;
-        if ((pass == 0) != decoding || pending <= 0) continue;
-        if (pass == 1 && budget <= 0) continue;
-        const int64_t n = pass == 0 ? 1 : std::min<int64_t>(pending, budget);
-        budget -= static_cast<int>(n);
-        SeqInput it;
-        it.seq = r->seq_id;
-        it.tokens = std::span<const int32_t>(r->tokens.data() + r->n_computed, n);
-        it.logits = r->n_computed + n == static_cast<int64_t>(r->tokens.size()) ? Want::Last : Want::None;
-        items_.push_back(it);
-        item_seq_.push_back(r.get());
-      }
-    }
-    if (items_.empty()) return;
-    try {
-      model_.forward(*kv_, items_, ForwardOut{logits_.data(), nullptr});
-      break;
-    } catch (const CapacityError& e) {
-      // Defer the newest prefill chunk; with decodes only, preempt the newest sequence.
-      size_t last_prefill = items_.size();
-      for (size_t i = items_.size(); i-- > 0;)
-        if (item_seq_[i]->n_generated == 0 ||
-            item_seq_[i]->n_computed + 1 < static_cast<int64_t>(item_seq_[i]->tokens.size())) {
-          last_prefill = i;
-          break;
-        }
-      if (running_.size() == 1) {
-        // Alone and still out of room: the pool cannot hold this sequence any longer.
-        RequestEvent ev;
-        if (running_[0]->n_generated == 0) {
-          ev.error = fmt::format("the KV pool cannot hold this prompt: {}", e.what());
-          finish(*running_[0], std::move(ev), "error");
-        } else {
-          ev.text = running_[0]->dec->flush();
-          ev.text = running_[0]->stop.push(ev.text) + running_[0]->stop.flush();
-          finish(*running_[0], std::move(ev), "length");
-        }
-        return;
-      }
-      if (last_prefill < items_.size()) {
-        Seq* victim = item_seq_[last_prefill];
-        auto it =
-            std::find_if(running_.begin(), running_.end(), [&](const auto& p) { return p.get() == victim; });
-        preempt(static_cast<size_t>(it - running_.begin()));
-      } else {
-        preempt(running_.size() - 1);
-      }
-    }
-  }
+  on_first_admission(policy_->admit());
+  if (policy_->running().empty() || !run_forward()) return;
   {
     std::lock_guard sl(stats_mu_);
     ++stats_.steps;
+    stats_.preemptions = policy_->preemptions();
   }
-  // Advance every item, then sample where logits were produced (in item order).
+  policy_->advance();
+  // Output processing where logits were produced (rows in item order).
   size_t row = 0;
-  for (size_t i = 0; i < items_.size(); ++i) {
-    Seq* s = item_seq_[i];
-    s->n_computed += static_cast<int64_t>(items_[i].tokens.size());
-    if (items_[i].logits != Want::None) {
-      on_logits(*s, logits_.data() + row * n_vocab_);
-      ++row;
-    }
-  }
-}
-
-void Engine::on_logits(Seq& s, const float* logits) {
-  TokenLogprob lp;
-  const int32_t id = s.sampler->sample(logits, s.tokens);
-  if (s.p.logprobs >= 0) lp = logprobs_of(logits, n_vocab_, id, s.p.logprobs);
-  s.tokens.push_back(id);
-  ++s.n_generated;
   const auto now = Clock::now();
-  {
-    std::lock_guard sl(stats_mu_);
-    ++stats_.generation_tokens;
-    if (s.n_generated == 1)
-      stats_.ttft.observe(std::chrono::duration<double>(now - s.t_submit).count());
+  const auto& items = policy_->items();
+  std::vector<Seq*> done;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].logits == Want::None) continue;
+    Seq& s = *static_cast<Seq*>(policy_->owners()[i]);
+    RequestEvent ev = s.out->on_logits(logits_.data() + row++ * n_vocab_, s.tokens, kv_capacity_);
+    s.n_generated = s.out->n_generated();
+    {
+      std::lock_guard sl(stats_mu_);
+      ++stats_.generation_tokens;
+      if (s.n_generated == 1)
+        stats_.ttft.observe(std::chrono::duration<double>(now - s.t_submit).count());
+      else
+        stats_.itl.observe(std::chrono::duration<double>(now - s.t_last).count());
+    }
+    s.t_last = now;
+    if (ev.finished)
+      finish(s, std::move(ev));
     else
-      stats_.itl.observe(std::chrono::duration<double>(now - s.t_last).count());
+      s.h->push(std::move(ev));
   }
-  s.t_last = now;
-
-  RequestEvent ev;
-  ev.tokens.push_back(id);
-  if (s.p.logprobs >= 0) ev.logprobs.push_back(std::move(lp));
-  const bool eog = !s.p.ignore_eos && tok_.is_eog(id);
-  if (!eog) ev.text = s.stop.push(s.dec->push(id));
-  std::string reason;
-  if (s.stop.stopped() || eog) {
-    reason = "stop";
-  } else if ((s.p.max_tokens >= 0 && s.n_generated >= s.p.max_tokens) ||
-             static_cast<int64_t>(s.tokens.size()) >= kv_capacity_) {
-    reason = "length";
-  }
-  if (reason.empty()) {
-    s.h->push(std::move(ev));
-    return;
-  }
-  if (!s.stop.stopped()) {
-    ev.text += s.stop.push(s.dec->flush());
-    if (!s.stop.stopped())
-      ev.text += s.stop.flush();
-    else
-      reason = "stop";
-  }
-  finish(s, std::move(ev), reason);
 }
 
 }  // namespace ferrum

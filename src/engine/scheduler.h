@@ -1,9 +1,8 @@
-// The serving engine: a request queue and an iteration-level scheduler (continuous batching)
-// on one engine thread. Every step runs ONE Model::unified_forward over the decode tokens of
-// the running sequences plus prefill chunks of newer ones, under a per-step token budget.
-// When the KV pool runs out, new prefills are deferred and, if decodes alone do not fit, the
-// newest running sequence is preempted (its KV released, recomputed from prompt + output when
-// it is admitted again). Cancelled requests free their KV at the next step.
+// The engine: a request queue and one engine thread that owns the KV cache and runs the loop
+// of continuous batching. Every step runs ONE Model::forward over what the scheduling policy
+// (engine/schedule_policy.h) planned: the decode tokens of the running sequences plus prefill
+// chunks of newer ones; output processing (engine/request_output.h) turns each sequence's
+// logits into its events. Cancelled requests free their KV at the next step.
 #pragma once
 
 #include <condition_variable>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "engine/histogram.h"
+#include "engine/schedule_policy.h"
 #include "engine/request.h"
 #include "ferrum/error.h"
 #include "ferrum/kv_cache.h"
@@ -81,12 +81,12 @@ class Engine {
  private:
   struct Seq;
   void loop();
+  void intake();
   void step();
-  void admit();
+  bool run_forward();
   void drop_cancelled();
-  void finish(Seq& s, RequestEvent ev, const std::string& reason);
-  void preempt(size_t idx);
-  void on_logits(Seq& s, const float* logits);
+  void finish(Seq& s, RequestEvent ev);
+  void on_first_admission(const std::vector<ScheduledSeq*>& seqs);
 
   Model& model_;
   const Tokenizer& tok_;
@@ -108,11 +108,8 @@ class Engine {
   EngineStats stats_;
 
   // Engine-thread state.
-  std::deque<std::unique_ptr<Seq>> waiting_;
-  std::vector<std::unique_ptr<Seq>> running_;
-  std::vector<int> free_seq_ids_;
-  std::vector<SeqInput> items_;
-  std::vector<Seq*> item_seq_;
+  std::vector<std::unique_ptr<Seq>> seqs_;  // every admitted or waiting request
+  std::unique_ptr<SchedulePolicy> policy_;
   std::vector<float> logits_;
   std::thread thread_;
 };

@@ -1,0 +1,47 @@
+// Output processing of one request: logits -> sampler -> logprobs -> detokenizer -> stop strings
+// -> finish rules (end-of-generation token, max_tokens, context full). The one path every
+// generated token takes, in `ferrum serve` and `ferrum run` alike (both go through the Engine).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "engine/sampler.h"
+#include "engine/stop.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ferrum {
+
+class RequestOutput {
+ public:
+  // `p` must outlive this object (the engine keeps both in one sequence record).
+  RequestOutput(const Tokenizer& tok, const RequestParams& p, int n_vocab);
+
+  // Samples the next token from `logits`, appends it to `tokens` (prompt + output so far) and
+  // returns the step's event; the event is final (finished, finish_reason set) when the request
+  // ends with this token. `context` is the most tokens the sequence may hold.
+  RequestEvent on_logits(const float* logits, std::vector<int32_t>& tokens, int64_t context);
+  // The final event of a request cut short because the cache ran out: the text still held
+  // back, finish_reason "length".
+  RequestEvent cut_short();
+  int n_generated() const { return n_generated_; }
+
+ private:
+  std::string finish_text(std::string& reason);
+
+  const Tokenizer& tok_;
+  const RequestParams& p_;
+  int n_vocab_;
+  Sampler sampler_;
+  StreamDecoder dec_;
+  StopMatcher stop_;
+  int n_generated_ = 0;
+};
+
+// Log-probability of the chosen token and the n best alternatives under the raw logits.
+TokenLogprob logprobs_of(const float* logits, int n_vocab, int32_t chosen, int n_top);
+
+}  // namespace ferrum

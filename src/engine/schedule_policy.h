@@ -1,0 +1,73 @@
+// The scheduling policy of continuous batching, with no threads and no output handling: which
+// waiting requests to admit, what goes into the next forward step, and whom to preempt when the
+// KV cache runs out. The Engine drives it from its loop; tests drive it directly.
+//
+// Admission is FIFO while a sequence slot is free and the cache can hold every running
+// sequence's next token plus the whole new prompt (with nothing running a request is admitted
+// anyway). A step holds one decode token per decoding sequence, then prefill chunks in
+// admission order within the token budget. When a step does not fit, the newest prefill (or,
+// with decodes only, the newest sequence) is preempted: its cache is released and it is
+// recomputed from prompt + output when admitted again.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "ferrum/kv_cache.h"
+#include "ferrum/model.h"
+
+namespace ferrum {
+
+// One request as the policy sees it.
+struct ScheduledSeq {
+  std::vector<int32_t> tokens;  // prompt + generated
+  size_t n_prompt = 0;
+  int n_generated = 0;
+  int64_t n_computed = 0;  // positions in the KV cache
+  int seq_id = -1;         // the cache sequence while running; -1 while waiting
+  int64_t cached = 0;      // prompt tokens the prefix cache served at first admission
+  bool admitted_once = false;
+};
+
+class SchedulePolicy {
+ public:
+  SchedulePolicy(KvCache& kv, int max_num_seqs, int max_batched_tokens);
+
+  void enqueue(ScheduledSeq* s);  // at the back of the waiting queue
+  // Admits what fits now; returns the sequences admitted for the first time (their prompt and
+  // prefix-cache hit are then final).
+  std::vector<ScheduledSeq*> admit();
+  // The next step's batch (empty when nothing is pending); owners()[i] is items()[i]'s sequence.
+  void plan();
+  const std::vector<SeqInput>& items() const { return items_; }
+  const std::vector<ScheduledSeq*>& owners() const { return owners_; }
+  // After the step ran: every planned item's positions are now in the cache.
+  void advance();
+  // After the step failed with CapacityError: preempts one sequence and returns nullptr (plan
+  // again), or, when a sequence running alone cannot fit, returns it (the caller ends it).
+  ScheduledSeq* on_capacity_error();
+  // Takes a sequence out (finished or cancelled), wherever it is, freeing its cache.
+  void remove(ScheduledSeq* s);
+
+  const std::vector<ScheduledSeq*>& running() const { return running_; }
+  const std::deque<ScheduledSeq*>& waiting() const { return waiting_; }
+  uint64_t preemptions() const { return preemptions_; }
+
+ private:
+  bool fits_with_running(int id, const ScheduledSeq& s) const;
+  void preempt(ScheduledSeq* s);
+  void release(ScheduledSeq& s);
+
+  KvCache& kv_;
+  int max_num_seqs_, max_batched_tokens_;
+  std::deque<ScheduledSeq*> waiting_;
+  std::vector<ScheduledSeq*> running_;  // admission order
+  std::vector<int> free_ids_;
+  std::vector<SeqInput> items_;
+  std::vector<ScheduledSeq*> owners_;
+  mutable std::vector<std::pair<int, int64_t>> need_;
+  uint64_t preemptions_ = 0;
+};
+
+}  // namespace ferrum
