@@ -46,7 +46,8 @@ RequestEvent RequestOutput::on_logits(const float* logits, std::vector<int32_t>&
   std::string reason;
   if (stop_.stopped() || eog)
     reason = "stop";
-  else if ((p_.max_tokens >= 0 && n_generated_ >= p_.max_tokens) || static_cast<int64_t>(tokens.size()) >= context)
+  else if ((p_.max_tokens >= 0 && n_generated_ >= p_.max_tokens) ||
+           static_cast<int64_t>(tokens.size()) >= context)
     reason = "length";
   if (reason.empty()) return ev;
   ev.text += finish_text(reason);

@@ -12,11 +12,14 @@ SchedulePolicy::SchedulePolicy(KvCache& kv, int max_num_seqs, int max_batched_to
   need_.reserve(max_num_seqs + 1);
 }
 
-void SchedulePolicy::enqueue(ScheduledSeq* s) { waiting_.push_back(s); }
+void SchedulePolicy::enqueue(ScheduledSeq* s) {
+  waiting_.push_back(s);
+}
 
 bool SchedulePolicy::fits_with_running(int id, const ScheduledSeq& s) const {
   need_.clear();
-  for (const ScheduledSeq* r : running_) need_.emplace_back(r->seq_id, static_cast<int64_t>(r->tokens.size()) + 1);
+  for (const ScheduledSeq* r : running_)
+    need_.emplace_back(r->seq_id, static_cast<int64_t>(r->tokens.size()) + 1);
   need_.emplace_back(id, static_cast<int64_t>(s.tokens.size()) + 1);
   return kv_.can_fit(need_);
 }
@@ -69,7 +72,8 @@ void SchedulePolicy::plan() {
 }
 
 void SchedulePolicy::advance() {
-  for (size_t i = 0; i < items_.size(); ++i) owners_[i]->n_computed += static_cast<int64_t>(items_[i].tokens.size());
+  for (size_t i = 0; i < items_.size(); ++i)
+    owners_[i]->n_computed += static_cast<int64_t>(items_[i].tokens.size());
 }
 
 ScheduledSeq* SchedulePolicy::on_capacity_error() {

@@ -149,7 +149,8 @@ void Engine::loop() {
   while (true) {
     {
       std::unique_lock lk(mu_);
-      cv_.wait_for(lk, std::chrono::milliseconds(200), [&] { return stopping_ || !incoming_.empty() || !seqs_.empty(); });
+      cv_.wait_for(lk, std::chrono::milliseconds(200),
+                   [&] { return stopping_ || !incoming_.empty() || !seqs_.empty(); });
       intake();
       if (stopping_ && !drain_)
         for (auto& s : seqs_) s->h->cancel();

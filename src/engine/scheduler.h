@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "engine/histogram.h"
-#include "engine/schedule_policy.h"
 #include "engine/request.h"
+#include "engine/schedule_policy.h"
 #include "ferrum/error.h"
 #include "ferrum/kv_cache.h"
 #include "ferrum/model.h"
