@@ -1,13 +1,14 @@
 // `ferrum run`: generate text from a prompt (or interactively), streaming it as it is produced.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 
 #include "chat/chat_prompt.h"
 #include "cli/commands.h"
-#include "engine/generate.h"
 #include "engine/loader.h"
+#include "engine/scheduler.h"
 #include "ferrum/error.h"
 
 namespace ferrum::cli {
@@ -16,53 +17,97 @@ namespace {
 struct RunFlags {
   ModelFlags model;
   std::optional<std::string> prompt;
-  GenerateOptions gen;
+  int max_tokens = 256;
+  SamplingParams sampling;
+  bool ignore_eos = false;
+  std::vector<std::string> stop;
   bool verbose = false;
   bool no_chat = false;
+  bool layout_given = false;
   std::string system;
 };
 
-// Streams the continuation of `prompt` (appended to sequence `seq`) to stdout; returns the text.
-std::string stream_generate(LoadedModel& lm, KvCache& kv, int seq, std::span<const int32_t> prompt,
-                            const RunFlags& f, bool echo) {
-  StreamDecoder dec(*lm.tokenizer, /*skip_special=*/true);
-  std::string text;
-  // Echo the prompt (as llama.cpp does) through the same decoder, so spacing stays consistent.
-  for (int32_t id : prompt) {
-    const std::string piece = dec.push(id);
-    if (echo) std::fwrite(piece.data(), 1, piece.size(), stdout);
+// Generation through the engine (one sequence at a time), so `ferrum run` and `ferrum serve`
+// share one generation loop and one output path.
+class RunSession {
+ public:
+  RunSession(LoadedModel& lm, const RunFlags& f, bool chat) : lm_(lm), f_(f) {
+    EngineOptions eo;
+    eo.kv = f.model.kv_options();
+    // A chat keeps its conversation's prefix in the cache between turns (paged prefix cache).
+    if (chat && !f.layout_given && std::getenv("FERRUM_KV_LAYOUT") == nullptr) {
+      eo.kv.layout = "paged";
+      eo.kv.prefix_cache = true;
+    }
+    eo.max_num_seqs = 1;
+    eo.max_batched_tokens = 512;
+    eo.max_waiting = 0;
+    engine_ = std::make_unique<Engine>(*lm.model, *lm.tokenizer, eo);
   }
-  GenerateResult r = generate(*lm.model, kv, *lm.tokenizer, seq, prompt, f.gen, [&](int32_t id) {
-    const std::string piece = dec.push(id);
-    text += piece;
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
-    std::fflush(stdout);
-    return true;
-  });
-  const std::string rest = dec.flush();
-  text += rest;
-  std::fwrite(rest.data(), 1, rest.size(), stdout);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
-  if (f.verbose) {
-    const size_t n = r.tokens.size();
-    std::fprintf(stderr,
-                 "[prompt %zu tokens in %.3f s (%.1f tok/s); generated %zu tokens in %.3f s (%.1f tok/s); "
-                 "finish: %s]\n",
-                 prompt.size(), r.prefill_seconds, prompt.size() / std::max(r.prefill_seconds, 1e-9), n,
-                 r.decode_seconds, n > 1 ? (n - 1) / std::max(r.decode_seconds, 1e-9) : 0.0,
-                 r.finish_reason.c_str());
+
+  // Streams the continuation of `prompt` to stdout (after the prompt's own text when echo is
+  // set); returns the generated text.
+  std::string stream(const std::vector<int32_t>& prompt, bool echo) {
+    std::string shown;
+    if (echo) {
+      StreamDecoder dec(*lm_.tokenizer, /*skip_special=*/true);
+      for (int32_t id : prompt) shown += dec.push(id);
+      shown += dec.flush();
+      std::fwrite(shown.data(), 1, shown.size(), stdout);
+    }
+    RequestParams p;
+    p.prompt = prompt;
+    const int64_t room = engine_->kv_capacity() - static_cast<int64_t>(prompt.size());
+    p.max_tokens = room > 0 ? static_cast<int>(std::min<int64_t>(f_.max_tokens, room)) : f_.max_tokens;
+    p.sampling = f_.sampling;
+    p.ignore_eos = f_.ignore_eos;
+    p.stop = f_.stop;
+    p.at_text_start = shown.empty();
+    const auto t0 = std::chrono::steady_clock::now();
+    std::shared_ptr<RequestHandle> h = engine_->submit(std::move(p));
+    std::string text;
+    double first_s = 0;
+    while (true) {
+      std::optional<RequestEvent> ev = h->next(std::chrono::milliseconds(1000));
+      if (!ev) continue;
+      if (first_s == 0 && !ev->tokens.empty()) first_s = seconds_since(t0);
+      text += ev->text;
+      std::fwrite(ev->text.data(), 1, ev->text.size(), stdout);
+      std::fflush(stdout);
+      if (!ev->finished) continue;
+      if (ev->finish_reason == "error") fail("{}", ev->error);
+      std::fputc('\n', stdout);
+      std::fflush(stdout);
+      if (f_.verbose) report(prompt.size(), ev->completion_tokens, first_s, seconds_since(t0) - first_s, *ev);
+      return text;
+    }
   }
-  return text;
-}
+
+ private:
+  static double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  static void report(size_t n_prompt, int n, double prefill_s, double decode_s, const RequestEvent& ev) {
+    std::fprintf(
+        stderr,
+        "[prompt %zu tokens (%d from the cache) in %.3f s (%.1f tok/s); generated %d tokens in %.3f s "
+        "(%.1f tok/s); finish: %s]\n",
+        n_prompt, ev.cached_tokens, prefill_s, n_prompt / std::max(prefill_s, 1e-9), n, decode_s,
+        n > 1 ? (n - 1) / std::max(decode_s, 1e-9) : 0.0, ev.finish_reason.c_str());
+  }
+
+  LoadedModel& lm_;
+  const RunFlags& f_;
+  std::unique_ptr<Engine> engine_;
+};
 
 // Interactive chat with the model's own template. The conversation is re-rendered every turn;
-// the KV cache keeps the longest common token prefix and only the rest is prefilled.
-void chat_loop(LoadedModel& lm, KvCache& kv, const RunFlags& f) {
+// the prefix cache keeps what the previous turns computed.
+void chat_loop(LoadedModel& lm, const RunFlags& f) {
+  RunSession runner(lm, f, /*chat=*/true);
   const chat::ChatPrompt prompt(*lm.tokenizer);
   nlohmann::json messages = nlohmann::json::array();
   if (!f.system.empty()) messages.push_back({{"role", "system"}, {"content", f.system}});
-  std::vector<int32_t> cached;  // tokens now in sequence 0
   std::fprintf(stderr, "ferrum chat: type a message and press Enter (Ctrl-D: quit)\n");
   std::string line;
   while (true) {
@@ -70,65 +115,54 @@ void chat_loop(LoadedModel& lm, KvCache& kv, const RunFlags& f) {
     if (!std::getline(std::cin, line)) break;
     if (line.empty()) continue;
     messages.push_back({{"role", "user"}, {"content", line}});
-    std::vector<int32_t> ids = prompt.tokens(messages, nullptr, nullptr);
-    size_t common = 0;
-    while (common < cached.size() && common + 1 < ids.size() && cached[common] == ids[common]) ++common;
-    if (kv.seq_len(0) > 0) kv.truncate(0, std::min<int64_t>(common, kv.seq_len(0)));
-    cached.assign(ids.begin(), ids.end());
     std::string reply;
     try {
-      reply = stream_generate(lm, kv, 0, std::span(ids).subspan(common), f, false);
-    } catch (const CapacityError& e) {
+      reply = runner.stream(prompt.tokens(messages, nullptr, nullptr), false);
+    } catch (const Error& e) {  // the conversation outgrew the context
       std::fprintf(stderr, "ferrum: %s (conversation reset)\n", e.what());
-      kv.release(0);
-      cached.clear();
       messages = nlohmann::json::array();
       continue;
     }
-    // The reply's tokens are in the cache too; the next turn keeps whatever prefix still matches.
     messages.push_back({{"role", "assistant"}, {"content", reply}});
+  }
+}
+
+void prompt_loop(LoadedModel& lm, const RunFlags& f) {
+  RunSession runner(lm, f, /*chat=*/false);
+  std::fprintf(
+      stderr,
+      "ferrum interactive mode: type a prompt and press Enter (empty line: free text, Ctrl-D: quit)\n");
+  std::string line;
+  while (true) {
+    std::fprintf(stderr, "> ");
+    if (!std::getline(std::cin, line)) break;
+    std::vector<int32_t> ids = lm.tokenizer->encode(line, true, false);
+    if (ids.empty()) continue;
+    try {
+      runner.stream(ids, true);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "ferrum: %s\n", e.what());
+    }
   }
 }
 
 int run(RunFlags& f) {
   LoadedModel lm = load_model(f.model.model_path(), f.model.options(), f.model.tokenizer);
   const Tokenizer& tok = *lm.tokenizer;
-  std::unique_ptr<KvCache> kv = KvCache::for_model(*lm.model, f.model.kv_options());
-  if (f.prompt) {
-    std::vector<int32_t> ids = tok.encode(*f.prompt, /*add_special=*/true, /*parse_special=*/false);
-    if (ids.empty())
-      fail("the prompt encodes to no tokens and the model adds no BOS token; give a non-empty --prompt");
-    stream_generate(lm, *kv, 0, ids, f, true);
-    return 0;
-  }
-  const bool tty = isatty(STDIN_FILENO);
-  if (!tty) {
+  if (f.prompt || !isatty(STDIN_FILENO)) {
     // No prompt and no terminal: generate from the start of a text (a story for TinyStories).
-    std::vector<int32_t> ids = tok.encode("", true, false);
-    if (ids.empty()) fail("no --prompt given and the model adds no BOS token to start from");
-    stream_generate(lm, *kv, 0, ids, f, true);
-    return 0;
-  }
-  if (!tok.chat_template().empty() && !f.no_chat) {
-    chat_loop(lm, *kv, f);
-    return 0;
-  }
-  std::fprintf(
-      stderr,
-      "ferrum interactive mode: type a prompt and press Enter (empty line: free text, Ctrl-D: quit)\n");
-  std::string line;
-  int seq = 0;
-  while (true) {
-    std::fprintf(stderr, "> ");
-    if (!std::getline(std::cin, line)) break;
-    std::vector<int32_t> ids = tok.encode(line, true, false);
-    if (ids.empty()) continue;
-    try {
-      stream_generate(lm, *kv, seq, ids, f, true);
-    } catch (const CapacityError& e) {
-      std::fprintf(stderr, "ferrum: %s\n", e.what());
-    }
-    if (kv->has(seq)) kv->release(seq);
+    std::vector<int32_t> ids =
+        tok.encode(f.prompt.value_or(""), /*add_special=*/true, /*parse_special=*/false);
+    if (ids.empty())
+      fail("{}",
+           f.prompt
+               ? "the prompt encodes to no tokens and the model adds no BOS token; give a non-empty --prompt"
+               : "no --prompt given and the model adds no BOS token to start from");
+    RunSession(lm, f, false).stream(ids, true);
+  } else if (!tok.chat_template().empty() && !f.no_chat) {
+    chat_loop(lm, f);
+  } else {
+    prompt_loop(lm, f);
   }
   return 0;
 }
@@ -140,28 +174,28 @@ Runner add_run(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("run", "generate text from a prompt, streaming it as it is produced");
   f->model.add(sub, true);
   sub->add_option("-p,--prompt", f->prompt, "prompt text (no prompt on a terminal: interactive loop)");
-  sub->add_option("-n,--max-tokens", f->gen.max_tokens, "maximum number of tokens to generate")
+  sub->add_option("-n,--max-tokens", f->max_tokens, "maximum number of tokens to generate")
       ->check(CLI::NonNegativeNumber);
-  sub->add_option("--temperature,--temp", f->gen.sampling.temperature, "sampling temperature; 0 = greedy");
-  sub->add_option("--top-k", f->gen.sampling.top_k, "keep the k most likely tokens (0 = off)");
-  sub->add_option("--top-p", f->gen.sampling.top_p, "nucleus sampling threshold (1 = off)");
-  sub->add_option("--min-p", f->gen.sampling.min_p,
+  sub->add_option("--temperature,--temp", f->sampling.temperature, "sampling temperature; 0 = greedy");
+  sub->add_option("--top-k", f->sampling.top_k, "keep the k most likely tokens (0 = off)");
+  sub->add_option("--top-p", f->sampling.top_p, "nucleus sampling threshold (1 = off)");
+  sub->add_option("--min-p", f->sampling.min_p,
                   "drop tokens below min-p times the top probability (0 = off)");
-  sub->add_option("--repeat-penalty", f->gen.sampling.repeat_penalty, "repetition penalty (1 = off)");
-  sub->add_option("--presence-penalty", f->gen.sampling.presence_penalty, "presence penalty (0 = off)");
-  sub->add_option("--frequency-penalty", f->gen.sampling.frequency_penalty, "frequency penalty (0 = off)");
-  sub->add_option("--penalty-last-n", f->gen.sampling.penalty_last_n,
+  sub->add_option("--repeat-penalty", f->sampling.repeat_penalty, "repetition penalty (1 = off)");
+  sub->add_option("--presence-penalty", f->sampling.presence_penalty, "presence penalty (0 = off)");
+  sub->add_option("--frequency-penalty", f->sampling.frequency_penalty, "frequency penalty (0 = off)");
+  sub->add_option("--penalty-last-n", f->sampling.penalty_last_n,
                   "tokens the penalties look back over (-1 = all)");
-  sub->add_option("-s,--seed", f->gen.sampling.seed, "random seed (same seed, same output)");
-  sub->add_flag(
-      "--ignore-eos", [f](int64_t) { f->gen.stop_at_eog = false; },
-      "keep generating past end-of-generation tokens");
+  sub->add_option("-s,--seed", f->sampling.seed, "random seed (same seed, same output)");
+  sub->add_flag("--ignore-eos", f->ignore_eos, "keep generating past end-of-generation tokens");
+  sub->add_option("--stop", f->stop, "stop before this text (repeatable; the stop text is not printed)");
   sub->add_flag("-v,--verbose", f->verbose, "print timing to stderr");
   sub->add_flag("--no-chat", f->no_chat,
                 "interactive mode: plain text continuation even if the model has a chat template");
   sub->add_option("--system", f->system, "interactive chat: a system message");
-  return [f] {
-    f->gen.sampling.validate();
+  return [f, sub] {
+    f->layout_given = sub->count("--kv-layout") > 0;
+    f->sampling.validate();
     return run(*f);
   };
 }

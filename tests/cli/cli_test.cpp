@@ -20,14 +20,17 @@ std::string read_file(const std::string& p) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
-std::string bundled() { return std::string(FERRUM_SOURCE_DIR) + "/models/stories260K.gguf"; }
+std::string bundled() {
+  return std::string(FERRUM_SOURCE_DIR) + "/models/stories260K.gguf";
+}
 
 // A single line on stderr starting with "ferrum: error:", containing every needle.
 void expect_clean_error(const RunResult& r, std::initializer_list<std::string> needles) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(r.err.rfind("ferrum: error: ", 0), 0u) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  for (const auto& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << "missing '" << n << "' in: " << r.err;
+  for (const auto& n : needles)
+    EXPECT_NE(r.err.find(n), std::string::npos) << "missing '" << n << "' in: " << r.err;
 }
 
 TEST(Cli, GreedyFromEmptyPromptReproducesLlama2cGolden) {
@@ -35,6 +38,16 @@ TEST(Cli, GreedyFromEmptyPromptReproducesLlama2cGolden) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string golden = read_file(data_path("models/stories260K/golden_greedy_noprompt_200steps.txt"));
   EXPECT_EQ(r.out, golden + "\n");
+}
+
+// `ferrum run` goes through the engine's output path: stop strings end the text before them.
+TEST(Cli, RunStopsBeforeAStopString) {
+  auto r = run_ferrum("run --prompt '' --temperature 0 --max-tokens 200 --stop ' named' --stop 'zzz'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string golden = read_file(data_path("models/stories260K/golden_greedy_noprompt_200steps.txt"));
+  const size_t at = golden.find(" named");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_EQ(r.out, golden.substr(0, at) + "\n");
 }
 
 TEST(Cli, RunWithNoArgumentsPrintsAStory) {
@@ -57,8 +70,8 @@ TEST(Cli, LlamaCheckpointRunsLikeItsGgufConversion) {
 
 TEST(Cli, EvalWritesTopkJsonMatchingReference) {
   const std::string dir = temp_dir();
-  auto r = run_ferrum("eval '" + bundled() + "' --prompt 'Once upon a time, there was' --top-k 8 --out " + dir +
-                      "/out.json --logits-npy " + dir + "/out.npy");
+  auto r = run_ferrum("eval '" + bundled() + "' --prompt 'Once upon a time, there was' --top-k 8 --out " +
+                      dir + "/out.json --logits-npy " + dir + "/out.npy");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(read_file(dir + "/out.json"));
   EXPECT_EQ(j["tokens"], nlohmann::json({1, 403, 407, 261, 378, 432, 383, 286}));
@@ -84,7 +97,9 @@ class BadInput : public ::testing::Test {
   std::string dir_;
 };
 
-TEST_F(BadInput, MissingFile) { expect_clean_error(run_ferrum("run /nonexistent.gguf"), {"/nonexistent.gguf"}); }
+TEST_F(BadInput, MissingFile) {
+  expect_clean_error(run_ferrum("run /nonexistent.gguf"), {"/nonexistent.gguf"});
+}
 
 TEST_F(BadInput, WrongMagic) {
   std::string data = read_file(bundled());
@@ -111,7 +126,8 @@ TEST_F(BadInput, UnknownArchitectureAndMissingTensor) {
     for (const auto& t : src->tensors()) w.add_tensor(t);
     w.write(path("arch.gguf"));
   }
-  expect_clean_error(run_ferrum("run '" + path("arch.gguf") + "' --prompt hi"), {"unknown architecture", "gpt-neo-9000"});
+  expect_clean_error(run_ferrum("run '" + path("arch.gguf") + "' --prompt hi"),
+                     {"unknown architecture", "gpt-neo-9000"});
   {
     gguf::Writer w;
     w.copy_metadata_from(*src);
@@ -119,7 +135,8 @@ TEST_F(BadInput, UnknownArchitectureAndMissingTensor) {
       if (t.name != "blk.3.ffn_up.weight") w.add_tensor(t);
     w.write(path("missing.gguf"));
   }
-  expect_clean_error(run_ferrum("run '" + path("missing.gguf") + "' --prompt hi"), {"blk.3.ffn_up.weight", "missing"});
+  expect_clean_error(run_ferrum("run '" + path("missing.gguf") + "' --prompt hi"),
+                     {"blk.3.ffn_up.weight", "missing"});
 }
 
 TEST_F(BadInput, TensorShapeDoesNotMatchModel) {
@@ -135,12 +152,14 @@ TEST_F(BadInput, TensorShapeDoesNotMatchModel) {
     }
   }
   w.write(path("shape.gguf"));
-  expect_clean_error(run_ferrum("run '" + path("shape.gguf") + "' --prompt hi"), {"blk.0.attn_q.weight", "shape"});
+  expect_clean_error(run_ferrum("run '" + path("shape.gguf") + "' --prompt hi"),
+                     {"blk.0.attn_q.weight", "shape"});
 }
 
 TEST_F(BadInput, ConfigFieldOfWrongType) {
   fs::create_directories(path("hf"));
-  std::ofstream(path("hf/config.json")) << R"({"model_type": "llama", "hidden_size": "256", "num_hidden_layers": 2,
+  std::ofstream(path("hf/config.json"))
+      << R"({"model_type": "llama", "hidden_size": "256", "num_hidden_layers": 2,
     "num_attention_heads": 4, "vocab_size": 512, "intermediate_size": 512})";
   expect_clean_error(run_ferrum("info '" + path("hf") + "'"), {"hidden_size"});
 }

@@ -9,9 +9,9 @@
 #include <chrono>
 #include <thread>
 
-#include "engine/generate.h"
 #include "engine/loader.h"
 #include "engine/stop.h"
+#include "greedy_reference.h"
 #include "test_util.h"
 
 namespace ferrum {
@@ -81,19 +81,11 @@ Output collect(RequestHandle& h) {
 
 // Single-sequence reference with the plain generation loop.
 Output reference(Loaded& lm, const std::vector<int32_t>& prompt, int max_tokens) {
-  GenerateOptions g;
-  g.max_tokens = max_tokens;
-  g.sampling = greedy();
-  auto kv = KvCache::for_model(*lm.model, lm.kv);
-  GenerateResult r = generate(*lm.model, *kv, *lm.tokenizer, 0, prompt, g, nullptr);
+  const test::GreedyRun r = test::greedy_reference(*lm.model, lm.kv, *lm.tokenizer, prompt, max_tokens);
   Output o;
   o.tokens = r.tokens;
   o.finish_reason = r.finish_reason;
-  std::vector<int32_t> text_ids = r.tokens;
-  if (!text_ids.empty() && lm.tokenizer->is_eog(text_ids.back())) text_ids.pop_back();
-  StreamDecoder dec(*lm.tokenizer, true, false);
-  for (int32_t id : text_ids) o.text += dec.push(id);
-  o.text += dec.flush();
+  o.text = r.text;
   return o;
 }
 

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <thread>
 
-#include "engine/generate.h"
+#include "greedy_reference.h"
 #include "server_fixture.h"
 #include "test_util.h"
 
@@ -69,20 +69,12 @@ Stream post_stream(httplib::Client& c, const std::string& path, json body, bool 
   return s;
 }
 
-// Greedy reference text with the single-sequence loop `ferrum run` uses.
+// Greedy reference text with the plain single-sequence loop.
 std::string reference_text(LoadedModel& lm, const std::string& prompt_text, int max_tokens, int* n_tokens) {
   const auto prompt = lm.tokenizer->encode(prompt_text, true, true);
-  GenerateOptions g;
-  g.max_tokens = max_tokens;
-  g.sampling.temperature = 0;
-  auto kv = KvCache::for_model(*lm.model, KvOptions{});
-  GenerateResult r = generate(*lm.model, *kv, *lm.tokenizer, 0, prompt, g, nullptr);
+  const test::GreedyRun r = test::greedy_reference(*lm.model, KvOptions{}, *lm.tokenizer, prompt, max_tokens);
   *n_tokens = static_cast<int>(r.tokens.size());
-  if (!r.tokens.empty() && lm.tokenizer->is_eog(r.tokens.back())) r.tokens.pop_back();
-  StreamDecoder dec(*lm.tokenizer, true, false);
-  std::string s;
-  for (int32_t id : r.tokens) s += dec.push(id);
-  return s + dec.flush();
+  return r.text;
 }
 
 TEST(Server, CompletionsGreedyEqualsRunAndStreamEqualsNonStream) {
