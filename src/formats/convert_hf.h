@@ -4,7 +4,9 @@
 // convert_hf_bert.h). Tensor dtypes are kept
 // (F32/F16/BF16), except 1-D tensors (norms, biases) and the MoE router, written as F32 like llama.cpp does.
 // For llama/mistral the Q/K rows are permuted per head from HF rotate-half order to GGUF's
-// adjacent-pair RoPE order. Llama-3 rope_scaling becomes a rope_freqs.weight tensor.
+// adjacent-pair RoPE order. The hyper-parameters come from hf::model_config (the reader the HF
+// loader uses too) and are written by write_model_config; Llama-3 rope_scaling becomes a
+// rope_freqs.weight tensor, linear rope_scaling rope.scaling.type/factor.
 #pragma once
 
 #include <string>

@@ -8,6 +8,7 @@
 #include "formats/gguf_writer.h"
 #include "formats/hf_tensor_sink.h"
 #include "formats/hf_tokenizer_meta.h"
+#include "formats/model_config_gguf.h"
 #include "formats/safetensors.h"
 
 namespace ferrum::hfconv {
@@ -171,12 +172,8 @@ void add_bert_tokenizer(gguf::Writer& w, const std::string& dir, int64_t n_vocab
 
 }  // namespace
 
-void convert_bert(const hf::Config& cfg, const std::string& hf_dir, const std::string& out_gguf,
-                  const HfConvertOptions& opt) {
-  const int64_t n_vocab = cfg.get_int("vocab_size"), n_embd = cfg.get_int("hidden_size"),
-                n_layer = cfg.get_int("num_hidden_layers"), n_ff = cfg.get_int("intermediate_size"),
-                n_head = cfg.get_int("num_attention_heads"), n_ctx = cfg.get_int("max_position_embeddings");
-  const double eps = cfg.find_float("layer_norm_eps").value_or(1e-12);
+void convert_bert(const hf::Config& cfg, const ModelConfig& m, const std::string& hf_dir,
+                  const std::string& out_gguf, const HfConvertOptions& opt) {
   const std::string pos = cfg.find_string("position_embedding_type").value_or("absolute");
   if (pos != "absolute")
     fail("{}: position_embedding_type '{}' is not supported (only absolute)", cfg.path(), pos);
@@ -190,33 +187,26 @@ void convert_bert(const hf::Config& cfg, const std::string& hf_dir, const std::s
   for (const TensorView& t : st.tensors()) {
     const std::string g = bert_gguf_name(strip(t.name), st.source());
     if (g.empty()) continue;
-    if (g.rfind("blk.", 0) == 0 && layer_of(g) >= n_layer)
-      fail("{}: tensor '{}' is beyond num_hidden_layers {}", st.source(), t.name, n_layer);
+    if (g.rfind("blk.", 0) == 0 && layer_of(g) >= m.n_layer)
+      fail("{}: tensor '{}' is beyond num_hidden_layers {}", st.source(), t.name, m.n_layer);
     // Like llama.cpp: 1-D tensors and the position / token-type embeddings are stored as F32.
     const bool force_f32 = t.n_dims <= 1 || g == "position_embd.weight" || g == "token_types.weight";
     sink.add(g, t, force_f32);
   }
   const OutTensor* emb = sink.find("token_embd.weight");
   if (!emb) fail("{}: no embeddings.word_embeddings.weight", st.source());
-  if (emb->ne.size() != 2 || emb->ne[0] != n_embd)
+  if (emb->ne.size() != 2 || emb->ne[0] != m.n_embd)
     fail("{}: embeddings.word_embeddings.weight has {} columns, but hidden_size is {}", st.source(),
-         emb->ne[0], n_embd);
+         emb->ne[0], m.n_embd);
   const int64_t n_tokens = emb->ne[1];
   sink.sort(bert_order);  // invalidates emb
 
   gguf::Writer w;
   w.set_string("general.architecture", "bert");
   w.set_string("general.type", "model");
-  w.set_string("general.name", !opt.name.empty() ? opt.name : dir_name(hf_dir));
+  w.set_string("general.name", m.name);
   w.set_u32("general.file_type", sink.file_type());
-  w.set_u32("bert.vocab_size", static_cast<uint32_t>(n_vocab));
-  w.set_u32("bert.context_length", static_cast<uint32_t>(n_ctx));
-  w.set_u32("bert.embedding_length", static_cast<uint32_t>(n_embd));
-  w.set_u32("bert.block_count", static_cast<uint32_t>(n_layer));
-  w.set_u32("bert.feed_forward_length", static_cast<uint32_t>(n_ff));
-  w.set_u32("bert.attention.head_count", static_cast<uint32_t>(n_head));
-  w.set_f32("bert.attention.layer_norm_epsilon", static_cast<float>(eps));
-  w.set_bool("bert.attention.causal", false);
+  write_model_config(w, m);
   if (const auto p = pooling_type(hf_dir)) w.set_u32("bert.pooling_type", *p);
   if (opt.tokenizer) {
     w.set_u32("tokenizer.ggml.token_type_count",

@@ -5,12 +5,14 @@
 
 #include <string>
 
+#include "ferrum/model_config.h"
 #include "formats/convert_hf.h"
 #include "formats/hf_config.h"
 
 namespace ferrum::hfconv {
 
-void convert_bert(const hf::Config& cfg, const std::string& hf_dir, const std::string& out_gguf,
-                  const HfConvertOptions& opt);
+// `m` is hf::model_config(cfg, name) (formats/hf_model_config.h); its name is general.name.
+void convert_bert(const hf::Config& cfg, const ModelConfig& m, const std::string& hf_dir,
+                  const std::string& out_gguf, const HfConvertOptions& opt);
 
 }  // namespace ferrum::hfconv

@@ -11,6 +11,8 @@
 #include "formats/convert_hf_bert.h"
 #include "formats/gguf.h"
 #include "formats/hf_config.h"
+#include "formats/hf_model_config.h"
+#include "formats/hf_tensor_sink.h"
 #include "kernels/cpu/elementwise.h"
 #include "models/registry.h"
 
@@ -309,16 +311,16 @@ bool hf_normalizes(const std::string& dir) {
 
 std::shared_ptr<const gguf::File> bert_hf_as_gguf(const std::string& dir) {
   const hf::Config cfg = hf::Config::load(dir);
-  if (parse_arch(cfg.architecture(), dir + "/config.json") != Arch::Bert)
-    fail("{}: not a BERT model (architecture '{}')", dir, cfg.architecture());
+  const ModelConfig m = hf::model_config(cfg, hfconv::dir_name(dir));
+  if (m.arch != Arch::Bert) fail("{}: not a BERT model (architecture '{}')", dir, cfg.architecture());
   const std::string tmp = (fs::temp_directory_path() /
                            fmt::format("ferrum-bert-{}-{}.gguf", getpid(), reinterpret_cast<uintptr_t>(&cfg)))
                               .string();
   HfConvertOptions o;
-  o.name = fs::path(dir).filename().string();
+  o.name = m.name;
   std::shared_ptr<const gguf::File> g;
   try {
-    hfconv::convert_bert(cfg, dir, tmp, o);
+    hfconv::convert_bert(cfg, m, dir, tmp, o);
     g = gguf::File::open(tmp);
   } catch (...) {
     fs::remove(tmp);

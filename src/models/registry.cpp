@@ -12,21 +12,30 @@ namespace ferrum {
 
 const char* arch_name(Arch a) {
   switch (a) {
-    case Arch::Llama: return "llama";
-    case Arch::Mistral: return "mistral";
-    case Arch::Qwen2: return "qwen2";
-    case Arch::Qwen3: return "qwen3";
-    case Arch::Qwen3Moe: return "qwen3moe";
-    case Arch::Bert: return "bert";
+    case Arch::Llama:
+      return "llama";
+    case Arch::Mistral:
+      return "mistral";
+    case Arch::Qwen2:
+      return "qwen2";
+    case Arch::Qwen3:
+      return "qwen3";
+    case Arch::Qwen3Moe:
+      return "qwen3moe";
+    case Arch::Bert:
+      return "bert";
   }
   return "?";
 }
 
 const char* format_name(ModelFormat f) {
   switch (f) {
-    case ModelFormat::Gguf: return "gguf";
-    case ModelFormat::HuggingFace: return "huggingface";
-    case ModelFormat::Llama2c: return "llama2.c";
+    case ModelFormat::Gguf:
+      return "gguf";
+    case ModelFormat::HuggingFace:
+      return "huggingface";
+    case ModelFormat::Llama2c:
+      return "llama2.c";
   }
   return "?";
 }
@@ -57,7 +66,8 @@ Arch parse_arch(const std::string& raw, const std::string& source) {
   if (n == "qwen3" || n == "qwen3forcausallm") return Arch::Qwen3;
   if (n == "qwen3moe" || n == "qwen3_moe" || n == "qwen3moeforcausallm") return Arch::Qwen3Moe;
   if (n == "bert" || n == "bertmodel" || n == "bertformaskedlm") return Arch::Bert;
-  fail("{}: unknown architecture '{}' (supported: llama, mistral, qwen2, qwen3, qwen3moe, bert)", source, raw);
+  fail("{}: unknown architecture '{}' (supported: llama, mistral, qwen2, qwen3, qwen3moe, bert)", source,
+       raw);
 }
 
 ModelConfig config_from_gguf(const gguf::File& f) {
@@ -108,12 +118,16 @@ ModelConfig config_from_gguf(const gguf::File& f) {
   c.sliding_window = opt_int("attention.sliding_window", 0);
   c.rope_interleaved = c.arch == Arch::Llama || c.arch == Arch::Mistral;
   c.qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe;
-  c.qkv_bias = c.arch == Arch::Qwen2;
+  // Q/K/V biases: always in qwen2, in other families when the file has them (as the HF loader does).
+  c.qkv_bias =
+      c.arch == Arch::Qwen2 || f.find_tensor("blk.0.attn_q.bias") || f.find_tensor("blk.0.attn_qkv.bias");
   if (c.arch == Arch::Qwen3Moe) {
     c.n_expert = req_int("expert_count");
     c.n_expert_used = req_int("expert_used_count");
     c.n_ff_expert = req_int("expert_feed_forward_length");
-    c.norm_topk_prob = true;  // llama.cpp always renormalises for qwen3moe
+    // HF norm_topk_prob as written by `ferrum convert`; llama.cpp's own files lack the key and
+    // llama.cpp always renormalises for qwen3moe.
+    c.norm_topk_prob = f.find_bool(key("expert_weights_norm")).value_or(true);
   }
   const TensorView& emb = f.tensor("token_embd.weight");
   if (emb.ne[1] > INT32_MAX)
@@ -130,7 +144,8 @@ WeightSet weights_from_gguf(std::shared_ptr<const gguf::File> f) {
   const uint8_t *lo = nullptr, *hi = nullptr;
   for (const TensorView& t : f->tensors()) {
     if (!dtype_info(t.type).supported)
-      fail("{}: tensor '{}' has type {}, which ferrum does not support", f->path(), t.name, dtype_name(t.type));
+      fail("{}: tensor '{}' has type {}, which ferrum does not support", f->path(), t.name,
+           dtype_name(t.type));
     w.add(t);
     if (t.data && (!lo || t.data < lo)) lo = t.data;
     if (t.data && (!hi || t.data + t.nbytes > hi)) hi = t.data + t.nbytes;
@@ -160,8 +175,10 @@ std::unique_ptr<Model> create_model(ModelConfig cfg, WeightSet weights, const Mo
              cfg.n_expert_used, cfg.n_expert);
       return std::make_unique<LlamaModel>(std::move(cfg), std::move(weights), opts);
     case Arch::Bert:
-      fail("{}: '{}' is an encoder (embeddings only): use BertModel / `ferrum embed`, not the decoder interface",
-           weights.source(), arch_name(cfg.arch));
+      fail(
+          "{}: '{}' is an encoder (embeddings only): use BertModel / `ferrum embed`, not the decoder "
+          "interface",
+          weights.source(), arch_name(cfg.arch));
   }
   fail("unreachable");
 }

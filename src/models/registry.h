@@ -7,6 +7,7 @@
 
 #include "ferrum/model.h"
 #include "formats/gguf.h"
+#include "formats/model_config_check.h"
 #include "models/weights.h"
 
 namespace ferrum {
@@ -24,15 +25,8 @@ Arch parse_arch(const std::string& name, const std::string& source);
 
 ModelConfig config_from_gguf(const gguf::File& f);
 
-// How the fields of a config are spelled in its file, for error messages: GGUF keys
-// ("<arch>.attention.head_count") or config.json fields ("num_attention_heads").
-struct ConfigFields {
-  bool hf = false;
-  std::string gguf_prefix;  // "<arch>." for GGUF
-};
-// Throws "<source>: <field> is <value>, expected ..." for a size that is out of range or
-// inconsistent with the others (heads, head size, RoPE dimensions, vocabulary, experts, ...).
-void validate_config(const ModelConfig& c, const std::string& source, const ConfigFields& fields);
+// (validate_config() and ConfigFields are in formats/model_config_check.h.)
+
 // Checks that the weights agree with a decoder config (embedding, first layer's attention, last
 // layer present) before anything is sized from it; throws naming the tensor.
 void check_decoder_weights(const ModelConfig& c, const WeightSet& w);

@@ -357,7 +357,7 @@ TEST(ConvertHf, Errors) {
     Synth s = small_model("gemma");
     s.write();
     const std::string e = error_of([&] { convert_hf_to_gguf(s.dir, s.dir + "/o.gguf"); });
-    EXPECT_NE(e.find("architecture 'gemma' cannot be converted"), std::string::npos) << e;
+    EXPECT_NE(e.find("unknown architecture 'gemma'"), std::string::npos) << e;
   }
   {
     Synth s = small_model("llama");
@@ -403,7 +403,7 @@ TEST(ConvertHf, LayerNumbersAndJsonTypesAreErrorsNotExceptions) {
     s.config["num_hidden_layers"] = 100000;  // layer numbers are bounded, and so is the count
     s.write();
     const std::string e = error_of([&] { convert_hf_to_gguf(s.dir, s.dir + "/o.gguf"); });
-    EXPECT_NE(e.find("'num_hidden_layers' is 100000, expected at most 65536"), std::string::npos) << e;
+    EXPECT_NE(e.find("num_hidden_layers is 100000, expected a value in [1, 65536]"), std::string::npos) << e;
   }
   {
     Synth s = small_model("llama");

@@ -21,9 +21,11 @@ std::string hf_dir(const std::string& model, const std::string& sub) {
   const fs::path src = data_path("models/" + model + "/" + sub);
   const fs::path dst = fs::temp_directory_path() / "ferrum-test-cache" / "hf" / (model + "-" + sub);
   fs::create_directories(dst);
-  for (const auto& e : fs::directory_iterator(src)) {
-    const std::string name = e.path().filename().string();
-    if (name.size() > 3 && name.compare(name.size() - 3, 3, ".xz") == 0) {
+  for (const auto& e : fs::recursive_directory_iterator(src)) {  // BERT has a 1_Pooling/ folder
+    const std::string name = fs::relative(e.path(), src).string();
+    if (e.is_directory()) {
+      fs::create_directories(dst / name);
+    } else if (name.size() > 3 && name.compare(name.size() - 3, 3, ".xz") == 0) {
       const std::string plain = unxz("models/" + model + "/" + sub + "/" + name.substr(0, name.size() - 3));
       const fs::path target = dst / name.substr(0, name.size() - 3);
       if (!fs::exists(target)) copy_file_atomic(plain, target.string());

@@ -1,0 +1,173 @@
+#include "formats/hf_model_config.h"
+
+#include <cmath>
+#include <cstdint>
+#include <numbers>
+
+#include "ferrum/error.h"
+#include "formats/model_config_check.h"
+
+namespace ferrum::hf {
+namespace {
+
+struct Family {
+  const char* name;  // Config::architecture()
+  Arch arch;
+  int64_t n_ctx;  // transformers' default max_position_embeddings
+};
+constexpr Family kFamilies[] = {
+    {"llama", Arch::Llama, 2048},  {"mistral", Arch::Mistral, 4096 * 32}, {"qwen2", Arch::Qwen2, 32768},
+    {"qwen3", Arch::Qwen3, 32768}, {"qwen3_moe", Arch::Qwen3Moe, 32768},  {"bert", Arch::Bert, 512},
+};
+
+const Family& family(const Config& c) {
+  for (const Family& f : kFamilies)
+    if (c.architecture() == f.name) return f;
+  fail("{}: unknown architecture '{}' (supported: llama, mistral, qwen2, qwen3, qwen3_moe, bert)", c.path(),
+       c.architecture());
+}
+
+// Sizes are read as ints; validate_config() checks their ranges and how they fit together.
+int as_int(const Config& c, const char* k, int64_t v) {
+  if (v < INT32_MIN || v > INT32_MAX) fail("{}: field '{}' is {}, out of range", c.path(), k, v);
+  return static_cast<int>(v);
+}
+int req_int(const Config& c, const char* k) {
+  return as_int(c, k, c.get_int(k));
+}
+int opt_int(const Config& c, const char* k, int64_t def) {
+  return as_int(c, k, c.find_int(k).value_or(def));
+}
+
+void read_sizes(const Config& c, const Family& fam, ModelConfig& m) {
+  m.n_layer = req_int(c, "num_hidden_layers");
+  m.n_embd = req_int(c, "hidden_size");
+  m.n_head = req_int(c, "num_attention_heads");
+  m.n_head_kv = opt_int(c, "num_key_value_heads", m.n_head);
+  if (m.n_head <= 0)
+    fail("{}: field 'num_attention_heads' is {}, expected a positive value", c.path(), m.n_head);
+  if (!c.has("head_dim") && m.n_embd % m.n_head != 0)
+    fail("{}: hidden_size {} is not a multiple of num_attention_heads {} (and head_dim is not given)",
+         c.path(), m.n_embd, m.n_head);
+  m.head_dim = opt_int(c, "head_dim", m.n_embd / m.n_head);
+  m.n_rot = m.head_dim;
+  // A MoE model's dense intermediate_size is unused (every layer is sparse).
+  m.n_ff = m.arch == Arch::Qwen3Moe ? opt_int(c, "intermediate_size", 0) : req_int(c, "intermediate_size");
+  m.n_vocab = req_int(c, "vocab_size");
+  m.n_ctx_train = opt_int(c, "max_position_embeddings", fam.n_ctx);
+}
+
+// Mistral always has a window; qwen only with use_sliding_window. A missing sliding_window is
+// transformers' default 4096, null means no window.
+void read_sliding_window(const Config& c, ModelConfig& m) {
+  if (m.arch != Arch::Mistral && !c.find_bool("use_sliding_window").value_or(false)) return;
+  m.sliding_window = c.json().contains("sliding_window") ? opt_int(c, "sliding_window", 0) : 4096;
+}
+
+void read_moe(const Config& c, ModelConfig& m) {
+  m.n_expert = req_int(c, "num_experts");
+  m.n_expert_used = req_int(c, "num_experts_per_tok");
+  m.n_ff_expert = req_int(c, "moe_intermediate_size");
+  m.norm_topk_prob = c.find_bool("norm_topk_prob").value_or(false);
+  // Every layer must be sparse: dense MLP layers inside a MoE model are not supported.
+  if (c.find_int("decoder_sparse_step").value_or(1) != 1)
+    fail("{}: decoder_sparse_step other than 1 is not supported", c.path());
+  const auto it = c.json().find("mlp_only_layers");
+  if (it != c.json().end() && !it->is_null() && !(it->is_array() && it->empty()))
+    fail("{}: mlp_only_layers (dense layers in a MoE model) is not supported", c.path());
+}
+
+// rope_scaling.rope_type, else the legacy rope_scaling.type; "" when neither is given.
+std::string rope_type(const Config& c, const nlohmann::json& rs) {
+  std::string type;
+  for (const char* k : {"type", "rope_type"}) {  // rope_type wins, as in transformers
+    const auto it = rs.find(k);
+    if (it == rs.end() || it->is_null()) continue;
+    if (!it->is_string())
+      fail("{}: rope_scaling.{} has type {}, expected string", c.path(), k, it->type_name());
+    type = it->get<std::string>();
+  }
+  return type;
+}
+
+// A number transformers requires for this rope type.
+double rope_number(const Config& c, const nlohmann::json& rs, const char* k, const std::string& type) {
+  const auto it = rs.find(k);
+  if (it == rs.end() || it->is_null())
+    fail("{}: rope_scaling.{} is missing (required for rope type '{}')", c.path(), k, type);
+  if (!it->is_number())
+    fail("{}: rope_scaling.{} has type {}, expected number", c.path(), k, it->type_name());
+  return it->get<double>();
+}
+
+// Llama-3 RoPE scaling as per-pair frequency divisors, computed like llama.cpp's converter
+// (conversion/llama.py generate_extra_tensors): the base frequencies are float32 (powf), the rest
+// double. This reproduces the fixture's rope_freqs.weight bit for bit.
+std::vector<float> llama3_factors(const Config& c, const nlohmann::json& rs, float theta, int n_rot) {
+  const double factor = rope_number(c, rs, "factor", "llama3"),
+               low = rope_number(c, rs, "low_freq_factor", "llama3"),
+               high = rope_number(c, rs, "high_freq_factor", "llama3"),
+               old_ctx = rope_number(c, rs, "original_max_position_embeddings", "llama3");
+  const double low_wavelen = old_ctx / low, high_wavelen = old_ctx / high;
+  std::vector<float> out(static_cast<size_t>(n_rot / 2));
+  for (int i = 0; i < n_rot / 2; ++i) {
+    const float freq = 1.0f / std::pow(theta, static_cast<float>(2 * i) / static_cast<float>(n_rot));
+    const double wavelen = 2 * std::numbers::pi / static_cast<double>(freq);
+    double v;
+    if (wavelen < high_wavelen) {
+      v = 1.0;
+    } else if (wavelen > low_wavelen) {
+      v = factor;
+    } else {
+      const double smooth = (old_ctx / wavelen - low) / (high - low);
+      v = 1.0 / ((1.0 - smooth) / factor + smooth);
+    }
+    out[static_cast<size_t>(i)] = static_cast<float>(v);
+  }
+  return out;
+}
+
+void read_rope_scaling(const Config& c, const nlohmann::json& rs, ModelConfig& m) {
+  const std::string type = rope_type(c, rs);
+  if (type == "llama3") {
+    m.rope_freq_factors = llama3_factors(c, rs, m.rope_theta, m.n_rot);
+  } else if (type == "linear") {
+    const double f = rope_number(c, rs, "factor", type);
+    if (!(f > 0) || !std::isfinite(f))
+      fail("{}: rope_scaling.factor must be a positive number, got {}", c.path(), f);
+    m.rope_freq_scale = static_cast<float>(1.0 / f);
+  } else if (!type.empty() && type != "default") {
+    fail("{}: rope_scaling type '{}' is not supported (supported: llama3, linear)", c.path(), type);
+  }
+}
+
+}  // namespace
+
+ModelConfig model_config(const Config& c, const std::string& name) {
+  const Family& fam = family(c);
+  ModelConfig m;
+  m.arch = fam.arch;
+  m.name = name;
+  read_sizes(c, fam, m);
+  m.rope_theta = static_cast<float>(c.find_float("rope_theta").value_or(10000.0));
+  m.rope_interleaved = false;  // HF keeps Q/K rows in rotate-half order
+  if (m.arch == Arch::Bert) {
+    m.norm_eps = static_cast<float>(c.find_float("layer_norm_eps").value_or(1e-12));
+  } else {
+    m.norm_eps = static_cast<float>(c.find_float("rms_norm_eps").value_or(1e-6));
+  }
+  m.qk_norm = m.arch == Arch::Qwen3 || m.arch == Arch::Qwen3Moe;
+  m.qkv_bias = m.arch == Arch::Qwen2;
+  m.tied_embeddings = c.find_bool("tie_word_embeddings").value_or(m.arch == Arch::Bert);
+  read_sliding_window(c, m);
+  if (m.arch == Arch::Qwen3Moe) read_moe(c, m);
+  const ConfigFields fields{true, ""};
+  validate_config(m, c.path(), fields);  // sizes first: the RoPE factors depend on n_rot
+  if (const nlohmann::json* rs = c.find_object("rope_scaling")) {
+    read_rope_scaling(c, *rs, m);
+    validate_config(m, c.path(), fields);
+  }
+  return m;
+}
+
+}  // namespace ferrum::hf

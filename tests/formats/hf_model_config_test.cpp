@@ -1,0 +1,106 @@
+// config.json -> ModelConfig (hf::model_config, shared by the HF loader and `ferrum convert`):
+// transformers' defaults, rope_scaling types and errors naming the file and the field.
+#include "formats/hf_model_config.h"
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace ferrum::hf {
+namespace {
+
+using test::error_of;
+
+nlohmann::json base(const std::string& model_type) {
+  return {{"model_type", model_type}, {"hidden_size", 8},         {"intermediate_size", 16},
+          {"num_hidden_layers", 1},   {"num_attention_heads", 2}, {"vocab_size", 12}};
+}
+
+ModelConfig read(const nlohmann::json& j) {
+  return model_config(Config::from_json(j, "dir/config.json"), "m");
+}
+
+TEST(HfModelConfig, TransformersDefaults) {
+  const ModelConfig m = read(base("llama"));
+  EXPECT_EQ(m.arch, Arch::Llama);
+  EXPECT_EQ(m.name, "m");
+  EXPECT_FLOAT_EQ(m.norm_eps, 1e-6f);  // was required by the converter
+  EXPECT_EQ(m.rope_theta, 10000.0f);
+  EXPECT_EQ(m.n_head_kv, 2);
+  EXPECT_EQ(m.head_dim, 4);
+  EXPECT_EQ(m.n_rot, 4);
+  EXPECT_EQ(m.n_ctx_train, 2048);  // LlamaConfig; the converter required the field
+  EXPECT_FALSE(m.tied_embeddings);
+  EXPECT_FALSE(m.rope_interleaved);
+  EXPECT_EQ(m.sliding_window, 0);
+  EXPECT_EQ(read(base("qwen2")).n_ctx_train, 32768);
+  EXPECT_TRUE(read(base("qwen2")).qkv_bias);
+  EXPECT_TRUE(read(base("qwen3")).qk_norm);
+  EXPECT_EQ(read(base("mistral")).n_ctx_train, 131072);
+}
+
+TEST(HfModelConfig, SlidingWindow) {
+  nlohmann::json j = base("mistral");
+  EXPECT_EQ(read(j).sliding_window, 4096);  // MistralConfig's default
+  j["sliding_window"] = nullptr;
+  EXPECT_EQ(read(j).sliding_window, 0);  // null: no window
+  j["sliding_window"] = 32;
+  EXPECT_EQ(read(j).sliding_window, 32);
+  j = base("qwen2");
+  j["sliding_window"] = 32;
+  EXPECT_EQ(read(j).sliding_window, 0);  // only with use_sliding_window
+  j["use_sliding_window"] = true;
+  EXPECT_EQ(read(j).sliding_window, 32);
+}
+
+TEST(HfModelConfig, RopeScaling) {
+  nlohmann::json j = base("llama");
+  j["rope_scaling"] = {{"type", "linear"}, {"factor", 4.0}};  // legacy key
+  EXPECT_EQ(read(j).rope_freq_scale, 0.25f);
+  j["rope_scaling"] = {{"rope_type", "default"}};
+  EXPECT_EQ(read(j).rope_freq_scale, 1.0f);
+  j["rope_scaling"] = {{"rope_type", "llama3"},
+                       {"factor", 8.0},
+                       {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0},
+                       {"original_max_position_embeddings", 8192}};
+  EXPECT_EQ(read(j).rope_freq_factors.size(), 2u);
+  j["rope_scaling"] = {{"type", "linear"}, {"rope_type", "yarn"}, {"factor", 4.0}};  // rope_type wins
+  EXPECT_EQ(error_of([&] { read(j); }),
+            "dir/config.json: rope_scaling type 'yarn' is not supported (supported: llama3, linear)");
+  j["rope_scaling"] = {{"rope_type", "linear"}};
+  EXPECT_EQ(error_of([&] { read(j); }),
+            "dir/config.json: rope_scaling.factor is missing (required for rope type 'linear')");
+  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", -1}};
+  EXPECT_EQ(error_of([&] { read(j); }),
+            "dir/config.json: rope_scaling.factor must be a positive number, got -1");
+}
+
+TEST(HfModelConfig, Errors) {
+  nlohmann::json j = base("llama");
+  j.erase("intermediate_size");
+  EXPECT_EQ(error_of([&] { read(j); }), "dir/config.json: field 'intermediate_size' is missing");
+  j = base("qwen3_moe");
+  j.erase("intermediate_size");  // unused by a MoE model
+  j.update({{"num_experts", 4}, {"num_experts_per_tok", 2}, {"moe_intermediate_size", 4}});
+  EXPECT_EQ(read(j).n_ff, 0);
+  EXPECT_FALSE(read(j).norm_topk_prob);  // Qwen3MoeConfig's default
+  j["mlp_only_layers"] = {0};
+  EXPECT_EQ(error_of([&] { read(j); }),
+            "dir/config.json: mlp_only_layers (dense layers in a MoE model) is not supported");
+  j = base("gemma");
+  EXPECT_NE(error_of([&] { read(j); }).find("dir/config.json: unknown architecture 'gemma'"),
+            std::string::npos);
+  j = base("llama");
+  j["rms_norm_eps"] = "small";
+  EXPECT_EQ(error_of([&] { read(j); }),
+            "dir/config.json: field 'rms_norm_eps' has type string, expected number");
+  j = base("llama");
+  j["num_attention_heads"] = 4;
+  j["num_key_value_heads"] = 3;
+  EXPECT_EQ(error_of([&] { read(j); }),
+            "dir/config.json: num_attention_heads 4 is not a multiple of num_key_value_heads 3");
+}
+
+}  // namespace
+}  // namespace ferrum::hf
