@@ -24,7 +24,6 @@ ModelConfig loaded_config(const std::string& path) {
   if (files.config.arch == Arch::Bert) return files.config;
   ModelOptions opts;
   opts.n_threads = 1;
-  opts.kv.capacity = 16;
   return create_model(std::move(files.config), std::move(files.weights), opts)->config();
 }
 
