@@ -279,7 +279,6 @@ void Engine::step() {
   size_t row = 0;
   const auto now = Clock::now();
   const auto& items = policy_->items();
-  std::vector<Seq*> done;
   for (size_t i = 0; i < items.size(); ++i) {
     if (items[i].logits == Want::None) continue;
     Seq& s = *static_cast<Seq*>(policy_->owners()[i]);
