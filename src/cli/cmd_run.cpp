@@ -6,9 +6,9 @@
 
 #include "chat/chat_prompt.h"
 #include "cli/commands.h"
+#include "core/fail.h"
 #include "engine/generate.h"
 #include "engine/loader.h"
-#include "ferrum/error.h"
 
 namespace ferrum::cli {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 
 namespace ferrum {
 

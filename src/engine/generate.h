@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/sampler.h"
 #include "ferrum/model.h"
-#include "tokenizer/tokenizer.h"
+#include "ferrum/sampler.h"
+#include "ferrum/tokenizer.h"
 
 namespace ferrum {
 

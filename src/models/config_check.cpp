@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 #include "models/registry.h"
 
 namespace ferrum {

@@ -8,9 +8,9 @@
 #include <memory>
 #include <numbers>
 
+#include "core/fail.h"
 #include "core/fp16.h"
 #include "core/quant.h"
-#include "ferrum/error.h"
 #include "formats/hf_config.h"
 #include "formats/safetensors.h"
 #include "models/bert_model.h"
