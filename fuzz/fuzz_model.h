@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "engine/loader.h"
-#include "tokenizer/tokenizer.h"
+#include "ferrum/tokenizer.h"
 
 namespace ferrum::fuzz {
 

@@ -9,10 +9,10 @@
 
 #include "chat/chat_prompt.h"
 #include "ferrum/error.h"
+#include "ferrum/tokenizer.h"
 #include "formats/gguf.h"
 #include "server/json_body.h"
 #include "server/openai_request.h"
-#include "tokenizer/tokenizer.h"
 
 using namespace ferrum;
 

@@ -6,9 +6,9 @@
 #include <filesystem>
 
 #include "ferrum/error.h"
+#include "ferrum/tokenizer.h"
 #include "fuzz_model.h"
 #include "fuzz_util.h"
-#include "tokenizer/tokenizer.h"
 
 using namespace ferrum;
 

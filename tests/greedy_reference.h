@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/sampler.h"
+#include "ferrum/sampler.h"
 #include "ferrum/kv_cache.h"
 #include "ferrum/model.h"
-#include "tokenizer/tokenizer.h"
+#include "ferrum/tokenizer.h"
 
 namespace ferrum::test {
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/tokenizer.h"
+#include "ferrum/tokenizer.h"
 
 namespace ferrum::chat {
 

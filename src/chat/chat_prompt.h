@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "chat/chat_literal.h"
-#include "ferrum/error.h"
+#include "core/fail.h"
+#include "ferrum/tokenizer.h"
 #include "tokenizer/chat_template.h"
-#include "tokenizer/tokenizer.h"
 
 namespace ferrum::chat {
 

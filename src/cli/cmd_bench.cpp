@@ -12,9 +12,9 @@
 
 #include "cli/commands.h"
 #include "cli/membw.h"
+#include "core/fail.h"
 #include "core/thread_pool.h"
 #include "engine/loader.h"
-#include "ferrum/error.h"
 #include "kernels/cpu/matmul.h"
 
 namespace ferrum::cli {

@@ -2,8 +2,8 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "core/fail.h"
 #include "engine/loader.h"
-#include "ferrum/error.h"
 #include "formats/convert_hf.h"
 #include "formats/convert_llama2c.h"
 #include "models/quantize.h"

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "ferrum/error.h"
+#include "core/fail.h"
 #include "models/bert_model.h"
 
 namespace ferrum::cli {

@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "core/fail.h"
 #include "engine/loader.h"
-#include "ferrum/error.h"
 
 namespace ferrum::cli {
 namespace {

@@ -4,10 +4,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "core/fail.h"
 #include "engine/loader.h"
-#include "ferrum/error.h"
-#include "models/bert_model.h"
 #include "kernels/cpu/attention.h"
+#include "models/bert_model.h"
 
 namespace ferrum::cli {
 namespace {

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/fail.h"
 #include "core/fp16.h"
 #include "core/thread_pool.h"
-#include "ferrum/error.h"
 #include "formats/gguf_writer.h"
 
 namespace ferrum::cli {

@@ -7,9 +7,9 @@
 
 #include "chat/chat_prompt.h"
 #include "cli/commands.h"
+#include "core/fail.h"
 #include "engine/loader.h"
 #include "engine/scheduler.h"
-#include "ferrum/error.h"
 
 namespace ferrum::cli {
 namespace {

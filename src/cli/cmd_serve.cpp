@@ -6,9 +6,9 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "core/fail.h"
 #include "engine/loader.h"
 #include "engine/scheduler.h"
-#include "ferrum/error.h"
 #include "models/bert_model.h"
 #include "server/embeddings.h"
 #include "server/server.h"

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "core/fail.h"
 #include "engine/loader.h"
-#include "ferrum/error.h"
 #include "tokenizer/chat_template.h"
 
 namespace ferrum::cli {

@@ -3,7 +3,7 @@
 #include <map>
 
 #include "cli/commands.h"
-#include "ferrum/error.h"
+#include "core/fail.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"ferrum: run transformer language models on your own machine"};

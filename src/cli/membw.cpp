@@ -10,8 +10,8 @@
 #include <cstring>
 #include <memory>
 
+#include "core/fail.h"
 #include "core/thread_pool.h"
-#include "ferrum/error.h"
 
 namespace ferrum::cli {
 namespace {

@@ -1,5 +1,5 @@
 #include "cli/commands.h"
-#include "ferrum/error.h"
+#include "core/fail.h"
 
 namespace ferrum::cli {
 

@@ -4,7 +4,7 @@
 #include <array>
 #include <cctype>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 
 namespace ferrum {
 namespace {

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <utility>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 
 namespace ferrum {
 

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/fail.h"
 #include "core/fp16.h"
-#include "ferrum/error.h"
 
 // Bit-exactness with ggml depends on a*b + c not being fused into one fma.
 #pragma STDC FP_CONTRACT OFF

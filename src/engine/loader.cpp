@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 #include "formats/convert_llama2c.h"
 
 namespace fs = std::filesystem;

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/sampler.h"
+#include "ferrum/sampler.h"
 
 namespace ferrum {
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "engine/request.h"
-#include "engine/sampler.h"
+#include "ferrum/sampler.h"
 #include "engine/stop.h"
-#include "tokenizer/tokenizer.h"
+#include "ferrum/tokenizer.h"
 
 namespace ferrum {
 

@@ -1,9 +1,9 @@
-#include "engine/sampler.h"
+#include "ferrum/sampler.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 
 namespace ferrum {
 

@@ -15,13 +15,13 @@
 #include <thread>
 #include <vector>
 
+#include "core/fail.h"
 #include "engine/histogram.h"
 #include "engine/request.h"
 #include "engine/schedule_policy.h"
-#include "ferrum/error.h"
 #include "ferrum/kv_cache.h"
 #include "ferrum/model.h"
-#include "tokenizer/tokenizer.h"
+#include "ferrum/tokenizer.h"
 
 namespace ferrum {
 

@@ -6,7 +6,7 @@
 #include <optional>
 #include <regex>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 #include "formats/convert_hf_bert.h"
 #include "formats/gguf_writer.h"
 #include "formats/hf_config.h"

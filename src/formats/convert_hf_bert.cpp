@@ -4,7 +4,7 @@
 #include <fstream>
 #include <regex>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 #include "formats/gguf_writer.h"
 #include "formats/hf_tensor_sink.h"
 #include "formats/hf_tokenizer_meta.h"

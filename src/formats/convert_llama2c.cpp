@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 #include "formats/gguf_writer.h"
 #include "formats/llama2c.h"
 

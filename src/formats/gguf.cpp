@@ -6,7 +6,7 @@
 #include <limits>
 #include <utility>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 #include "formats/utf8.h"
 
 namespace ferrum::gguf {

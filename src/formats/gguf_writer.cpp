@@ -7,7 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 
 namespace ferrum::gguf {
 namespace {

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 
 namespace ferrum::hf {
 namespace fs = std::filesystem;

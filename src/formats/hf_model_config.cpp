@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <numbers>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 #include "formats/model_config_check.h"
 
 namespace ferrum::hf {

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/fail.h"
 #include "core/fp16.h"
-#include "ferrum/error.h"
 
 namespace ferrum::hfconv {
 

@@ -4,7 +4,7 @@
 #include <map>
 #include <type_traits>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 
 namespace ferrum::hf {
 namespace fs = std::filesystem;

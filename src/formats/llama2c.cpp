@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 
 namespace ferrum::llama2c {
 namespace {

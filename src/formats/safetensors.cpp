@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 
 namespace ferrum::safetensors {
 namespace fs = std::filesystem;

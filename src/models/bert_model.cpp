@@ -6,8 +6,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/fail.h"
 #include "core/quant.h"
-#include "ferrum/error.h"
 #include "formats/convert_hf_bert.h"
 #include "formats/gguf.h"
 #include "formats/hf_config.h"

@@ -15,9 +15,9 @@
 
 #include "core/thread_pool.h"
 #include "ferrum/model.h"
+#include "ferrum/tokenizer.h"
 #include "kernels/cpu/matmul.h"
 #include "models/weights.h"
-#include "tokenizer/tokenizer.h"
 
 namespace ferrum {
 

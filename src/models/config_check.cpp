@@ -1,6 +1,6 @@
 // Checks that the weights agree with a decoder config before anything is sized from it (the
 // config itself is checked by validate_config, formats/model_config_check.h).
-#include "ferrum/error.h"
+#include "core/fail.h"
 #include "models/registry.h"
 
 namespace ferrum {

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 #include "kernels/cpu/elementwise.h"
 #include "models/moe.h"
 

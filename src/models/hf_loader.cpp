@@ -6,9 +6,9 @@
 #include <cstring>
 #include <memory>
 
+#include "core/fail.h"
 #include "core/fp16.h"
 #include "core/quant.h"
-#include "ferrum/error.h"
 #include "formats/hf_config.h"
 #include "formats/hf_model_config.h"
 #include "formats/hf_tensor_sink.h"

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/fail.h"
 #include "core/quant.h"
-#include "ferrum/error.h"
 #include "kernels/cpu/elementwise.h"
 
 namespace ferrum {

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 
 namespace ferrum {
 

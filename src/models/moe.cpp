@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 #include "kernels/cpu/elementwise.h"
 
 namespace ferrum {

@@ -5,9 +5,9 @@
 #include <map>
 #include <vector>
 
+#include "core/fail.h"
 #include "core/quant.h"
 #include "core/thread_pool.h"
-#include "ferrum/error.h"
 #include "formats/gguf.h"
 #include "formats/gguf_writer.h"
 

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 #include "models/llama_model.h"
 
 namespace fs = std::filesystem;

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "ferrum/loader.h"
 #include "ferrum/model.h"
 #include "formats/gguf.h"
 #include "formats/model_config_check.h"
@@ -12,12 +13,7 @@
 
 namespace ferrum {
 
-enum class ModelFormat { Gguf, HuggingFace, Llama2c };
-const char* format_name(ModelFormat f);
-
-// Directory with config.json -> HuggingFace; file starting with "GGUF" -> Gguf; otherwise a
-// llama2.c checkpoint. Throws for a missing path.
-ModelFormat detect_format(const std::string& path);
+// ModelFormat, format_name() and detect_format() are public: ferrum/loader.h.
 
 // Parses an architecture name from GGUF general.architecture or HF model_type/architectures.
 // Throws "unknown architecture '<name>'" listing the supported ones.

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 
 namespace ferrum {
 

@@ -1,6 +1,6 @@
 #include "runtime/block_allocator.h"
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 
 namespace ferrum::runtime {
 

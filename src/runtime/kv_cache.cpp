@@ -6,7 +6,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 
 namespace ferrum::runtime {
 namespace {

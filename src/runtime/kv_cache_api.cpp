@@ -2,7 +2,7 @@
 // runtime::KvCache, which the models read and write directly.
 #include <cstdlib>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 #include "ferrum/kv_cache.h"
 #include "runtime/kv_cache.h"
 

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 
 namespace ferrum::server {
 

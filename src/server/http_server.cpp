@@ -12,7 +12,7 @@
 #include <cstring>
 #include <memory>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 
 namespace ferrum::server {
 

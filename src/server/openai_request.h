@@ -9,7 +9,7 @@
 
 #include "chat/chat_prompt.h"
 #include "engine/request.h"
-#include "tokenizer/tokenizer.h"
+#include "ferrum/tokenizer.h"
 
 namespace ferrum::server {
 

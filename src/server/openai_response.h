@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "engine/request.h"
+#include "ferrum/tokenizer.h"
 #include "server/openai_request.h"
-#include "tokenizer/tokenizer.h"
 
 namespace ferrum::server {
 

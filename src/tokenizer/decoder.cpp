@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 
 namespace ferrum::tok {
 

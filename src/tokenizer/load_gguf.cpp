@@ -1,6 +1,6 @@
 // Tokenizer from GGUF metadata (tokenizer.ggml.*), reproducing llama.cpp's llama-vocab.cpp
 // (defaults per model and per pre-tokenizer, EOG/CONTROL retyping, phi-3 RSTRIP).
-#include "ferrum/error.h"
+#include "core/fail.h"
 #include "formats/gguf.h"
 #include "tokenizer/tokenizer_impl.h"
 

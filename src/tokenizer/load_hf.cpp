@@ -7,7 +7,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 #include "tokenizer/tokenizer_impl.h"
 
 namespace ferrum::tok {

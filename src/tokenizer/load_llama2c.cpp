@@ -6,7 +6,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 #include "tokenizer/tokenizer_impl.h"
 
 namespace ferrum::tok {

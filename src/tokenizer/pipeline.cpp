@@ -2,7 +2,7 @@
 // used for llama.cpp's BPE pre-tokenizer regexes.
 #include <algorithm>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
 

@@ -3,7 +3,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 
 namespace ferrum::tok {
 

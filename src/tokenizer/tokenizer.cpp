@@ -1,9 +1,9 @@
-#include "tokenizer/tokenizer.h"
+#include "ferrum/tokenizer.h"
 
 #include <algorithm>
 #include <cctype>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 #include "tokenizer/decoder.h"
 #include "tokenizer/special_split.h"
 #include "tokenizer/tokenizer_impl.h"

@@ -10,9 +10,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ferrum/tokenizer.h"
 #include "tokenizer/flat_map.h"
 #include "tokenizer/regex.h"
-#include "tokenizer/tokenizer.h"
 
 namespace ferrum {
 

@@ -1,4 +1,4 @@
-#include "engine/sampler.h"
+#include "ferrum/sampler.h"
 
 #include <gtest/gtest.h>
 

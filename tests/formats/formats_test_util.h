@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 #include "test_util.h"
 
 namespace ferrum::test {

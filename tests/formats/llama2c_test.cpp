@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 #include "formats/convert_llama2c.h"
 #include "formats/gguf.h"
 #include "formats_test_util.h"

@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "core/quant.h"
-#include "engine/sampler.h"
 #include "ferrum/error.h"
+#include "ferrum/sampler.h"
 #include "model_test_util.h"
 
 namespace ferrum::test {

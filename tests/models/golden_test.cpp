@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "engine/sampler.h"
+#include "ferrum/sampler.h"
 #include "model_test_util.h"
 
 namespace ferrum::test {

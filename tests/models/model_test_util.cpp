@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/sampler.h"
+#include "ferrum/sampler.h"
 
 namespace fs = std::filesystem;
 

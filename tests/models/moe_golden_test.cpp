@@ -14,8 +14,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/sampler.h"
-#include "ferrum/error.h"
+#include "core/fail.h"
+#include "ferrum/sampler.h"
 #include "model_test_util.h"
 #include "models/moe.h"
 

@@ -6,8 +6,8 @@
 
 #include <cmath>
 
-#include "engine/sampler.h"
 #include "ferrum/error.h"
+#include "ferrum/sampler.h"
 #include "kernels/cpu/matmul.h"
 #include "model_test_util.h"
 

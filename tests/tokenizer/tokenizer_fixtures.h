@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "ferrum/tokenizer.h"
 #include "formats/gguf.h"
 #include "test_util.h"
-#include "tokenizer/tokenizer.h"
 
 namespace ferrum::test {
 

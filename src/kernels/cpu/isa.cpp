@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/matmul.h"
 

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 
 namespace ferrum::kernels {
 namespace {

@@ -6,8 +6,8 @@
 #include <atomic>
 #include <cstring>
 
+#include "core/fail.h"
 #include "core/quant.h"
-#include "ferrum/error.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/packed.h"
 

@@ -8,9 +8,9 @@
 #include <cstring>
 #include <vector>
 
+#include "core/fail.h"
 #include "core/fp16.h"
 #include "core/quant.h"
-#include "ferrum/error.h"
 
 namespace ferrum::kernels {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "ferrum/error.h"
+#include "core/fail.h"
 
 namespace ferrum::jinja {
 

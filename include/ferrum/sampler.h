@@ -13,14 +13,14 @@
 namespace ferrum {
 
 struct SamplingParams {
-  float temperature = 0.8f;  // <= 0: greedy (argmax, lowest id on ties)
-  int top_k = 40;            // <= 0: off
-  float top_p = 0.95f;       // >= 1: off
-  float min_p = 0.05f;       // <= 0: off
+  float temperature = 0.8f;       // <= 0: greedy (argmax, lowest id on ties)
+  int top_k = 40;                 // <= 0: off
+  float top_p = 0.95f;            // >= 1: off
+  float min_p = 0.05f;            // <= 0: off
   float repeat_penalty = 1.0f;    // 1: off (llama.cpp semantics: divide positive, multiply negative logits)
   float presence_penalty = 0.0f;  // OpenAI semantics
   float frequency_penalty = 0.0f;
-  int penalty_last_n = 64;        // how many recent tokens the penalties look at (-1: all)
+  int penalty_last_n = 64;  // how many recent tokens the penalties look at (-1: all)
   uint64_t seed = 0xF3C0FFEEull;
   std::unordered_map<int32_t, float> logit_bias;
 
