@@ -16,6 +16,7 @@
 #include "core/thread_pool.h"
 #include "ferrum/model.h"
 #include "kernels/cpu/matmul.h"
+#include "models/pooling.h"
 #include "models/weights.h"
 #include "tokenizer/tokenizer.h"
 
@@ -24,11 +25,6 @@ namespace ferrum {
 namespace gguf {
 class File;
 }
-
-enum class Pooling { Mean, Cls, Last };
-const char* pooling_name(Pooling p);
-// "mean", "cls", "last"; throws naming the accepted values.
-Pooling parse_pooling(const std::string& s);
 
 class BertModel {
  public:

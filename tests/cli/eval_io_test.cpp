@@ -1,7 +1,7 @@
 // `ferrum eval` with embedding rows in (--embeds-in) and hidden states out (--hidden-out): rows
 // that are the ids' embedding rows (Model::embed_tokens, computed here in-process) give the same
 // output as the ids, bit for bit; hidden states times the LM head are the logits; bad row files
-// are one clear error naming the file.
+// are one clear error naming the file. Also `ferrum embed` on a decoder (pooled hidden states).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include "core/quant.h"
 #include "engine/loader.h"
 #include "formats/npy.h"
+#include "models/decoder_embed.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;
@@ -142,6 +143,40 @@ TEST_F(EvalIo, BadRowFilesAreOneClearError) {
   r = run_ferrum("eval '" + bundled() + "' --embeds-in " + path("missing.npy") + " --out " + path("o.json"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find(path("missing.npy")), std::string::npos) << r.err;
+}
+
+TEST(EmbedCli, DecoderVectorsAreThePooledHiddenStates) {
+  ModelOptions o;
+  o.n_threads = 2;
+  LoadedModel lm = load_model(bundled(), o);
+  const std::vector<std::string> texts = {"Once upon a time", "a red ball"};
+  std::vector<std::vector<int32_t>> batch;
+  for (const auto& t : texts) batch.push_back(lm.tokenizer->encode(t, true, false));
+  for (const char* pooling : {"last", "mean"}) {
+    for (bool raw : {false, true}) {
+      auto r = run_ferrum("embed '" + bundled() + "' 'Once upon a time' 'a red ball' -t 2 --json --pooling " +
+                          pooling + (raw ? " --raw" : ""));
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      auto j = nlohmann::json::parse(r.out);
+      EXPECT_EQ(j["pooling"], pooling);
+      EXPECT_EQ(j["normalized"], !raw);
+      EXPECT_EQ(j["dim"], 64);
+      DecoderEmbedOptions eo;
+      eo.pooling = parse_pooling(pooling);
+      eo.normalize = !raw;
+      const auto want = decoder_embeddings(*lm.model, batch, eo);
+      for (size_t i = 0; i < texts.size(); ++i) {
+        EXPECT_EQ(j["embeddings"][i]["n_tokens"], batch[i].size());
+        EXPECT_EQ(j["embeddings"][i]["embedding"].get<std::vector<float>>(), want[i]) << pooling << " " << i;
+      }
+    }
+  }
+  auto r = run_ferrum("embed '" + bundled() + "' x --pooling cls");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("a decoder has no CLS token"), std::string::npos) << r.err;
+  r = run_ferrum("serve '" + bundled() + "' --pooling cls --port 0");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("a decoder has no CLS token"), std::string::npos) << r.err;
 }
 
 }  // namespace
