@@ -12,11 +12,15 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "formats/npy.h"
+
 namespace fs = std::filesystem;
 
 namespace ferrum::test {
 
-std::string data_path(const std::string& rel) { return std::string(FERRUM_TEST_DATA) + "/" + rel; }
+std::string data_path(const std::string& rel) {
+  return std::string(FERRUM_TEST_DATA) + "/" + rel;
+}
 
 std::string temp_dir() {
   std::string tmpl = (fs::temp_directory_path() / "ferrum-test-XXXXXX").string();
@@ -55,46 +59,29 @@ void copy_file_atomic(const std::string& from, const std::string& to) {
   fs::rename(tmp, to);
 }
 
-Npy load_npy(const std::string& path_in) {
-  std::string path = path_in;
-  std::string raw = read_all(path);
-  if (raw.size() < 10 || raw.compare(0, 6, "\x93NUMPY") != 0) throw std::runtime_error(path + ": not a .npy file");
-  uint8_t major = static_cast<uint8_t>(raw[6]);
-  size_t hlen, off;
-  if (major == 1) {
-    hlen = static_cast<uint8_t>(raw[8]) | (static_cast<uint8_t>(raw[9]) << 8);
-    off = 10;
-  } else {
-    hlen = 0;
-    for (int i = 0; i < 4; ++i) hlen |= static_cast<size_t>(static_cast<uint8_t>(raw[8 + i])) << (8 * i);
-    off = 12;
-  }
-  std::string header = raw.substr(off, hlen);
-  if (header.find("'<f4'") == std::string::npos) throw std::runtime_error(path + ": expected <f4 data");
-  if (header.find("'fortran_order': False") == std::string::npos) throw std::runtime_error(path + ": fortran order");
-  auto lp = header.find('(', header.find("'shape'"));
-  auto rp = header.find(')', lp);
-  Npy npy;
-  std::string dims = header.substr(lp + 1, rp - lp - 1);
-  std::stringstream ds(dims);
-  std::string tok;
-  size_t count = 1;
-  while (std::getline(ds, tok, ',')) {
-    if (tok.find_first_of("0123456789") == std::string::npos) continue;
-    npy.shape.push_back(std::stoll(tok));
-    count *= npy.shape.back();
-  }
-  size_t data_off = off + hlen;
-  if (raw.size() < data_off + count * 4) throw std::runtime_error(path + ": truncated");
-  npy.data.resize(count);
-  std::memcpy(npy.data.data(), raw.data() + data_off, count * 4);
-  return npy;
+Npy load_npy(const std::string& path) {
+  npy::Array a = npy::read_f32(path);
+  return Npy{std::move(a.shape), std::move(a.data)};
+}
+
+std::string npy_bytes(const std::string& header_dict, const std::string& payload, int major) {
+  const size_t prefix = major == 1 ? 10 : 12;
+  std::string header = header_dict;
+  header.append((64 - (prefix + header.size() + 1) % 64) % 64, ' ');
+  header.push_back('\n');
+  std::string out = "\x93NUMPY";
+  out.push_back(static_cast<char>(major));
+  out.push_back(0);
+  for (size_t k = 0; k < (major == 1 ? 2u : 4u); ++k)
+    out.push_back(static_cast<char>((header.size() >> (8 * k)) & 0xff));
+  return out + header + payload;
 }
 
 RunResult run_ferrum(const std::string& args) {
   std::string dir = temp_dir();
   std::string out = dir + "/out", err = dir + "/err";
-  std::string cmd = std::string("'") + FERRUM_BINARY + "' " + args + " > '" + out + "' 2> '" + err + "' < /dev/null";
+  std::string cmd =
+      std::string("'") + FERRUM_BINARY + "' " + args + " > '" + out + "' 2> '" + err + "' < /dev/null";
   int rc = std::system(cmd.c_str());
   RunResult r;
   r.exit_code = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);

@@ -18,8 +18,12 @@ struct Npy {
   std::vector<int64_t> shape;
   std::vector<float> data;  // float32 C-order
 };
-// Reads a little-endian <f4 NumPy v1 file; if the path ends in .xz it is decompressed first.
+// Reads a little-endian <f4 C-order .npy file (formats/npy.h; throws ferrum::Error naming a bad
+// file). Compressed fixtures go through unxz() first.
 Npy load_npy(const std::string& path);
+// The bytes of a .npy file with this header dict (padded as NumPy pads it) and payload, for tests
+// of bad files: npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", data).
+std::string npy_bytes(const std::string& header_dict, const std::string& payload, int major = 1);
 
 // Decompresses tests/data/<rel>.xz (or returns the plain file if present) into a cache dir and
 // returns the path of the uncompressed file.

@@ -1,10 +1,13 @@
-// `ferrum embed`: sentence embeddings from a BERT model (GGUF or Hugging Face directory).
+// `ferrum embed`: sentence embeddings from a BERT model (GGUF or Hugging Face directory), or
+// from a decoder's final hidden states (last-token or mean pooling, L2-normalized by default).
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "core/fail.h"
+#include "engine/loader.h"
 #include "models/bert_model.h"
+#include "models/decoder_embed.h"
 
 namespace ferrum::cli {
 
@@ -16,12 +19,17 @@ Runner add_embed(CLI::App& app) {
     int threads = 0;
   };
   auto f = std::make_shared<Flags>();
-  CLI::App* sub = app.add_subcommand("embed", "print sentence embeddings of a BERT model");
-  sub->add_option("model", f->model, "GGUF file (arch bert) or Hugging Face BertModel directory")->required();
+  CLI::App* sub = app.add_subcommand("embed", "print sentence embeddings of a BERT model or a decoder");
+  sub->add_option(
+         "model", f->model,
+         "GGUF file or Hugging Face directory: a BERT encoder, or a decoder (its final hidden states)")
+      ->required();
   sub->add_option("text", f->texts, "one or more texts (each is embedded separately)")->required();
-  sub->add_option("--pooling", f->pooling, "mean, cls or last (default: the model's own setting)")
+  sub->add_option("--pooling", f->pooling,
+                  "mean, cls or last (default: a BERT model's own setting; last for a decoder)")
       ->check(CLI::IsMember({"mean", "cls", "last"}));
-  sub->add_flag("--normalize", f->normalize, "L2-normalize the vectors (default: as the model says)");
+  sub->add_flag("--normalize", f->normalize,
+                "L2-normalize the vectors (default: as a BERT model says; always for a decoder)");
   sub->add_flag("--raw", f->raw, "never L2-normalize, even if the model's files ask for it");
   sub->add_flag("--json", f->json, "print JSON");
   sub->add_option("-t,--threads", f->threads, "worker threads (default: all cores)");
@@ -33,18 +41,36 @@ Runner add_embed(CLI::App& app) {
     ModelOptions o;
     o.n_threads = f->threads;
     o.precision = f->precision == "exact" ? Precision::Exact : Precision::Fast;
-    LoadedBert b = load_bert(f->model, o);
-    const Pooling pooling = f->pooling.empty() ? b.model->default_pooling() : parse_pooling(f->pooling);
-    const bool normalize = f->normalize || (!f->raw && b.model->default_normalize());
+    Pooling pooling;
+    bool normalize;
+    int64_t dim;
     std::vector<std::vector<int32_t>> batch;
-    for (const std::string& t : f->texts) batch.push_back(b.tokenizer->encode(t, true, false));
-    const auto vecs = b.model->embed(batch, pooling, normalize);
+    std::vector<std::vector<float>> vecs;
+    if (open_model_files(f->model).config.arch == Arch::Bert) {
+      LoadedBert b = load_bert(f->model, o);
+      pooling = f->pooling.empty() ? b.model->default_pooling() : parse_pooling(f->pooling);
+      normalize = f->normalize || (!f->raw && b.model->default_normalize());
+      dim = b.model->dim();
+      for (const std::string& t : f->texts) batch.push_back(b.tokenizer->encode(t, true, false));
+      vecs = b.model->embed(batch, pooling, normalize);
+    } else {
+      pooling = f->pooling.empty() ? Pooling::Last : parse_pooling(f->pooling);
+      if (pooling == Pooling::Cls) fail("--pooling cls: a decoder has no CLS token (use last or mean)");
+      normalize = !f->raw;
+      LoadedModel lm = load_model(f->model, o);
+      dim = lm.model->config().n_embd;
+      for (const std::string& t : f->texts) batch.push_back(lm.tokenizer->encode(t, true, false));
+      DecoderEmbedOptions eo;
+      eo.pooling = pooling;
+      eo.normalize = normalize;
+      vecs = decoder_embeddings(*lm.model, batch, eo);
+    }
     if (f->json) {
       nlohmann::json j;
       j["model"] = f->model;
       j["pooling"] = pooling_name(pooling);
       j["normalized"] = normalize;
-      j["dim"] = b.model->dim();
+      j["dim"] = dim;
       j["embeddings"] = nlohmann::json::array();
       for (size_t i = 0; i < vecs.size(); ++i)
         j["embeddings"].push_back(

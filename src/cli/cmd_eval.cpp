@@ -1,5 +1,6 @@
 // `ferrum eval`: run a prompt as one prefill and write per-position top-k logits and the
-// log-sum-exp (the fixtures' topk.json shape), optionally all logits as a .npy file.
+// log-sum-exp (the fixtures' topk.json shape), optionally all logits and/or the final hidden
+// states as .npy files. The prompt is text, token ids, or embedding rows read from a .npy.
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include "cli/commands.h"
 #include "core/fail.h"
 #include "engine/loader.h"
+#include "formats/npy.h"
 
 namespace ferrum::cli {
 namespace {
@@ -19,7 +21,7 @@ struct EvalFlags {
   std::optional<std::string> prompt;
   std::string tokens;
   int top_k = 32;
-  std::string out, npy;
+  std::string out, npy, hidden_out, embeds_in;
 };
 
 std::vector<int32_t> parse_ids(const std::string& s) {
@@ -43,41 +45,58 @@ std::vector<int32_t> parse_ids(const std::string& s) {
   return ids;
 }
 
-void write_npy(const std::string& path, const std::vector<float>& data, int64_t rows, int64_t cols) {
-  std::string header =
-      fmt::format("{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, {}), }}", rows, cols);
-  const size_t total = 10 + header.size() + 1;
-  header.append((64 - total % 64) % 64, ' ');
-  header.push_back('\n');
-  std::ofstream f(path, std::ios::binary);
-  if (!f) fail("{}: cannot open for writing", path);
-  const uint16_t hlen = static_cast<uint16_t>(header.size());
-  f.write("\x93NUMPY\x01\x00", 8);
-  f.put(static_cast<char>(hlen & 0xff));
-  f.put(static_cast<char>(hlen >> 8));
-  f.write(header.data(), header.size());
-  f.write(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float));
-  if (!f) fail("{}: write failed", path);
+// Input rows for the model: float32 (n, n_embd), n >= 1 (npy::read_f32 checks dtype and order).
+std::vector<float> read_rows(const std::string& path, int64_t n_embd) {
+  npy::Array a = npy::read_f32(path);
+  if (a.shape.size() != 2)
+    fail("{}: --embeds-in needs a 2-D array (n_tokens, n_embd), got shape {}", path,
+         npy::shape_string(a.shape));
+  if (a.shape[1] != n_embd)
+    fail("{}: rows of {} floats, but the model's embedding width (n_embd) is {}", path, a.shape[1], n_embd);
+  if (a.shape[0] < 1) fail("{}: no rows (shape {})", path, npy::shape_string(a.shape));
+  return std::move(a.data);
 }
 
 int run(EvalFlags& f) {
-  if (f.prompt.has_value() == !f.tokens.empty()) fail("eval needs exactly one of --prompt and --tokens");
+  if (f.prompt.has_value() + !f.tokens.empty() + !f.embeds_in.empty() != 1)
+    fail("eval needs exactly one of --prompt, --tokens and --embeds-in");
   LoadedModel lm = load_model(f.model.model_path(), f.model.options(), f.model.tokenizer);
-  std::vector<int32_t> ids = f.prompt ? lm.tokenizer->encode(*f.prompt, true, false) : parse_ids(f.tokens);
-  if (ids.empty()) fail("eval: no tokens to evaluate");
-  const int n_vocab = lm.model->config().n_vocab;
-  const int k = std::min(f.top_k, n_vocab);
-  std::vector<float> logits(ids.size() * n_vocab);
-  std::unique_ptr<KvCache> kv = KvCache::for_model(*lm.model, f.model.kv_options());
-  lm.model->prefill(*kv, 0, ids, logits.data(), /*all_logits=*/true);
+  Model& model = *lm.model;
+  const int64_t n_vocab = model.config().n_vocab, d = model.config().n_embd;
+  std::vector<int32_t> ids;
+  std::vector<float> rows;
+  if (!f.embeds_in.empty())
+    rows = read_rows(f.embeds_in, d);
+  else
+    ids = f.prompt ? lm.tokenizer->encode(*f.prompt, true, false) : parse_ids(f.tokens);
+  const int64_t n = ids.empty() ? static_cast<int64_t>(rows.size()) / d : static_cast<int64_t>(ids.size());
+  if (n == 0) fail("eval: no tokens to evaluate");
+  const int k = static_cast<int>(std::min<int64_t>(f.top_k, n_vocab));
+  std::vector<float> logits(n * n_vocab), hidden(f.hidden_out.empty() ? 0 : n * d);
+  std::unique_ptr<KvCache> kv = KvCache::for_model(model, f.model.kv_options());
+  // One prefill in chunks of max_batch positions (as Model::prefill runs it), ids or rows.
+  const int64_t chunk = std::max<int64_t>(1, model.options().max_batch);
+  for (int64_t b = 0; b < n; b += chunk) {
+    const int64_t m = std::min(chunk, n - b);
+    SeqInput in;
+    if (ids.empty())
+      in.embeds = std::span<const float>(rows).subspan(b * d, m * d);
+    else
+      in.tokens = std::span<const int32_t>(ids).subspan(b, m);
+    in.logits = Want::All;
+    in.hidden = hidden.empty() ? Want::None : Want::All;
+    model.forward(*kv, std::span(&in, 1),
+                  ForwardOut{&logits[b * n_vocab], hidden.empty() ? nullptr : &hidden[b * d]});
+  }
 
   nlohmann::json j;
-  j["tokens"] = ids;
+  if (!ids.empty()) j["tokens"] = ids;  // rows in: no ids to report
+  j["n_positions"] = n;
   j["k"] = k;
   nlohmann::json top_ids = nlohmann::json::array(), top_logits = nlohmann::json::array(),
                  lse = nlohmann::json::array();
   std::vector<int32_t> order(n_vocab);
-  for (size_t t = 0; t < ids.size(); ++t) {
+  for (int64_t t = 0; t < n; ++t) {
     const float* row = &logits[t * n_vocab];
     std::iota(order.begin(), order.end(), 0);
     std::partial_sort(order.begin(), order.begin() + k, order.end(),
@@ -100,7 +119,8 @@ int run(EvalFlags& f) {
   if (!out) fail("{}: cannot open for writing", f.out);
   out << j.dump() << "\n";
   if (!out) fail("{}: write failed", f.out);
-  if (!f.npy.empty()) write_npy(f.npy, logits, static_cast<int64_t>(ids.size()), n_vocab);
+  if (!f.npy.empty()) npy::write_f32(f.npy, logits, n, n_vocab);
+  if (!f.hidden_out.empty()) npy::write_f32(f.hidden_out, hidden, n, d);
   return 0;
 }
 
@@ -115,7 +135,12 @@ Runner add_eval(CLI::App& app) {
   sub->add_option("--tokens", f->tokens, "comma-separated token ids, used as given");
   sub->add_option("--top-k", f->top_k, "ids/logits kept per position")->check(CLI::PositiveNumber);
   sub->add_option("--out", f->out, "output JSON file")->required();
+  sub->add_option("--embeds-in", f->embeds_in,
+                  "the prompt as embedding rows: float32 .npy (n_tokens, n_embd), e.g. the token embeddings");
   sub->add_option("--logits-npy", f->npy, "also write all logits as float32 .npy (n_tokens, n_vocab)");
+  sub->add_option("--hidden-out", f->hidden_out,
+                  "also write the final hidden states (after the final norm, before the LM head) as float32 "
+                  ".npy (n_tokens, n_embd)");
   return [f] { return run(*f); };
 }
 

@@ -10,6 +10,7 @@
 #include "engine/loader.h"
 #include "engine/scheduler.h"
 #include "models/bert_model.h"
+#include "models/decoder_embed.h"
 #include "server/embeddings.h"
 #include "server/server.h"
 
@@ -22,6 +23,7 @@ struct ServeFlags {
   EngineOptions engine;
   size_t max_body_mb = 8;
   bool layout_given = false;
+  std::string pooling;  // /v1/embeddings; empty: the encoder's own setting, last for a decoder
 };
 
 // Set by the handler, which may run on any thread (an HTTP thread too): a lock-free atomic is
@@ -52,10 +54,13 @@ int serve(ServeFlags& f) {
   ModelOptions mo = f.model.options();
   const std::string path = f.model.model_path();
   f.http.max_body_bytes = f.max_body_mb << 20;
-  if (open_model_files(path, f.model.tokenizer).config.arch == Arch::Bert) {  // encoder: embeddings only
+  const bool encoder = open_model_files(path, f.model.tokenizer).config.arch == Arch::Bert;
+  if (!encoder && f.pooling == "cls") fail("--pooling cls: a decoder has no CLS token (use last or mean)");
+  if (encoder) {  // encoder: embeddings only
     LoadedBert b = load_bert(path, mo);
     if (f.http.model_name.empty()) f.http.model_name = std::filesystem::path(b.path).stem().string();
-    server::Embedder emb(*b.model, *b.tokenizer);
+    server::Embedder emb(*b.model, *b.tokenizer,
+                         f.pooling.empty() ? std::nullopt : std::optional(parse_pooling(f.pooling)));
     server::Server srv(nullptr, &emb, f.http);
     return serve_until_signal(srv, nullptr,
                               fmt::format("encoder '{}' (/v1/embeddings, {} dims) at http://{}",
@@ -67,13 +72,19 @@ int serve(ServeFlags& f) {
   LoadedModel lm = load_model(path, mo, f.model.tokenizer);
   if (f.http.model_name.empty()) f.http.model_name = std::filesystem::path(lm.path).stem().string();
   Engine engine(*lm.model, *lm.tokenizer, f.engine);
-  server::Server srv(engine, f.http);
+  // /v1/embeddings from the same model: its final hidden states pooled and L2-normalized, with a
+  // KV cache of its own per request, each forward between two generation steps.
+  DecoderEmbedOptions eo;
+  eo.pooling = f.pooling.empty() ? Pooling::Last : parse_pooling(f.pooling);
+  eo.kv_type = f.engine.kv.type;
+  server::Embedder emb(engine, eo);
+  server::Server srv(&engine, &emb, f.http);
   return serve_until_signal(
       srv, &engine,
-      fmt::format(
-          "model '{}' ({} KV, {} tokens per sequence, max {} sequences, {} tokens per step) at http://{}",
-          f.http.model_name, f.engine.kv.layout, engine.kv_capacity(), f.engine.max_num_seqs,
-          f.engine.max_batched_tokens, f.http.host));
+      fmt::format("model '{}' ({} KV, {} tokens per sequence, max {} sequences, {} tokens per step, "
+                  "embeddings: {} pooling) at http://{}",
+                  f.http.model_name, f.engine.kv.layout, engine.kv_capacity(), f.engine.max_num_seqs,
+                  f.engine.max_batched_tokens, pooling_name(eo.pooling), f.http.host));
 }
 
 }  // namespace
@@ -106,6 +117,10 @@ Runner add_serve(CLI::App& app) {
                   "queued requests beyond which new ones get HTTP 503")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  sub->add_option("--pooling", f->pooling,
+                  "/v1/embeddings pooling: mean, cls or last (default: an encoder's own setting; last for a "
+                  "decoder, which has no cls)")
+      ->check(CLI::IsMember({"mean", "cls", "last"}));
   sub->add_option("--max-body-mb", f->max_body_mb, "request body size limit in MiB")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));

@@ -74,6 +74,13 @@ class Engine {
   nlohmann::json model_metrics() const;
   int64_t kv_capacity() const { return kv_capacity_; }  // tokens per sequence
 
+  // Runs fn(model) under the lock the engine thread holds while it steps (a Model runs one
+  // forward at a time): work outside generation, with a KV cache of its own, between two steps.
+  template <typename F>
+  decltype(auto) with_model(F&& fn) {
+    std::lock_guard lk(model_mu_);
+    return fn(model_);
+  }
   const Model& model() const { return model_; }
   const Tokenizer& tokenizer() const { return tok_; }
   const EngineOptions& options() const { return opt_; }

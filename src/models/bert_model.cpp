@@ -20,25 +20,6 @@ namespace fs = std::filesystem;
 
 namespace ferrum {
 
-const char* pooling_name(Pooling p) {
-  switch (p) {
-    case Pooling::Mean:
-      return "mean";
-    case Pooling::Cls:
-      return "cls";
-    case Pooling::Last:
-      return "last";
-  }
-  return "?";
-}
-
-Pooling parse_pooling(const std::string& s) {
-  if (s == "mean") return Pooling::Mean;
-  if (s == "cls") return Pooling::Cls;
-  if (s == "last") return Pooling::Last;
-  fail("unknown pooling '{}' (expected mean, cls or last)", s);
-}
-
 namespace {
 std::string blk(int l, const char* name) {
   return fmt::format("blk.{}.{}", l, name);
@@ -239,25 +220,8 @@ std::vector<std::vector<float>> BertModel::embed(const std::vector<std::vector<i
     forward(batch, first, last);
     for (size_t s = first; s < last; ++s) {
       const int64_t len = batch[s].size(), r0 = starts_[s - first];
-      std::vector<float>& v = out[s];
-      if (pooling == Pooling::Mean) {
-        // Only the sentence's own rows count (padding never does).
-        for (int64_t c = 0; c < d; ++c) {
-          double sum = 0;
-          for (int64_t i = 0; i < len; ++i) sum += x_[(r0 + i) * d + c];
-          v[c] = static_cast<float>(sum / len);
-        }
-      } else {
-        const int64_t row = pooling == Pooling::Cls ? r0 : r0 + len - 1;
-        std::memcpy(v.data(), &x_[row * d], d * sizeof(float));
-      }
-      if (normalize) {
-        double ss = 0;
-        for (float a : v) ss += double(a) * a;
-        const double norm = std::sqrt(ss);
-        if (norm > 0)
-          for (float& a : v) a = static_cast<float>(a / norm);
-      }
+      pool_rows(&x_[r0 * d], len, d, pooling, out[s].data());
+      if (normalize) l2_normalize(out[s]);
     }
     first = last;
   }

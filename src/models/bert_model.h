@@ -17,6 +17,7 @@
 #include "ferrum/model.h"
 #include "ferrum/tokenizer.h"
 #include "kernels/cpu/matmul.h"
+#include "models/pooling.h"
 #include "models/weights.h"
 
 namespace ferrum {
@@ -24,11 +25,6 @@ namespace ferrum {
 namespace gguf {
 class File;
 }
-
-enum class Pooling { Mean, Cls, Last };
-const char* pooling_name(Pooling p);
-// "mean", "cls", "last"; throws naming the accepted values.
-Pooling parse_pooling(const std::string& s);
 
 class BertModel {
  public:

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "engine/scheduler.h"
 #include "server/api_error.h"
 
 namespace ferrum::server {
@@ -31,6 +32,33 @@ bool is_token_array(const json& v) {
 }
 
 }  // namespace
+
+Embedder::Embedder(BertModel& model, const Tokenizer& tok, std::optional<Pooling> pooling)
+    : tok_(tok),
+      cfg_(model.config()),
+      pooling_(pooling.value_or(model.default_pooling())),
+      normalize_(model.default_normalize()),
+      max_tokens_(model.max_positions()) {
+  embed_ = [this, &model](const std::vector<std::vector<int32_t>>& batch) {
+    std::lock_guard lk(mu_);
+    return model.embed(batch, pooling_, normalize_);
+  };
+}
+
+Embedder::Embedder(Engine& engine, const DecoderEmbedOptions& opts)
+    : tok_(engine.tokenizer()),
+      cfg_(engine.model().config()),
+      pooling_(opts.pooling),
+      normalize_(opts.normalize),
+      max_tokens_(engine.kv_capacity()) {
+  if (opts.pooling == Pooling::Cls) fail("--pooling cls: a decoder has no CLS token (use last or mean)");
+  embed_ = [&engine, opts](const std::vector<std::vector<int32_t>>& batch) {
+    // Each forward takes the engine's model lock, so generation steps go on between them.
+    return decoder_embeddings(
+        engine.model(), batch, opts,
+        [&engine](const std::function<void(Model&)>& step) { engine.with_model(step); });
+  };
+}
 
 json Embedder::handle(const json& b, const std::string& model_name) {
   if (!b.is_object()) throw ApiError(400, "the request body must be a JSON object");
@@ -91,18 +119,14 @@ json Embedder::handle(const json& b, const std::string& model_name) {
   for (size_t i = 0; i < batch.size(); ++i) {
     if (batch[i].empty())
       throw ApiError(400, fmt::format("input {} is empty", i), "invalid_request_error", "input");
-    if (static_cast<int64_t>(batch[i].size()) > model_.max_positions())
+    if (static_cast<int64_t>(batch[i].size()) > max_tokens_)
       throw ApiError(400,
                      fmt::format("input {} has {} tokens but the model takes at most {}", i, batch[i].size(),
-                                 model_.max_positions()),
+                                 max_tokens_),
                      "invalid_request_error", "input", "context_length_exceeded");
     n_tokens += static_cast<int64_t>(batch[i].size());
   }
-  std::vector<std::vector<float>> vecs;
-  {
-    std::lock_guard lk(mu_);
-    vecs = model_.embed(batch, model_.default_pooling(), model_.default_normalize());
-  }
+  const std::vector<std::vector<float>> vecs = embed_(batch);
   json data = json::array();
   for (size_t i = 0; i < vecs.size(); ++i) {
     json e = {{"object", "embedding"}, {"index", i}};

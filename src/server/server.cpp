@@ -59,7 +59,7 @@ void require_method(const HttpRequest& req, const char* method) {
 Server::Server(Engine* engine, Embedder* embedder, ServerOptions opt)
     : engine_(engine), embedder_(embedder), opt_(std::move(opt)) {
   if (!engine_ && !embedder_) fail("server: no model to serve");
-  const std::string& cfg_name = engine_ ? engine_->model().config().name : embedder_->model().config().name;
+  const std::string& cfg_name = engine_ ? engine_->model().config().name : embedder_->config().name;
   if (opt_.model_name.empty()) opt_.model_name = cfg_name.empty() ? "ferrum" : cfg_name;
   names_ = {opt_.model_name, "ferrum"};
   if (engine_) chat_ = std::make_unique<chat::ChatPrompt>(engine_->tokenizer());
@@ -169,12 +169,10 @@ void Server::route(const HttpRequest& req, HttpResponse& res, const ClientProbe&
 }
 
 void Server::models(const std::string& id, HttpResponse& res) {
-  const auto& cfg = engine_ ? engine_->model().config() : embedder_->model().config();
+  const auto& cfg = engine_ ? engine_->model().config() : embedder_->config();
   json meta = {{"n_vocab", cfg.n_vocab}, {"kind", engine_ ? "decoder" : "encoder"}};
-  if (engine_)
-    meta["n_ctx"] = engine_->kv_capacity();
-  else
-    meta["n_embd"] = embedder_->model().dim();
+  if (engine_) meta["n_ctx"] = engine_->kv_capacity();
+  if (embedder_) meta["n_embd"] = embedder_->dim();
   json m = {{"id", opt_.model_name},
             {"object", "model"},
             {"created", created_},
@@ -193,9 +191,8 @@ void Server::models(const std::string& id, HttpResponse& res) {
 
 void Server::embeddings(const HttpRequest& req, HttpResponse& res) {
   if (!embedder_)
-    throw ApiError(
-        400, "the served model does not support embeddings (it is a decoder; serve an encoder such as BERT)",
-        "invalid_request_error", "model", "model_not_supported");
+    throw ApiError(400, "embeddings are not enabled on this server", "invalid_request_error", "model",
+                   "model_not_supported");
   const json body = parse_json_body(req.body);
   if (body.is_object() && body.contains("model") && !body["model"].is_null()) {
     if (!body["model"].is_string() ||

@@ -44,7 +44,8 @@ class Server {
  public:
   // A decoder model behind the continuous-batching engine...
   Server(Engine& engine, ServerOptions opt) : Server(&engine, nullptr, std::move(opt)) {}
-  // ...or an encoder model for /v1/embeddings (either may be null, not both).
+  // ...or an encoder model for /v1/embeddings, or a decoder with /v1/embeddings too (an Embedder
+  // over the same engine). Either may be null, not both.
   Server(Engine* engine, Embedder* embedder, ServerOptions opt);
   ~Server();
 

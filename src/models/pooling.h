@@ -1,0 +1,23 @@
+// Sentence embeddings from per-token final hidden states: pooling (mean over a sequence's tokens,
+// its first token, or its last token) and L2 normalization. Shared by the BERT encoder and the
+// decoder embeddings (models/decoder_embed.h), so both compute them the same way.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace ferrum {
+
+enum class Pooling { Mean, Cls, Last };
+const char* pooling_name(Pooling p);
+// "mean", "cls", "last"; throws naming the accepted values.
+Pooling parse_pooling(const std::string& s);
+
+// Pools the n rows (d floats each, row-major) of one sequence into out (d floats). Mean sums in
+// float64, row by row.
+void pool_rows(const float* rows, int64_t n, int64_t d, Pooling p, float* out);
+// Scales v to unit L2 length (norm in float64); a zero vector stays zero.
+void l2_normalize(std::span<float> v);
+
+}  // namespace ferrum
