@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "engine/loader.h"
-#include "engine/scheduler.h"
+#include "engine/engine.h"
 #include "server/http_server.h"
 #include "server/server.h"
 

@@ -9,7 +9,7 @@
 #include "cli/commands.h"
 #include "core/fail.h"
 #include "engine/loader.h"
-#include "engine/scheduler.h"
+#include "engine/engine.h"
 
 namespace ferrum::cli {
 namespace {

@@ -8,7 +8,7 @@
 #include "cli/commands.h"
 #include "core/fail.h"
 #include "engine/loader.h"
-#include "engine/scheduler.h"
+#include "engine/engine.h"
 #include "models/bert_model.h"
 #include "models/decoder_embed.h"
 #include "server/embeddings.h"

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "engine/scheduler.h"
+#include "engine/engine.h"
 #include "server/api_error.h"
 
 namespace ferrum::server {

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "engine/scheduler.h"
+#include "engine/engine.h"
 
 namespace ferrum::server {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/scheduler.h"
+#include "engine/engine.h"
 
 namespace ferrum::chat {
 class ChatPrompt;

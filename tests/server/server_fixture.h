@@ -8,7 +8,7 @@
 #include <string>
 
 #include "engine/loader.h"
-#include "engine/scheduler.h"
+#include "engine/engine.h"
 #include "server/server.h"
 
 namespace ferrum::test {

@@ -1,7 +1,7 @@
 // Continuous-batching engine: outputs through the scheduler equal single-sequence generate(),
 // no mix-ups between concurrent requests, preemption under a tiny KV pool, stop strings,
 // cancellation, busy and context-length answers.
-#include "engine/scheduler.h"
+#include "engine/engine.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "engine/scheduler.h"
+#include "engine/engine.h"
 
 #include <algorithm>
 #include <cmath>
