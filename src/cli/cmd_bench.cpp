@@ -1,7 +1,8 @@
 // `ferrum bench`: prompt-processing and generation speed measured the way llama-bench measures
-// them (pp<N>: one N-token prefill; tg<N>: N single-token decode steps from an empty cache, with
-// logits every step), so the two can be set side by side; plus batched decode throughput
-// (--batch M: M sequences advancing together) and decode speed against the memory roofline.
+// them (pp<N>: one N-token prefill; tg<N>: N single-token decode steps, with logits every step;
+// both from an empty cache, or at depth D: after an untimed prefill of D tokens, as llama-bench's
+// -d), so the two can be set side by side; plus batched decode throughput (--batch M: M
+// sequences advancing together) and decode speed against the memory roofline.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -24,6 +25,7 @@ struct BenchFlags {
   ModelFlags model;
   int n_prompt = 512, n_gen = 128, reps = 5;
   std::vector<int> batch;
+  std::vector<int> depth = {0};
   int ubatch = 0;
   bool json = false, roofline = false;
   double bandwidth = 0;
@@ -31,9 +33,14 @@ struct BenchFlags {
 };
 
 struct Result {
-  Result(std::string n, int p, int g, int m) : name(std::move(n)), n_prompt(p), n_gen(g), batch(m) {}
+  Result(std::string n, int p, int g, int m, int d)
+      : name(d > 0 ? fmt::format("{} @ d{}", n, d) : std::move(n)),
+        n_prompt(p),
+        n_gen(g),
+        batch(m),
+        depth(d) {}
   std::string name;
-  int n_prompt = 0, n_gen = 0, batch = 1;
+  int n_prompt = 0, n_gen = 0, batch = 1, depth = 0;
   std::vector<double> ts;  // tokens/s of each repetition
   double mean = 0, sd = 0;
   void finish() {
@@ -99,12 +106,13 @@ class Bench {
     bos_ = tok.bos_id() >= 0 && tok.bos_id() < vocab_ ? tok.bos_id() : -1;
   }
 
-  // llama-bench's test_prompt: one batch of n tokens (BOS, then random ids), logits of the last.
-  double prompt(int n) {
+  // llama-bench's test_prompt: one batch of n tokens (BOS, then random ids), logits of the last;
+  // at depth d, after d such tokens already in the cache.
+  double prompt(int n, int depth) {
+    fill_depth(0, depth);
     std::vector<int32_t> toks(n);
-    for (int i = 0; i < n; ++i) toks[i] = i == 0 && bos_ >= 0 ? bos_ : random_token();
+    for (int i = 0; i < n; ++i) toks[i] = i == 0 && depth == 0 && bos_ >= 0 ? bos_ : random_token();
     logits_.resize(vocab_);
-    kv_.reset();
     const auto t0 = std::chrono::steady_clock::now();
     m_.prefill(kv_, 0, toks, logits_.data());
     const double s = seconds_since(t0);
@@ -113,13 +121,17 @@ class Bench {
   }
 
   // llama-bench's test_gen, for `batch` sequences at once: n steps of one token per sequence
-  // from an empty cache, logits every step. Returns tokens/s summed over the sequences.
-  double generate(int n, int batch) {
+  // from an empty cache (or d tokens deep), logits every step. Returns tokens/s summed over the
+  // sequences.
+  double generate(int n, int batch, int depth) {
     items_.resize(batch);
     logits_.resize(static_cast<size_t>(batch) * vocab_);
-    for (int b = 0; b < batch; ++b) items_[b] = DecodeItem{b, bos_ >= 0 ? bos_ : random_token(), 0};
     kv_.reset();
-    for (int b = 0; b < batch; ++b) kv_.reserve(b, n);  // cache room is not part of the timing
+    for (int b = 0; b < batch; ++b) {
+      fill_depth(b, depth, /*reset=*/false);
+      kv_.reserve(b, depth + n);  // cache room is not part of the timing
+      items_[b] = DecodeItem{b, depth == 0 && bos_ >= 0 ? bos_ : random_token(), depth};
+    }
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < n; ++i) {
       m_.decode_batch(kv_, items_, logits_.data());
@@ -131,6 +143,14 @@ class Bench {
   }
 
  private:
+  // Untimed: sequence `seq` holds `depth` tokens (BOS, then random ids) afterwards.
+  void fill_depth(int seq, int depth, bool reset = true) {
+    if (reset) kv_.reset();
+    if (depth == 0) return;
+    std::vector<int32_t> toks(depth);
+    for (int i = 0; i < depth; ++i) toks[i] = i == 0 && bos_ >= 0 ? bos_ : random_token();
+    m_.prefill(kv_, seq, toks, nullptr);
+  }
   int32_t random_token() { return static_cast<int32_t>(rng_() % static_cast<uint32_t>(vocab_)); }
 
   Model& m_;
@@ -157,16 +177,21 @@ int run_bench(BenchFlags& f) {
     if (m <= 0) fail("--batch must be positive, got {}", m);
   if (!f.batch.empty() && f.n_gen == 0) fail("--batch needs -n > 0 (the decode steps to measure)");
   if (f.ubatch < 0) fail("--ubatch must be positive, got {}", f.ubatch);
+  if (f.depth.empty()) f.depth = {0};
+  for (int d : f.depth)
+    if (d < 0) fail("-d must not be negative, got {}", d);
+  const int max_d = *std::max_element(f.depth.begin(), f.depth.end());
 
   ModelOptions opts = f.model.options();
   KvOptions kvo = f.model.kv_options();
   const int max_m = f.batch.empty() ? 1 : *std::max_element(f.batch.begin(), f.batch.end());
-  // Like llama-bench's n_ctx = n_prompt + n_gen per test: room for the longest test only.
-  if (kvo.capacity == 0) kvo.capacity = std::max({f.n_prompt, f.n_gen, 16});
-  // The pool (both layouts) must hold the largest batch of whole sequences.
+  // Like llama-bench's n_ctx = depth + n_prompt + n_gen per test: room for the longest test only.
+  if (kvo.capacity == 0) kvo.capacity = max_d + std::max({f.n_prompt, f.n_gen, 16});
+  // The pool (both layouts) must hold the largest batch of whole sequences (at depth, no more:
+  // deep sequences are large).
   if (kvo.pool_tokens == 0) {
     const int64_t cap16 = (kvo.capacity + 15) / 16 * 16;
-    kvo.pool_tokens = std::max<int64_t>(4, max_m) * cap16;
+    kvo.pool_tokens = std::max<int64_t>(max_d > 0 ? 1 : 4, max_m) * cap16;
   }
   if (f.ubatch > 0) opts.max_batch = f.ubatch;
   const std::string path = f.model.model_path();
@@ -187,16 +212,18 @@ int run_bench(BenchFlags& f) {
     r.finish();
     results.push_back(std::move(r));
   };
-  if (f.n_prompt > 0)
-    measure(Result{fmt::format("pp{}", f.n_prompt), f.n_prompt, 0, 1},
-            [&] { return bench.prompt(f.n_prompt); });
-  if (f.n_gen > 0) {
+  for (int d : f.depth) {
+    if (f.n_prompt > 0)
+      measure(Result{fmt::format("pp{}", f.n_prompt), f.n_prompt, 0, 1, d},
+              [&] { return bench.prompt(f.n_prompt, d); });
+    if (f.n_gen == 0) continue;
     // llama-bench warms generation up with a single token; a full run costs little more here.
-    measure(Result{fmt::format("tg{}", f.n_gen), 0, f.n_gen, 1}, [&] { return bench.generate(f.n_gen, 1); });
+    measure(Result{fmt::format("tg{}", f.n_gen), 0, f.n_gen, 1, d},
+            [&] { return bench.generate(f.n_gen, 1, d); });
     for (int m : f.batch) {
       if (m == 1) continue;
-      measure(Result{fmt::format("tg{} x{}", f.n_gen, m), 0, f.n_gen, m},
-              [&] { return bench.generate(f.n_gen, m); });
+      measure(Result{fmt::format("tg{} x{}", f.n_gen, m), 0, f.n_gen, m, d},
+              [&] { return bench.generate(f.n_gen, m, d); });
     }
   }
   // KV memory with the largest batch resident.
@@ -210,9 +237,13 @@ int run_bench(BenchFlags& f) {
   } else if (f.roofline) {
     bw = measure_read_bandwidth(threads);
   }
-  const Result* tg1 = nullptr;
-  for (const Result& r : results)
-    if (r.n_gen > 0 && r.batch == 1) tg1 = &r;
+  // The M=1 generation row at a depth (the batched rows' baseline); the roofline uses the first.
+  auto tg1_at = [&](int depth) -> const Result* {
+    for (const Result& r : results)
+      if (r.n_gen > 0 && r.batch == 1 && r.depth == depth) return &r;
+    return nullptr;
+  };
+  const Result* tg1 = tg1_at(f.depth.front());
   const double roof_ts = bw.gb_per_s > 0 ? bw.gb_per_s * 1e9 / wi.per_token_bytes : 0;
 
   nlohmann::json j;
@@ -234,9 +265,10 @@ int run_bench(BenchFlags& f) {
              {"pool_bytes", kv.pool_bytes},    {"pool_blocks", kv.total_blocks},
              {"block_tokens", kv.block_tokens}};
   for (const Result& r : results) {
-    nlohmann::json e = {{"test", r.name},   {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen},  {"batch", r.batch},
-                        {"avg_ts", r.mean}, {"stddev_ts", r.sd},      {"samples_ts", r.ts}};
-    if (r.batch > 1 && tg1) e["ratio_to_batch1"] = r.mean / tg1->mean;
+    nlohmann::json e = {{"test", r.name},    {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen},
+                        {"batch", r.batch},  {"n_depth", r.depth},     {"avg_ts", r.mean},
+                        {"stddev_ts", r.sd}, {"samples_ts", r.ts}};
+    if (const Result* base = tg1_at(r.depth); r.batch > 1 && base) e["ratio_to_batch1"] = r.mean / base->mean;
     if (r.n_gen > 0 && r.batch == 1 && roof_ts > 0) e["roofline_fraction"] = r.mean / roof_ts;
     j["results"].push_back(e);
   }
@@ -265,12 +297,13 @@ int run_bench(BenchFlags& f) {
   std::printf("kv:      %s %s, %lld tokens/sequence, %zu bytes/token, pool %s\n", kvo.layout.c_str(),
               kvo.type.c_str(), static_cast<long long>(kv.seq_capacity), kv.bytes_per_token,
               human_bytes(kv.pool_bytes).c_str());
-  std::printf("\n| %-12s | %22s | %10s | %8s |\n", "test", "tokens/s (mean ± sd)", "ms/token", "vs M=1");
-  std::printf("|%s|%s|%s|%s|\n", std::string(14, '-').c_str(), std::string(24, '-').c_str(),
+  std::printf("\n| %-20s | %22s | %10s | %8s |\n", "test", "tokens/s (mean ± sd)", "ms/token", "vs M=1");
+  std::printf("|%s|%s|%s|%s|\n", std::string(22, '-').c_str(), std::string(24, '-').c_str(),
               std::string(12, '-').c_str(), std::string(10, '-').c_str());
   for (const Result& r : results) {
-    const std::string ratio = r.batch > 1 && tg1 ? fmt::format("{:.2f}x", r.mean / tg1->mean) : "";
-    std::printf("| %-12s | %13.2f ± %6.2f | %10.2f | %8s |\n", r.name.c_str(), r.mean, r.sd, 1000.0 / r.mean,
+    const Result* base = tg1_at(r.depth);
+    const std::string ratio = r.batch > 1 && base ? fmt::format("{:.2f}x", r.mean / base->mean) : "";
+    std::printf("| %-20s | %13.2f ± %6.2f | %10.2f | %8s |\n", r.name.c_str(), r.mean, r.sd, 1000.0 / r.mean,
                 ratio.c_str());
   }
   if (bw.gb_per_s > 0) {
@@ -301,6 +334,10 @@ Runner add_bench(CLI::App& app) {
   sub->add_option("-r,--repetitions", f->reps, "repetitions of each test (after one warm-up)");
   sub->add_option("--batch", f->batch,
                   "also measure decode with M sequences advancing together (e.g. --batch 4,16)")
+      ->delimiter(',');
+  sub->add_option(
+         "-d,--n-depth", f->depth,
+         "run every test at these depths: tokens already in the cache, prefilled untimed (e.g. -d 0,4096)")
       ->delimiter(',');
   sub->add_option("--ubatch", f->ubatch, "tokens per forward pass of a prefill (default: the engine's)");
   sub->add_flag("--roofline", f->roofline, "measure memory read bandwidth and state decode speed against it");

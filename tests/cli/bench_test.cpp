@@ -74,6 +74,30 @@ TEST(Bench, BatchedDecodeAndRoofline) {
   EXPECT_FALSE(j["roofline"]["measured"].get<bool>());
 }
 
+// -d: every test again at each depth (tokens prefilled untimed, as llama-bench's -d); the cache
+// is sized for the deepest test, and batched rows compare with M=1 at their own depth.
+TEST(Bench, DepthRunsEveryTestAfterAnUntimedPrefill) {
+  auto r = run_ferrum("bench '" + bundled() + "' -p 16 -n 4 -r 1 -t 1 -d 0,40 --batch 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  std::vector<std::string> names;
+  for (const auto& e : j["results"]) names.push_back(e["test"]);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"pp16", "tg4", "tg4 x2", "pp16 @ d40", "tg4 @ d40", "tg4 x2 @ d40"}));
+  EXPECT_EQ(j["results"][3]["n_depth"], 40);
+  EXPECT_EQ(j["results"][0]["n_depth"], 0);
+  EXPECT_NEAR(j["results"][5]["ratio_to_batch1"].get<double>(),
+              j["results"][5]["avg_ts"].get<double>() / j["results"][4]["avg_ts"].get<double>(), 1e-9);
+  EXPECT_EQ(j["kv"]["capacity"], 40 + 16);  // depth + the longest test
+  // A depth the cache cannot hold is one clear error.
+  auto bad = run_ferrum("bench '" + bundled() + "' -p 16 -n 0 -r 1 -t 1 -d 64 --kv-capacity 32");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.err.rfind("ferrum: error: ", 0), 0u) << bad.err;
+  auto neg = run_ferrum("bench '" + bundled() + "' -p 16 -n 0 -r 1 -d -5");
+  EXPECT_EQ(neg.exit_code, 1);
+  EXPECT_NE(neg.err.find("-d must not be negative"), std::string::npos) << neg.err;
+}
+
 TEST(Bench, BatchLargerThanTheDefaultPoolFits) {
   // 6 contiguous sequences: more than the default pool of 4 sequences' capacity.
   auto r = run_ferrum("bench '" + bundled() + "' -p 0 -n 4 -r 1 -t 1 --batch 6 --json");
