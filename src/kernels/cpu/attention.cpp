@@ -114,10 +114,19 @@ void load_block(const KvSeqView& kv, int h, int n_head_kv, int hd, int64_t j0, i
       kv_load_head(kv.type, r, h, n_head_kv, hd, out);
   };
   const int64_t n = j1 - j0;
-  for (int64_t j = 0; j < n; ++j) {
-    load(kv.k_row(j0 + j), row);
-    for (int d = 0; d < hd; ++d) kt[d * ldk + j] = row[d];
-    load(kv.v_row(j0 + j), vals + j * hd);
+  if (kv.type == KvType::F32) {  // read the head's slices in place (no per-row library copy)
+    for (int64_t j = 0; j < n; ++j) {
+      const float* k = reinterpret_cast<const float*>(kv.k_row(j0 + j)) + static_cast<size_t>(h) * hd;
+      const float* v = reinterpret_cast<const float*>(kv.v_row(j0 + j)) + static_cast<size_t>(h) * hd;
+      for (int d = 0; d < hd; ++d) kt[d * ldk + j] = k[d];
+      for (int d = 0; d < hd; ++d) vals[j * hd + d] = v[d];
+    }
+  } else {
+    for (int64_t j = 0; j < n; ++j) {
+      load(kv.k_row(j0 + j), row);
+      for (int d = 0; d < hd; ++d) kt[d * ldk + j] = row[d];
+      load(kv.v_row(j0 + j), vals + j * hd);
+    }
   }
   for (int d = 0; d < hd; ++d) std::fill(kt + d * ldk + n, kt + (d + 1) * ldk, 0.0f);
 }
