@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/quant.h"
+#include "lm_head_reference.h"
 #include "model_test_util.h"
 
 namespace ferrum::test {
@@ -26,23 +26,6 @@ std::unique_ptr<Model> open_with(const std::string& path, Precision prec, int64_
   o.max_batch = max_batch;
   o.layer_end = layer_end;
   return create_model(std::move(files.config), std::move(files.weights), o);
-}
-
-// v (n_embd floats) times every row of the output matrix, in float64.
-std::vector<double> times_head(const std::string& path, const std::vector<float>& v) {
-  ModelFiles files = open_model_files(path);
-  const TensorView* head = files.weights.find("output.weight");
-  if (!head) head = &files.weights.get("token_embd.weight");
-  const int64_t d = files.config.n_embd, V = files.config.n_vocab;
-  std::vector<float> w(d);
-  std::vector<double> out(V);
-  for (int64_t r = 0; r < V; ++r) {
-    dequantize_row(head->type, head->row(r), w.data(), d);
-    double s = 0;
-    for (int64_t k = 0; k < d; ++k) s += double(v[k]) * w[k];
-    out[r] = s;
-  }
-  return out;
 }
 
 class DecoderEmbed : public ::testing::TestWithParam<std::string> {};
@@ -65,7 +48,8 @@ TEST_P(DecoderEmbed, PooledStatesTimesTheHeadAreLlamaCppLogits) {
     const auto last = decoder_embeddings(*model, {ids}, o);
     o.pooling = Pooling::Mean;
     const auto mean = decoder_embeddings(*model, {ids}, o);
-    const auto l_last = times_head(path, last[0]), l_mean = times_head(path, mean[0]);
+    const auto l_last = times_lm_head(path, last[0].data(), 1, last[0].size()),
+               l_mean = times_lm_head(path, mean[0].data(), 1, mean[0].size());
     double worst_last = 0, worst_mean = 0;
     for (int64_t v = 0; v < V; ++v) {
       worst_last = std::max(worst_last, std::fabs(l_last[v] - ref.data[(n - 1) * V + v]));
