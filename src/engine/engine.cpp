@@ -253,7 +253,7 @@ bool Engine::run_forward() {
       if (!alone) continue;
       // Alone and still out of room: the pool cannot hold this sequence any longer.
       RequestEvent ev;
-      if (alone->n_generated == 0) {
+      if (alone->n_generated() == 0) {
         ev.finish_reason = "error";
         ev.error = fmt::format("the KV pool cannot hold this prompt: {}", e.what());
       } else {
@@ -283,11 +283,10 @@ void Engine::step() {
     if (items[i].logits == Want::None) continue;
     Seq& s = *static_cast<Seq*>(policy_->owners()[i]);
     RequestEvent ev = s.out->on_logits(logits_.data() + row++ * n_vocab_, s.tokens, kv_capacity_);
-    s.n_generated = s.out->n_generated();
     {
       std::lock_guard sl(stats_mu_);
       ++stats_.generation_tokens;
-      if (s.n_generated == 1)
+      if (s.n_generated() == 1)
         stats_.ttft.observe(std::chrono::duration<double>(now - s.t_submit).count());
       else
         stats_.itl.observe(std::chrono::duration<double>(now - s.t_last).count());

@@ -56,7 +56,7 @@ void SchedulePolicy::plan() {
   for (int pass = 0; pass < 2; ++pass) {
     for (ScheduledSeq* r : running_) {
       const int64_t pending = static_cast<int64_t>(r->tokens.size()) - r->n_computed;
-      const bool decoding = r->n_generated > 0 && pending == 1;
+      const bool decoding = r->n_generated() > 0 && pending == 1;
       if ((pass == 0) != decoding || pending <= 0) continue;
       if (pass == 1 && budget <= 0) continue;
       const int64_t n = pass == 0 ? 1 : std::min<int64_t>(pending, budget);
@@ -81,7 +81,7 @@ ScheduledSeq* SchedulePolicy::on_capacity_error() {
   // The newest prefill chunk's sequence, else (decodes only) the newest sequence.
   for (size_t i = items_.size(); i-- > 0;) {
     const ScheduledSeq* s = owners_[i];
-    if (s->n_generated == 0 || s->n_computed + 1 < static_cast<int64_t>(s->tokens.size())) {
+    if (s->n_generated() == 0 || s->n_computed + 1 < static_cast<int64_t>(s->tokens.size())) {
       preempt(owners_[i]);
       return nullptr;
     }

@@ -23,11 +23,12 @@ namespace ferrum {
 struct ScheduledSeq {
   std::vector<int32_t> tokens;  // prompt + generated
   size_t n_prompt = 0;
-  int n_generated = 0;
   int64_t n_computed = 0;  // positions in the KV cache
   int seq_id = -1;         // the cache sequence while running; -1 while waiting
   int64_t cached = 0;      // prompt tokens the prefix cache served at first admission
   bool admitted_once = false;
+
+  int64_t n_generated() const { return static_cast<int64_t>(tokens.size() - n_prompt); }
 };
 
 class SchedulePolicy {
