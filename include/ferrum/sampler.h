@@ -28,13 +28,34 @@ struct SamplingParams {
   void validate() const;
 };
 
+// One token of a sampling distribution and its probability.
+struct TokenProb {
+  int32_t id = 0;
+  float p = 0;
+};
+
 class Sampler {
  public:
   Sampler(const SamplingParams& p, int n_vocab);
 
-  // Picks the next token from raw logits. `history` is the context so far (prompt + output),
-  // used by the penalties. Does not allocate after construction.
+  // Picks the next token from raw logits: draw(distribution(logits, history)). `history` is
+  // the context so far (prompt + output), used by the penalties. Does not allocate after
+  // construction.
   int32_t sample(const float* logits, std::span<const int32_t> history);
+
+  // The distribution the chain leaves, most likely first (greedy: the argmax with p = 1). Valid
+  // until the next call on this sampler.
+  std::span<const TokenProb> distribution(const float* logits, std::span<const int32_t> history);
+  // Draws one token from `dist` with this sampler's RNG.
+  int32_t draw(std::span<const TokenProb> dist);
+
+  // Speculative decoding's acceptance rule (Leviathan et al. 2023): a proposer suggested `draft`
+  // for a position whose distribution here is `p` (from distribution()). Returns `draft` when
+  // accepted (with probability min(1, p(draft) / q(draft))), otherwise a token drawn from
+  // norm(max(0, p - q)), so the output is distributed exactly as p whatever the proposer does.
+  // `q` is the proposer's distribution at that position; empty means a deterministic proposal
+  // (q = 1 at draft). Greedy p: accepts exactly when draft is the argmax, else gives the argmax.
+  int32_t verify(std::span<const TokenProb> p, int32_t draft, std::span<const TokenProb> q);
 
   const SamplingParams& params() const { return p_; }
 
@@ -44,6 +65,9 @@ class Sampler {
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> cand_;  // (logit, id)
   std::vector<float> probs_;
+  std::vector<TokenProb> dist_;
+  std::vector<float> q_dense_;  // verify(): q by token id, zero outside q's support
+  std::vector<TokenProb> residual_;
   std::unordered_map<int32_t, int> counts_;
 };
 

@@ -7,15 +7,17 @@
 
 #include "chat/chat_prompt.h"
 #include "cli/commands.h"
+#include "cli/spec_flags.h"
 #include "core/fail.h"
-#include "engine/loader.h"
 #include "engine/engine.h"
+#include "engine/loader.h"
 
 namespace ferrum::cli {
 namespace {
 
 struct RunFlags {
   ModelFlags model;
+  SpecFlags spec;
   std::optional<std::string> prompt;
   int max_tokens = 256;
   SamplingParams sampling;
@@ -42,6 +44,8 @@ class RunSession {
     eo.max_num_seqs = 1;
     eo.max_batched_tokens = 512;
     eo.max_waiting = 0;
+    spec_ = make_spec(f.spec, f.model, lm);
+    eo.spec = spec_.options;
     engine_ = std::make_unique<Engine>(*lm.model, *lm.tokenizer, eo);
   }
 
@@ -78,7 +82,10 @@ class RunSession {
       if (ev->finish_reason == "error") fail("{}", ev->error);
       std::fputc('\n', stdout);
       std::fflush(stdout);
-      if (f_.verbose) report(prompt.size(), ev->completion_tokens, first_s, seconds_since(t0) - first_s, *ev);
+      if (f_.verbose) {
+        report(prompt.size(), ev->completion_tokens, first_s, seconds_since(t0) - first_s, *ev);
+        if (spec_.options.proposer) report_spec(engine_->stats());
+      }
       return text;
     }
   }
@@ -96,8 +103,21 @@ class RunSession {
         n > 1 ? (n - 1) / std::max(decode_s, 1e-9) : 0.0, ev.finish_reason.c_str());
   }
 
+  void report_spec(const EngineStats& st) const {
+    std::fprintf(
+        stderr,
+        "[speculative (%s): %llu of %llu proposed tokens accepted (%.1f%%) in %llu verify steps, %.2f tokens "
+        "per verify step]\n",
+        spec_.options.proposer->name().c_str(), static_cast<unsigned long long>(st.spec_accepted),
+        static_cast<unsigned long long>(st.spec_proposed),
+        st.spec_proposed ? 100.0 * st.spec_accepted / st.spec_proposed : 0.0,
+        static_cast<unsigned long long>(st.spec_verify_steps),
+        st.spec_verify_steps ? 1.0 + double(st.spec_accepted) / st.spec_verify_steps : 0.0);
+  }
+
   LoadedModel& lm_;
   const RunFlags& f_;
+  SpecSetup spec_;
   std::unique_ptr<Engine> engine_;
 };
 
@@ -173,6 +193,7 @@ Runner add_run(CLI::App& app) {
   auto f = std::make_shared<RunFlags>();
   CLI::App* sub = app.add_subcommand("run", "generate text from a prompt, streaming it as it is produced");
   f->model.add(sub, true);
+  f->spec.add(sub);
   sub->add_option("-p,--prompt", f->prompt, "prompt text (no prompt on a terminal: interactive loop)");
   sub->add_option("-n,--max-tokens", f->max_tokens, "maximum number of tokens to generate")
       ->check(CLI::NonNegativeNumber);

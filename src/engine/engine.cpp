@@ -17,6 +17,8 @@ struct Engine::Seq : ScheduledSeq {
   RequestParams p;
   std::unique_ptr<RequestOutput> out;
   Clock::time_point t_submit, t_last;
+  DraftRequest draft;  // the proposer's answer for this step
+  int draft_len = 0;   // adaptive: tokens to ask the proposer for next
 };
 
 namespace {
@@ -51,8 +53,16 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
   stats_.ttft = Histogram(ttft_buckets());
   stats_.itl = Histogram(itl_buckets());
   stats_.e2e = Histogram({0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120});
+  if (opt_.spec.proposer && (opt_.spec.draft_max < 1 || opt_.spec.draft_max > 64))
+    fail("draft_max must be between 1 and 64 (got {})", opt_.spec.draft_max);
+  std::vector<double> accepted_buckets;
+  for (int i = 0; i <= opt_.spec.draft_max; ++i) accepted_buckets.push_back(i);
+  stats_.spec_accepted_per_step = Histogram(accepted_buckets);
   policy_ = std::make_unique<SchedulePolicy>(*kv_, opt_.max_num_seqs, opt_.max_batched_tokens);
-  logits_.resize(static_cast<size_t>(opt_.max_num_seqs) * n_vocab_);
+  if (opt_.spec.proposer) opt_.spec.proposer->start(kv_->options(), opt_.max_num_seqs);
+  // One row per sequence, or with speculation one per pending and draft token.
+  const int rows_per_seq = opt_.spec.proposer ? opt_.spec.draft_max + 1 : 1;
+  logits_.resize(static_cast<size_t>(opt_.max_num_seqs) * rows_per_seq * n_vocab_);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -90,6 +100,7 @@ std::shared_ptr<RequestHandle> Engine::submit(RequestParams p) {
   s->t_submit = Clock::now();
   s->p = std::move(p);
   s->out = std::make_unique<RequestOutput>(tok_, s->p, n_vocab_);
+  s->draft_len = opt_.spec.draft_max;
   std::shared_ptr<RequestHandle> h;
   {
     std::lock_guard lk(mu_);
@@ -249,6 +260,7 @@ bool Engine::run_forward() {
       model_.forward(*kv_, policy_->items(), ForwardOut{logits_.data(), nullptr});
       return true;
     } catch (const CapacityError& e) {
+      if (policy_->drop_drafts()) continue;  // without the draft tokens it may fit
       Seq* alone = static_cast<Seq*>(policy_->on_capacity_error());
       if (!alone) continue;
       // Alone and still out of room: the pool cannot hold this sequence any longer.
@@ -265,10 +277,69 @@ bool Engine::run_forward() {
   }
 }
 
+// Asks the proposer for draft tokens for every sequence that decodes in the next step.
+void Engine::propose_drafts() {
+  if (!opt_.spec.proposer) return;
+  draft_requests_.clear();
+  for (ScheduledSeq* r : policy_->running()) {
+    Seq& s = *static_cast<Seq*>(r);
+    s.verify.clear();
+    s.draft.draft.clear();
+    s.draft.q.clear();
+    const int64_t n = static_cast<int64_t>(s.tokens.size());
+    if (!s.p.speculative || s.n_generated() == 0 || n - s.n_computed != 1) continue;
+    // Room for the drafts in the cache, and no more than the request can still emit (the
+    // target's own token comes on top of the accepted drafts).
+    int64_t k = std::min<int64_t>(s.draft_len, kv_capacity_ - n);
+    if (s.p.max_tokens >= 0) k = std::min<int64_t>(k, s.p.max_tokens - s.n_generated() - 1);
+    if (k < 1) continue;
+    s.draft.request = s.h->id();
+    s.draft.slot = s.seq_id;
+    s.draft.tokens = s.tokens;
+    s.draft.max_draft = static_cast<int>(k);
+    s.draft.sampling = &s.p.sampling;
+    draft_requests_.push_back(&s.draft);
+  }
+  if (draft_requests_.empty()) return;
+  opt_.spec.proposer->propose(draft_requests_);
+  for (ScheduledSeq* r : policy_->running()) {
+    Seq& s = *static_cast<Seq*>(r);
+    if (s.draft.draft.empty()) continue;
+    if (static_cast<int>(s.draft.draft.size()) > s.draft.max_draft)
+      fail("the {} proposer proposed {} tokens, more than the {} asked for", opt_.spec.proposer->name(),
+           s.draft.draft.size(), s.draft.max_draft);
+    s.verify.assign(1, s.tokens.back());
+    s.verify.insert(s.verify.end(), s.draft.draft.begin(), s.draft.draft.end());
+  }
+}
+
+// Checks a sequence's drafts against the target's rows, keeps the accepted positions in the
+// cache and adapts how many to propose next.
+RequestEvent Engine::verify(Seq& s, const float* rows, size_t n_rows) {
+  const int64_t before = static_cast<int64_t>(s.tokens.size());
+  const std::span<const int32_t> draft(s.verify.data() + 1, n_rows - 1);
+  int accepted = 0;
+  RequestEvent ev = s.out->on_verify(rows, draft, s.draft.q, s.tokens, kv_capacity_, accepted);
+  if (!ev.finished) policy_->rollback(&s, before + accepted);
+  const int k = static_cast<int>(draft.size());
+  if (opt_.spec.adaptive) {
+    if (accepted == k) s.draft_len = std::min(s.draft_len + 1, opt_.spec.draft_max);
+    if (accepted == 0) s.draft_len = std::max(s.draft_len - 1, 1);
+  }
+  std::lock_guard sl(stats_mu_);
+  ++stats_.spec_verify_steps;
+  stats_.spec_proposed += k;
+  stats_.spec_accepted += accepted;
+  stats_.spec_accepted_per_step.observe(accepted);
+  return ev;
+}
+
 void Engine::step() {
   drop_cancelled();
   on_first_admission(policy_->admit());
-  if (policy_->running().empty() || !run_forward()) return;
+  if (policy_->running().empty()) return;
+  propose_drafts();
+  if (!run_forward()) return;
   {
     std::lock_guard sl(stats_mu_);
     ++stats_.steps;
@@ -282,14 +353,26 @@ void Engine::step() {
   for (size_t i = 0; i < items.size(); ++i) {
     if (items[i].logits == Want::None) continue;
     Seq& s = *static_cast<Seq*>(policy_->owners()[i]);
-    RequestEvent ev = s.out->on_logits(logits_.data() + row++ * n_vocab_, s.tokens, kv_capacity_);
+    const float* rows = logits_.data() + row * n_vocab_;
+    RequestEvent ev;
+    if (items[i].logits == Want::All) {
+      row += items[i].tokens.size();
+      ev = verify(s, rows, items[i].tokens.size());
+    } else {
+      ++row;
+      ev = s.out->on_logits(rows, s.tokens, kv_capacity_);
+    }
+    s.verify.clear();
     {
+      const size_t n = ev.tokens.size();
       std::lock_guard sl(stats_mu_);
-      ++stats_.generation_tokens;
-      if (s.n_generated() == 1)
+      stats_.generation_tokens += n;
+      if (s.n_generated() == static_cast<int64_t>(n)) {  // a request's first step gives one token
         stats_.ttft.observe(std::chrono::duration<double>(now - s.t_submit).count());
-      else
-        stats_.itl.observe(std::chrono::duration<double>(now - s.t_last).count());
+      } else {  // the tokens of one (speculative) step share its latency evenly
+        const double gap = std::chrono::duration<double>(now - s.t_last).count() / static_cast<double>(n);
+        for (size_t t = 0; t < n; ++t) stats_.itl.observe(gap);
+      }
     }
     s.t_last = now;
     if (ev.finished)

@@ -17,6 +17,7 @@
 
 #include "core/fail.h"
 #include "engine/histogram.h"
+#include "engine/proposer.h"
 #include "engine/request.h"
 #include "engine/schedule_policy.h"
 #include "ferrum/kv_cache.h"
@@ -37,8 +38,16 @@ class ContextLengthError : public Error {
   using Error::Error;
 };
 
+// Speculative decoding (engine/proposer.h): off without a proposer.
+struct SpecOptions {
+  std::shared_ptr<Proposer> proposer;
+  int draft_max = 5;     // tokens proposed per sequence and step at most
+  bool adaptive = true;  // per sequence: one fewer after a step that accepted none, one more after all
+};
+
 struct EngineOptions {
-  KvOptions kv;                  // the engine's KV cache (it owns it)
+  KvOptions kv;  // the engine's KV cache (it owns it)
+  SpecOptions spec;
   int max_num_seqs = 16;         // sequences decoding at once
   int max_batched_tokens = 512;  // tokens per step (decodes + prefill chunks)
   int max_waiting = 256;         // queued requests beyond which submit() throws BusyError
@@ -49,6 +58,10 @@ struct EngineStats {
   uint64_t requests_rejected = 0;  // busy
   uint64_t prompt_tokens = 0, generation_tokens = 0, cached_prompt_tokens = 0;
   uint64_t preemptions = 0, steps = 0;
+  // Speculative decoding: verify steps (a sequence's drafts checked), draft tokens proposed and
+  // accepted, and how many were accepted per verify step.
+  uint64_t spec_verify_steps = 0, spec_proposed = 0, spec_accepted = 0;
+  Histogram spec_accepted_per_step;
   int running = 0, waiting = 0;
   Histogram ttft, itl, e2e;
 };
@@ -94,6 +107,8 @@ class Engine {
   void drop_cancelled();
   void finish(Seq& s, RequestEvent ev);
   void on_first_admission(const std::vector<ScheduledSeq*>& seqs);
+  void propose_drafts();
+  RequestEvent verify(Seq& s, const float* rows, size_t n_rows);
 
   Model& model_;
   const Tokenizer& tok_;
@@ -118,6 +133,7 @@ class Engine {
   std::vector<std::unique_ptr<Seq>> seqs_;  // every admitted or waiting request
   std::unique_ptr<SchedulePolicy> policy_;
   std::vector<float> logits_;
+  std::vector<DraftRequest*> draft_requests_;
   std::thread thread_;
 };
 

@@ -25,6 +25,7 @@ struct RequestParams {
   bool ignore_eos = false;
   int logprobs = -1;          // -1: off; otherwise also this many top alternatives (0..20)
   bool at_text_start = true;  // false when the output continues the prompt's text (completions)
+  bool speculative = true;    // false: no speculative decoding for this request (when the engine has it)
 };
 
 struct TokenLogprob {

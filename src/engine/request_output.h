@@ -5,12 +5,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "engine/request.h"
-#include "ferrum/sampler.h"
 #include "engine/stop.h"
+#include "ferrum/sampler.h"
 #include "ferrum/tokenizer.h"
 
 namespace ferrum {
@@ -24,12 +25,22 @@ class RequestOutput {
   // returns the step's event; the event is final (finished, finish_reason set) when the request
   // ends with this token. `context` is the most tokens the sequence may hold.
   RequestEvent on_logits(const float* logits, std::vector<int32_t>& tokens, int64_t context);
+  // Speculative step: `rows` holds draft.size() + 1 logit rows, the target's after the pending
+  // token and after each draft token. The drafts are verified in order (Sampler::verify with the
+  // proposer's distributions `q`, empty for a deterministic proposal); each accepted one is
+  // emitted, then the correction at the first rejection, or after all were accepted the token
+  // drawn from the last row. Stops early when the request finishes. `accepted` is set to the
+  // number of draft tokens accepted.
+  RequestEvent on_verify(const float* rows, std::span<const int32_t> draft,
+                         std::span<const std::vector<TokenProb>> q, std::vector<int32_t>& tokens,
+                         int64_t context, int& accepted);
   // The final event of a request cut short because the cache ran out: the text still held
   // back, finish_reason "length".
   RequestEvent cut_short();
   int n_generated() const { return n_generated_; }
 
  private:
+  bool emit(int32_t id, const float* logits, std::vector<int32_t>& tokens, int64_t context, RequestEvent& ev);
   std::string finish_text(std::string& reason);
 
   const Tokenizer& tok_;

@@ -11,7 +11,8 @@ void SamplingParams::validate() const {
   if (!std::isfinite(temperature)) fail("temperature must be a finite number");
   if (top_p <= 0.0f || top_p > 1.0f || !std::isfinite(top_p)) fail("top_p must be in (0, 1], got {}", top_p);
   if (min_p < 0.0f || min_p > 1.0f || !std::isfinite(min_p)) fail("min_p must be in [0, 1], got {}", min_p);
-  if (repeat_penalty <= 0.0f || !std::isfinite(repeat_penalty)) fail("repeat_penalty must be > 0, got {}", repeat_penalty);
+  if (repeat_penalty <= 0.0f || !std::isfinite(repeat_penalty))
+    fail("repeat_penalty must be > 0, got {}", repeat_penalty);
   if (!std::isfinite(presence_penalty) || presence_penalty < -2.0f || presence_penalty > 2.0f)
     fail("presence_penalty must be in [-2, 2], got {}", presence_penalty);
   if (!std::isfinite(frequency_penalty) || frequency_penalty < -2.0f || frequency_penalty > 2.0f)
@@ -29,18 +30,26 @@ Sampler::Sampler(const SamplingParams& p, int n_vocab) : p_(p), n_vocab_(n_vocab
   p_.validate();
   cand_.reserve(n_vocab);
   probs_.reserve(n_vocab);
+  dist_.reserve(n_vocab);
 }
 
 int32_t Sampler::sample(const float* logits, std::span<const int32_t> history) {
+  return draw(distribution(logits, history));
+}
+
+std::span<const TokenProb> Sampler::distribution(const float* logits, std::span<const int32_t> history) {
+  dist_.clear();
   cand_.clear();
   for (int i = 0; i < n_vocab_; ++i) cand_.emplace_back(logits[i], i);
   for (const auto& [id, bias] : p_.logit_bias)
     if (id >= 0 && id < n_vocab_) cand_[id].first += bias;
 
-  const bool penalties = p_.repeat_penalty != 1.0f || p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f;
+  const bool penalties =
+      p_.repeat_penalty != 1.0f || p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f;
   if (penalties && !history.empty()) {
     counts_.clear();
-    const size_t n = p_.penalty_last_n < 0 ? history.size() : std::min<size_t>(history.size(), p_.penalty_last_n);
+    const size_t n =
+        p_.penalty_last_n < 0 ? history.size() : std::min<size_t>(history.size(), p_.penalty_last_n);
     for (size_t i = history.size() - n; i < history.size(); ++i) counts_[history[i]]++;
     for (const auto& [id, count] : counts_) {
       if (id < 0 || id >= n_vocab_) continue;
@@ -54,11 +63,14 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> history) {
     int32_t best = 0;
     for (int i = 1; i < n_vocab_; ++i)
       if (cand_[i].first > cand_[best].first) best = i;
-    return best;
+    dist_.push_back({best, 1.0f});
+    return dist_;
   }
 
   // Sort candidates by logit (descending, lower id first on ties); top-k limits the sort.
-  auto better = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+  auto better = [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  };
   size_t k = cand_.size();
   if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < k) {
     k = p_.top_k;
@@ -100,14 +112,63 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> history) {
     cand_.resize(keep);
   }
   softmax(p_.temperature);
+  for (size_t i = 0; i < cand_.size(); ++i) dist_.push_back({cand_[i].second, probs_[i]});
+  return dist_;
+}
+
+int32_t Sampler::draw(std::span<const TokenProb> dist) {
+  if (dist.empty()) fail("Sampler::draw: empty distribution");
   std::uniform_real_distribution<double> uni(0.0, 1.0);
   const double r = uni(rng_);
   double cum = 0.0;
-  for (size_t i = 0; i < cand_.size(); ++i) {
-    cum += probs_[i];
-    if (r < cum) return cand_[i].second;
+  for (const TokenProb& t : dist) {
+    cum += t.p;
+    if (r < cum) return t.id;
   }
-  return cand_.back().second;
+  return dist.back().id;
+}
+
+int32_t Sampler::verify(std::span<const TokenProb> p, int32_t draft, std::span<const TokenProb> q) {
+  if (p.empty()) fail("Sampler::verify: empty distribution");
+  if (q_dense_.empty()) q_dense_.assign(n_vocab_, 0.0f);
+  if (q.empty()) {
+    if (draft < 0 || draft >= n_vocab_) fail("Sampler::verify: draft token {} outside the vocabulary", draft);
+    q_dense_[draft] = 1.0f;
+  } else {
+    for (const TokenProb& t : q) q_dense_[t.id] = t.p;  // ids come from a sampler: in range
+  }
+  float p_draft = 0.0f;
+  for (const TokenProb& t : p)
+    if (t.id == draft) p_draft = t.p;
+  const float q_draft = q_dense_[draft];
+  bool accept = q_draft > 0.0f && p_draft >= q_draft;  // ratio >= 1: no draw needed
+  if (!accept && q_draft > 0.0f && p_draft > 0.0f) {
+    std::uniform_real_distribution<double> uni(0.0, 1.0);
+    accept = uni(rng_) * q_draft < p_draft;
+  }
+  int32_t out = draft;
+  if (!accept) {
+    residual_.clear();
+    double sum = 0.0;
+    for (const TokenProb& t : p) {
+      const float r = std::max(0.0f, t.p - q_dense_[t.id]);
+      if (r > 0.0f) {
+        residual_.push_back({t.id, r});
+        sum += r;
+      }
+    }
+    if (residual_.empty()) {  // p == q up to rounding: any draw from p is as good
+      out = draw(p);
+    } else {
+      for (TokenProb& t : residual_) t.p = static_cast<float>(t.p / sum);
+      out = draw(residual_);
+    }
+  }
+  if (q.empty())
+    q_dense_[draft] = 0.0f;
+  else
+    for (const TokenProb& t : q) q_dense_[t.id] = 0.0f;
+  return out;
 }
 
 }  // namespace ferrum

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/fail.h"
+
 namespace ferrum {
 
 SchedulePolicy::SchedulePolicy(KvCache& kv, int max_num_seqs, int max_batched_tokens)
@@ -52,28 +54,61 @@ void SchedulePolicy::plan() {
   items_.clear();
   owners_.clear();
   int budget = max_batched_tokens_;
-  // Decodes first (one pending token), then prefill chunks in admission order.
-  for (int pass = 0; pass < 2; ++pass) {
-    for (ScheduledSeq* r : running_) {
-      const int64_t pending = static_cast<int64_t>(r->tokens.size()) - r->n_computed;
-      const bool decoding = r->n_generated() > 0 && pending == 1;
-      if ((pass == 0) != decoding || pending <= 0) continue;
-      if (pass == 1 && budget <= 0) continue;
-      const int64_t n = pass == 0 ? 1 : std::min<int64_t>(pending, budget);
-      budget -= static_cast<int>(n);
-      SeqInput it;
-      it.seq = r->seq_id;
-      it.tokens = std::span<const int32_t>(r->tokens.data() + r->n_computed, n);
-      it.logits = r->n_computed + n == static_cast<int64_t>(r->tokens.size()) ? Want::Last : Want::None;
-      items_.push_back(it);
-      owners_.push_back(r);
+  auto decoding = [](const ScheduledSeq* r) {
+    return r->n_generated() > 0 && static_cast<int64_t>(r->tokens.size()) - r->n_computed == 1;
+  };
+  int decodes_left = static_cast<int>(std::count_if(running_.begin(), running_.end(), decoding));
+  // Decodes first (one pending token, or it and its drafts), then prefill chunks in admission order.
+  for (ScheduledSeq* r : running_) {
+    if (!decoding(r)) continue;
+    --decodes_left;
+    SeqInput it;
+    it.seq = r->seq_id;
+    if (r->verify.size() > 1 && budget - static_cast<int>(r->verify.size()) >= decodes_left) {
+      it.tokens = r->verify;
+      it.logits = Want::All;
+    } else {
+      r->verify.clear();
+      it.tokens = std::span<const int32_t>(r->tokens.data() + r->n_computed, 1);
+      it.logits = Want::Last;
     }
+    budget -= static_cast<int>(it.tokens.size());
+    items_.push_back(it);
+    owners_.push_back(r);
+  }
+  for (ScheduledSeq* r : running_) {
+    const int64_t pending = static_cast<int64_t>(r->tokens.size()) - r->n_computed;
+    if (decoding(r) || pending <= 0 || budget <= 0) continue;
+    const int64_t n = std::min<int64_t>(pending, budget);
+    budget -= static_cast<int>(n);
+    SeqInput it;
+    it.seq = r->seq_id;
+    it.tokens = std::span<const int32_t>(r->tokens.data() + r->n_computed, n);
+    it.logits = r->n_computed + n == static_cast<int64_t>(r->tokens.size()) ? Want::Last : Want::None;
+    items_.push_back(it);
+    owners_.push_back(r);
   }
 }
 
 void SchedulePolicy::advance() {
   for (size_t i = 0; i < items_.size(); ++i)
     owners_[i]->n_computed += static_cast<int64_t>(items_[i].tokens.size());
+}
+
+void SchedulePolicy::rollback(ScheduledSeq* s, int64_t n_computed) {
+  if (n_computed > s->n_computed)
+    fail("rollback to {} positions but the cache holds {}", n_computed, s->n_computed);
+  if (n_computed < s->n_computed) kv_.truncate(s->seq_id, n_computed);
+  s->n_computed = n_computed;
+}
+
+bool SchedulePolicy::drop_drafts() {
+  bool any = false;
+  for (ScheduledSeq* r : running_) {
+    any = any || !r->verify.empty();
+    r->verify.clear();
+  }
+  return any;
 }
 
 ScheduledSeq* SchedulePolicy::on_capacity_error() {

@@ -5,7 +5,9 @@
 // Admission is FIFO while a sequence slot is free and the cache can hold every running
 // sequence's next token plus the whole new prompt (with nothing running a request is admitted
 // anyway). A step holds one decode token per decoding sequence, then prefill chunks in
-// admission order within the token budget. When a step does not fit, the newest prefill (or,
+// admission order within the token budget. A decoding sequence with draft tokens (its `verify`
+// list) runs them all when the budget leaves room for every other decode, else decodes one
+// token as usual. When a step does not fit, the newest prefill (or,
 // with decodes only, the newest sequence) is preempted: its cache is released and it is
 // recomputed from prompt + output when admitted again.
 #pragma once
@@ -27,6 +29,9 @@ struct ScheduledSeq {
   int seq_id = -1;         // the cache sequence while running; -1 while waiting
   int64_t cached = 0;      // prompt tokens the prefix cache served at first admission
   bool admitted_once = false;
+  // Speculative decoding: the pending token followed by draft tokens, set before plan() for a
+  // decoding sequence; such a sequence's step runs all of them and wants every position's logits.
+  std::vector<int32_t> verify;
 
   int64_t n_generated() const { return static_cast<int64_t>(tokens.size() - n_prompt); }
 };
@@ -45,6 +50,11 @@ class SchedulePolicy {
   const std::vector<ScheduledSeq*>& owners() const { return owners_; }
   // After the step ran: every planned item's positions are now in the cache.
   void advance();
+  // After a speculative step: keeps only the first n_computed positions of `s` in the cache (the
+  // rejected draft tokens' are dropped).
+  void rollback(ScheduledSeq* s, int64_t n_computed);
+  // Clears every running sequence's draft tokens; false when there were none.
+  bool drop_drafts();
   // After the step failed with CapacityError: preempts one sequence and returns nullptr (plan
   // again), or, when a sequence running alone cannot fit, returns it (the caller ends it).
   ScheduledSeq* on_capacity_error();
