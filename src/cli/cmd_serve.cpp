@@ -6,9 +6,10 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/spec_flags.h"
 #include "core/fail.h"
-#include "engine/loader.h"
 #include "engine/engine.h"
+#include "engine/loader.h"
 #include "models/bert_model.h"
 #include "models/decoder_embed.h"
 #include "server/embeddings.h"
@@ -19,6 +20,7 @@ namespace {
 
 struct ServeFlags {
   ModelFlags model;
+  SpecFlags spec;
   server::ServerOptions http;
   EngineOptions engine;
   size_t max_body_mb = 8;
@@ -34,6 +36,32 @@ extern "C" void on_signal(int sig) {
   g_signal.store(sig);
 }
 
+// Prints speculative decoding's acceptance every 30 s while it changes.
+class SpecLog {
+ public:
+  void maybe_print(const EngineStats& st) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::seconds(30) || st.spec_proposed == proposed_) return;
+    const double proposed = double(st.spec_proposed - proposed_),
+                 accepted = double(st.spec_accepted - accepted_);
+    const double steps = double(st.spec_verify_steps - steps_);
+    std::fprintf(
+        stderr,
+        "ferrum serve: speculative decoding: %.1f%% of %.0f proposed tokens accepted, %.2f tokens per verify "
+        "step (last %.0f s)\n",
+        100.0 * accepted / proposed, proposed, steps > 0 ? 1.0 + accepted / steps : 0.0,
+        std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+    proposed_ = st.spec_proposed;
+    accepted_ = st.spec_accepted;
+    steps_ = st.spec_verify_steps;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  uint64_t proposed_ = 0, accepted_ = 0, steps_ = 0;
+};
+
 // Runs until SIGINT/SIGTERM; then drains the engine (if any) and stops the listener.
 int serve_until_signal(server::Server& srv, Engine* engine, const std::string& banner) {
   std::signal(SIGPIPE, SIG_IGN);
@@ -41,7 +69,11 @@ int serve_until_signal(server::Server& srv, Engine* engine, const std::string& b
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::fprintf(stderr, "ferrum serve: %s:%d\n", banner.c_str(), port);
-  while (g_signal.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  SpecLog spec_log;
+  while (g_signal.load() == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (engine && engine->options().spec.proposer) spec_log.maybe_print(engine->stats());
+  }
   std::fprintf(stderr, "ferrum serve: signal %d, draining in-flight requests\n", g_signal.load());
   if (engine) engine->shutdown(/*drain=*/true);  // new requests get 503 while the running ones finish
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let handlers send their last bytes
@@ -71,6 +103,8 @@ int serve(ServeFlags& f) {
   if (!f.layout_given && std::getenv("FERRUM_KV_LAYOUT") == nullptr) f.engine.kv.layout = "paged";
   LoadedModel lm = load_model(path, mo, f.model.tokenizer);
   if (f.http.model_name.empty()) f.http.model_name = std::filesystem::path(lm.path).stem().string();
+  SpecSetup spec = make_spec(f.spec, f.model, lm);
+  f.engine.spec = spec.options;
   Engine engine(*lm.model, *lm.tokenizer, f.engine);
   // /v1/embeddings from the same model: its final hidden states pooled and L2-normalized, with a
   // KV cache of its own per request, each forward between two generation steps.
@@ -82,9 +116,13 @@ int serve(ServeFlags& f) {
   return serve_until_signal(
       srv, &engine,
       fmt::format("model '{}' ({} KV, {} tokens per sequence, max {} sequences, {} tokens per step, "
-                  "embeddings: {} pooling) at http://{}",
+                  "embeddings: {} pooling{}) at http://{}",
                   f.http.model_name, f.engine.kv.layout, engine.kv_capacity(), f.engine.max_num_seqs,
-                  f.engine.max_batched_tokens, pooling_name(eo.pooling), f.http.host));
+                  f.engine.max_batched_tokens, pooling_name(eo.pooling),
+                  spec.options.proposer ? fmt::format(", speculative: {} up to {} tokens",
+                                                      spec.options.proposer->name(), spec.options.draft_max)
+                                        : "",
+                  f.http.host));
 }
 
 }  // namespace
@@ -94,6 +132,7 @@ Runner add_serve(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "serve", "serve an OpenAI-compatible HTTP API (chat, completions) with continuous batching");
   f->model.add(sub, true);
+  f->spec.add(sub);
   sub->add_option("--host", f->http.host, "address to listen on")->capture_default_str();
   sub->add_option("--port", f->http.port, "TCP port (0 = any free port)")
       ->capture_default_str()

@@ -57,6 +57,14 @@ std::string prometheus_text(const EngineStats& st, const KvUsage& kv, const nloh
          pc.value("misses", 0.0));
   metric(o, "ferrum_prefix_cache_saved_tokens_total", "counter",
          "Prompt tokens not recomputed thanks to the cache.", pc.value("saved_tokens", 0.0));
+  metric(o, "ferrum_spec_decode_verify_steps_total", "counter",
+         "Speculative decoding: sequence steps that verified draft tokens.", st.spec_verify_steps);
+  metric(o, "ferrum_spec_decode_draft_tokens_total", "counter",
+         "Speculative decoding: draft tokens proposed.", st.spec_proposed);
+  metric(o, "ferrum_spec_decode_accepted_tokens_total", "counter",
+         "Speculative decoding: draft tokens accepted by the model.", st.spec_accepted);
+  histogram(o, "ferrum_spec_decode_accepted_per_step",
+            "Speculative decoding: draft tokens accepted per verify step.", st.spec_accepted_per_step);
   histogram(o, "ferrum_time_to_first_token_seconds", "Time from submission to the first generated token.",
             st.ttft);
   histogram(o, "ferrum_inter_token_latency_seconds",

@@ -129,6 +129,8 @@ void parse_common(const json& b, const Tokenizer& tok, ParsedRequest& r) {
     }
   }
   if (has(b, "ignore_eos")) r.params.ignore_eos = get_bool(b, "ignore_eos");
+  // ferrum's own: false turns speculative decoding off for this request (when the server has it).
+  if (has(b, "speculative")) r.params.speculative = get_bool(b, "speculative");
   if (has(b, "stream")) r.stream = get_bool(b, "stream");
   if (has(b, "stream_options")) {
     const json& so = b["stream_options"];

@@ -50,6 +50,33 @@ TEST(Cli, RunStopsBeforeAStopString) {
   EXPECT_EQ(r.out, golden.substr(0, at) + "\n");
 }
 
+// Speculative decoding changes speed, never the greedy text: llama2.c's golden story with prompt
+// lookup and with a draft model (the llama2.c checkpoint of the same weights).
+TEST(Cli, RunSpeculativeGivesTheGoldenStory) {
+  const std::string golden = read_file(data_path("models/stories260K/golden_greedy_noprompt_200steps.txt"));
+  const std::string ckpt = data_path("models/stories260K/stories260K.bin");
+  for (const std::string& flags :
+       std::vector<std::string>{"--spec-ngram", "--spec-ngram --draft-max 8 --draft-fixed",
+                                "--draft-model '" + ckpt + "' --draft-max 3"}) {
+    auto r = run_ferrum("run --prompt '' --temperature 0 --max-tokens 200 -v " + flags);
+    ASSERT_EQ(r.exit_code, 0) << flags << ": " << r.err;
+    EXPECT_EQ(r.out, golden + "\n") << flags;
+    EXPECT_NE(r.err.find("proposed tokens accepted"), std::string::npos) << r.err;
+  }
+}
+
+TEST(Cli, RunRefusesADraftModelWithAnotherVocabulary) {
+  auto r =
+      run_ferrum("run --prompt 'Hi' --draft-model '" + data_path("models/qwen2/gguf/qwen2-Q4_0.gguf") + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(r.err.starts_with("ferrum: error: --draft-model ")) << r.err;
+  EXPECT_NE(r.err.find("vocabulary"), std::string::npos) << r.err;
+  r = run_ferrum("run --prompt 'Hi' --spec-ngram --draft-model '" +
+                 data_path("models/stories260K/stories260K.bin") + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("choose one proposer"), std::string::npos) << r.err;
+}
+
 TEST(Cli, RunWithNoArgumentsPrintsAStory) {
   auto r = run_ferrum("run --max-tokens 64 --seed 7");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -1,0 +1,115 @@
+// `ferrum serve` with speculative decoding: eight concurrent completions (streamed and not) each
+// get exactly the plain greedy output, /metrics counts the drafts, and a request can turn it off.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "engine/draft_model_proposer.h"
+#include "greedy_reference.h"
+#include "server_fixture.h"
+#include "test_util.h"
+
+namespace ferrum {
+namespace {
+
+using json = nlohmann::json;
+
+std::string fixture(const std::string& type) {
+  return test::data_path("models/qwen3/gguf/qwen3-" + type + ".gguf");
+}
+
+TEST(SpeculativeServer, EightConcurrentCompletionsEqualPlainGreedy) {
+  ModelOptions o;
+  o.n_threads = 2;
+  LoadedModel draft = load_model(fixture("Q4_0"), o);
+  LoadedModel ref = load_model(fixture("Q8_0"), o);
+  const std::vector<std::string> prompts = {"Once upon a time", "The cat sat on the mat. The cat",
+                                            "1, 2, 3, 4,",      "Hello world",
+                                            "A B C A B C A B",  "def f(x):",
+                                            "The sun",          "one two three one two"};
+  constexpr int kTokens = 32;
+  std::vector<std::string> want;
+  std::vector<int> want_n;
+  for (const auto& p : prompts) {
+    const auto ids = ref.tokenizer->encode(p, true, true);
+    const test::GreedyRun r = test::greedy_reference(*ref.model, KvOptions{}, *ref.tokenizer, ids, kTokens);
+    // As the server sends it: JSON replaces invalid UTF-8 (random weights emit any bytes) with U+FFFD.
+    want.push_back(
+        json::parse(json(r.text).dump(-1, ' ', false, json::error_handler_t::replace)).get<std::string>());
+    want_n.push_back(static_cast<int>(r.tokens.size()));
+  }
+  EngineOptions eo;
+  eo.max_num_seqs = 8;
+  eo.spec.draft_max = 4;
+  eo.spec.proposer = std::make_shared<DraftModelProposer>(*draft.model, ref.model->config().n_vocab);
+  test::TestServer ts(fixture("Q8_0"), {}, eo);
+
+  std::vector<std::string> got(prompts.size());
+  std::vector<int> got_n(prompts.size(), -1);
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    clients.emplace_back([&, i] {
+      auto c = ts.client();
+      json body = {{"prompt", prompts[i]}, {"max_tokens", kTokens}, {"temperature", 0}};
+      if (i % 2 == 1) {  // streamed: the text deltas concatenated
+        body["stream"] = true;
+        auto r = c.Post("/v1/completions", body.dump(), "application/json");
+        if (!r || r->status != 200) {
+          ADD_FAILURE() << (r ? r->body : std::string("no response"));
+          return;
+        }
+        std::string text;
+        size_t at = 0;
+        while ((at = r->body.find("data: ", at)) != std::string::npos) {
+          const size_t end = r->body.find("\n\n", at);
+          const std::string data = r->body.substr(at + 6, end - at - 6);
+          at = end;
+          if (data == "[DONE]") break;
+          const json chunk = json::parse(data);
+          for (const auto& ch : chunk["choices"]) text += ch["text"].get<std::string>();
+        }
+        got[i] = text;
+        got_n[i] = want_n[i];  // streamed chunks carry no usage here
+      } else {
+        auto r = c.Post("/v1/completions", body.dump(), "application/json");
+        if (!r || r->status != 200) {
+          ADD_FAILURE() << (r ? r->body : std::string("no response"));
+          return;
+        }
+        const json j = json::parse(r->body);
+        got[i] = j["choices"][0]["text"];
+        got_n[i] = j["usage"]["completion_tokens"];
+      }
+    });
+  for (auto& t : clients) t.join();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(got[i], want[i]) << "request " << i << " '" << prompts[i] << "'";
+    EXPECT_EQ(got_n[i], want_n[i]) << "request " << i;
+  }
+
+  auto c = ts.client();
+  auto m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  const EngineStats st = ts.engine->stats();
+  EXPECT_GT(st.spec_accepted, 0u);
+  EXPECT_NE(m->body.find("ferrum_spec_decode_accepted_tokens_total " + std::to_string(st.spec_accepted)),
+            std::string::npos);
+  EXPECT_NE(m->body.find("ferrum_spec_decode_accepted_per_step_bucket{le=\"0\"}"), std::string::npos);
+
+  // "speculative": false decodes without drafts, same text.
+  const uint64_t before = st.spec_proposed;
+  json body = {{"prompt", prompts[0]}, {"max_tokens", kTokens}, {"temperature", 0}, {"speculative", false}};
+  auto r = c.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["choices"][0]["text"], want[0]);
+  EXPECT_EQ(ts.engine->stats().spec_proposed, before);
+  body["speculative"] = "no";
+  r = c.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("speculative"), std::string::npos) << r->body;
+}
+
+}  // namespace
+}  // namespace ferrum
