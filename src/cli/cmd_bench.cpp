@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "cli/bench_spec.h"
 #include "cli/commands.h"
 #include "cli/membw.h"
 #include "core/fail.h"
@@ -23,6 +24,8 @@ namespace {
 
 struct BenchFlags {
   ModelFlags model;
+  SpecFlags spec;
+  std::string spec_prompt;
   int n_prompt = 512, n_gen = 128, reps = 5;
   std::vector<int> batch;
   std::vector<int> depth = {0};
@@ -169,6 +172,7 @@ std::string human_bytes(double b) {
 }
 
 int run_bench(BenchFlags& f) {
+  if (f.spec.enabled()) return run_spec_bench(f.model, f.spec, {f.n_gen, f.reps, f.spec_prompt, f.json});
   if (f.n_prompt < 0 || f.n_gen < 0)
     fail("-p and -n must not be negative (got {} and {})", f.n_prompt, f.n_gen);
   if (f.n_prompt == 0 && f.n_gen == 0) fail("nothing to measure: -p and -n are both 0");
@@ -345,6 +349,11 @@ Runner add_bench(CLI::App& app) {
                   "memory read bandwidth in GB/s for the roofline (skips measuring)");
   sub->add_option("--seed", f->seed, "seed of the random token ids");
   sub->add_flag("--json", f->json, "print JSON");
+  f->spec.add(sub);
+  sub->add_option(
+      "--spec-prompt", f->spec_prompt,
+      "with --draft-model/--spec-ngram: the prompt of the greedy generations compared (default: a "
+      "text that repeats itself)");
   return [f] { return run_bench(*f); };
 }
 
