@@ -28,8 +28,11 @@ void ngram_lookup(std::span<const int32_t> tokens, int min_n, int max_n, int max
     // one token follows the match.
     for (int64_t j = t - n - 1; j >= 0; --j) {
       if (!std::equal(suffix, suffix + n, tokens.data() + j)) continue;
-      const int64_t from = j + n, len = std::min<int64_t>(max_draft, t - from);
-      out.assign(tokens.begin() + from, tokens.begin() + from + len);
+      // What followed the match, continued through the proposal itself where it runs into the
+      // end of the context (a repeating pattern keeps repeating).
+      const int64_t from = j + n;
+      for (int64_t i = 0; i < max_draft; ++i)
+        out.push_back(from + i < t ? tokens[from + i] : out[from + i - t]);
       return;
     }
   }

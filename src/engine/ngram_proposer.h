@@ -24,8 +24,9 @@ class NgramProposer : public Proposer {
 };
 
 // The continuation of the longest suffix of `tokens` (max_n down to min_n tokens) that occurred
-// earlier in `tokens`, its most recent occurrence: at most `max_draft` tokens into `out` (empty
-// when nothing matches).
+// earlier in `tokens`, its most recent occurrence: `max_draft` tokens into `out` (empty when
+// nothing matches). Where the continuation reaches the end of `tokens` it goes on with the
+// proposed tokens themselves, as the repetition would.
 void ngram_lookup(std::span<const int32_t> tokens, int min_n, int max_n, int max_draft,
                   std::vector<int32_t>& out);
 

@@ -313,9 +313,11 @@ TEST(NgramLookup, ProposesWhatFollowedTheMostRecentLongestMatch) {
   // The longest suffix first: "5 1 2" occurred once.
   ngram_lookup(std::vector<int32_t>{5, 1, 2, 6, 1, 2, 7, 5, 1, 2}, 2, 3, 2, out);
   EXPECT_EQ(out, (std::vector<int32_t>{6, 1}));
-  // Capped by max_draft and by the end of the context.
+  // Capped by max_draft; past the end of the context the repetition goes on.
   ngram_lookup(std::vector<int32_t>{4, 4, 4}, 1, 2, 5, out);
-  EXPECT_EQ(out, (std::vector<int32_t>{4}));
+  EXPECT_EQ(out, (std::vector<int32_t>{4, 4, 4, 4, 4}));
+  ngram_lookup(std::vector<int32_t>{7, 1, 2, 3, 1, 2}, 2, 2, 5, out);
+  EXPECT_EQ(out, (std::vector<int32_t>{3, 1, 2, 3, 1}));
   // No match, or too short for min_n.
   ngram_lookup(std::vector<int32_t>{1, 2, 3, 4}, 1, 3, 4, out);
   EXPECT_TRUE(out.empty());
