@@ -25,6 +25,9 @@ void SpecFlags::add(CLI::App* app) {
       "--draft-fixed", fixed,
       "always propose --draft-max tokens (default: one fewer after a step that accepted none, one more "
       "after a step that accepted all)");
+  app->add_option("--spec-max-batch", max_batch,
+                  "serve: no drafts in a step where more than this many sequences are running (0: no limit)")
+      ->check(CLI::NonNegativeNumber);
   app->add_option("--spec-ngram-min", ngram_min, "prompt lookup: shortest n-gram that may match")
       ->check(CLI::Range(1, 64));
   app->add_option("--spec-ngram-max", ngram_max, "prompt lookup: longest n-gram tried first")
@@ -37,6 +40,7 @@ SpecSetup make_spec(const SpecFlags& f, const ModelFlags& model, const LoadedMod
   if (f.ngram && !f.draft_model.empty()) fail("--spec-ngram and --draft-model: choose one proposer");
   s.options.draft_max = f.draft_max;
   s.options.adaptive = !f.fixed;
+  s.options.max_batch = f.max_batch;
   if (f.ngram) {
     if (f.ngram_min > f.ngram_max)
       fail("--spec-ngram-min ({}) is larger than --spec-ngram-max ({})", f.ngram_min, f.ngram_max);

@@ -16,6 +16,7 @@ struct SpecFlags {
   std::string draft_model;
   bool ngram = false;
   int draft_max = 5;
+  int max_batch = 0;
   float p_min = 0.0f;
   bool fixed = false;
   int ngram_min = 2, ngram_max = 4;

@@ -281,13 +281,15 @@ bool Engine::run_forward() {
 void Engine::propose_drafts() {
   if (!opt_.spec.proposer) return;
   draft_requests_.clear();
+  const bool off =
+      opt_.spec.max_batch > 0 && static_cast<int>(policy_->running().size()) > opt_.spec.max_batch;
   for (ScheduledSeq* r : policy_->running()) {
     Seq& s = *static_cast<Seq*>(r);
     s.verify.clear();
     s.draft.draft.clear();
     s.draft.q.clear();
     const int64_t n = static_cast<int64_t>(s.tokens.size());
-    if (!s.p.speculative || s.n_generated() == 0 || n - s.n_computed != 1) continue;
+    if (off || !s.p.speculative || s.n_generated() == 0 || n - s.n_computed != 1) continue;
     // Room for the drafts in the cache, and no more than the request can still emit (the
     // target's own token comes on top of the accepted drafts).
     int64_t k = std::min<int64_t>(s.draft_len, kv_capacity_ - n);

@@ -43,6 +43,9 @@ struct SpecOptions {
   std::shared_ptr<Proposer> proposer;
   int draft_max = 5;     // tokens proposed per sequence and step at most
   bool adaptive = true;  // per sequence: one fewer after a step that accepted none, one more after all
+  // No drafts in a step where more sequences than this are running (0: no limit): a large batch
+  // is no longer bound by memory, and verifying drafts would cost more than it saves.
+  int max_batch = 0;
 };
 
 struct EngineOptions {

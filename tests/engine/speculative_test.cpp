@@ -206,6 +206,31 @@ TEST(Speculative, ARequestCanTurnItOff) {
   EXPECT_EQ(eng.stats().steps, 30u);
 }
 
+// Above --spec-max-batch running sequences a step proposes nothing; at or below it, it does.
+TEST(Speculative, NoDraftsInStepsAboveTheBatchLimit) {
+  LoadedModel target = load(stories());
+  for (int limit : {1, 4}) {
+    EngineOptions eo;
+    eo.kv = kv_options("paged");
+    eo.max_num_seqs = 4;
+    eo.spec.proposer = std::make_shared<DraftModelProposer>(*target.model, target.model->config().n_vocab);
+    eo.spec.max_batch = limit;
+    eo.max_batched_tokens = 32;
+    Engine eng(*target.model, *target.tokenizer, eo);
+    std::vector<std::shared_ptr<RequestHandle>> hs;
+    // Prompts of several prefill chunks: the four are admitted long before the first decodes.
+    std::string text;
+    for (int i = 0; i < 12; ++i) text += "Once upon a time, there was a little girl named Lily. ";
+    for (int i = 0; i < 4; ++i)
+      hs.push_back(eng.submit(greedy_request(target.tokenizer->encode(text, true, false), 20)));
+    for (auto& h : hs) EXPECT_EQ(collect(*h).tokens.size(), 20u);
+    if (limit == 1)
+      EXPECT_EQ(eng.stats().spec_proposed, 0u);
+    else
+      EXPECT_GT(eng.stats().spec_proposed, 0u);
+  }
+}
+
 // --- sampling: the distribution is the target's -------------------------------------------
 
 // Two-sample chi-square statistic over the tokens seen, bins with fewer than 10 observations in
@@ -259,6 +284,7 @@ TEST(Speculative, SampledTokensHaveTheTargetsDistribution) {
     EngineOptions eo;
     eo.kv = kv_options("paged");
     eo.kv.capacity = 96;
+    eo.kv.prefix_cache = true;  // the shared prompt is computed once
     eo.max_num_seqs = 16;
     eo.max_waiting = kRequests;
     eo.max_batched_tokens = 512;
