@@ -215,19 +215,30 @@ TEST(Speculative, NoDraftsInStepsAboveTheBatchLimit) {
     eo.max_num_seqs = 4;
     eo.spec.proposer = std::make_shared<DraftModelProposer>(*target.model, target.model->config().n_vocab);
     eo.spec.max_batch = limit;
-    eo.max_batched_tokens = 32;
     Engine eng(*target.model, *target.tokenizer, eo);
+    // Submitted while the engine cannot step, so all four run from the first decode on; read the
+    // counters while all four still run (they would end at different steps, the last alone).
     std::vector<std::shared_ptr<RequestHandle>> hs;
-    // Prompts of several prefill chunks: the four are admitted long before the first decodes.
-    std::string text;
-    for (int i = 0; i < 12; ++i) text += "Once upon a time, there was a little girl named Lily. ";
-    for (int i = 0; i < 4; ++i)
-      hs.push_back(eng.submit(greedy_request(target.tokenizer->encode(text, true, false), 20)));
-    for (auto& h : hs) EXPECT_EQ(collect(*h).tokens.size(), 20u);
+    eng.with_model([&](Model&) {
+      for (int i = 0; i < 4; ++i) {
+        RequestParams p = greedy_request(target.tokenizer->encode("Once upon a time", true, false), -1);
+        p.ignore_eos = true;
+        hs.push_back(eng.submit(p));
+      }
+    });
+    for (auto& h : hs) {
+      size_t n = 0;
+      while (n < 12) {
+        auto e = h->next(10s);
+        ASSERT_TRUE(e && !e->finished);
+        n += e->tokens.size();
+      }
+    }
     if (limit == 1)
       EXPECT_EQ(eng.stats().spec_proposed, 0u);
     else
       EXPECT_GT(eng.stats().spec_proposed, 0u);
+    eng.shutdown(/*drain=*/false);
   }
 }
 
