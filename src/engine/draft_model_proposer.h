@@ -32,6 +32,7 @@ class DraftModelProposer : public Proposer {
   void start(const KvOptions& kv, int n_slots) override;
   void propose(std::span<DraftRequest* const> requests) override;
   std::string name() const override { return "draft-model"; }
+  bool costly() const override { return true; }
 
  private:
   struct Slot;

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <random>
 
+#include "engine/draft_length.h"
 #include "engine/request_output.h"
 #include "runtime/kv_cache.h"
 
@@ -17,8 +18,8 @@ struct Engine::Seq : ScheduledSeq {
   RequestParams p;
   std::unique_ptr<RequestOutput> out;
   Clock::time_point t_submit, t_last;
-  DraftRequest draft;  // the proposer's answer for this step
-  int draft_len = 0;   // adaptive: tokens to ask the proposer for next
+  DraftRequest draft;     // the proposer's answer for this step
+  DraftLength draft_len;  // tokens to ask the proposer for
 };
 
 namespace {
@@ -100,7 +101,8 @@ std::shared_ptr<RequestHandle> Engine::submit(RequestParams p) {
   s->t_submit = Clock::now();
   s->p = std::move(p);
   s->out = std::make_unique<RequestOutput>(tok_, s->p, n_vocab_);
-  s->draft_len = opt_.spec.draft_max;
+  if (opt_.spec.proposer)
+    s->draft_len = DraftLength(opt_.spec.draft_max, opt_.spec.adaptive, opt_.spec.proposer->costly());
   std::shared_ptr<RequestHandle> h;
   {
     std::lock_guard lk(mu_);
@@ -288,11 +290,12 @@ void Engine::propose_drafts() {
     s.verify.clear();
     s.draft.draft.clear();
     s.draft.q.clear();
+    s.draft.max_draft = 0;  // not asked (yet) in this step
     const int64_t n = static_cast<int64_t>(s.tokens.size());
     if (off || !s.p.speculative || s.n_generated() == 0 || n - s.n_computed != 1) continue;
     // Room for the drafts in the cache, and no more than the request can still emit (the
     // target's own token comes on top of the accepted drafts).
-    int64_t k = std::min<int64_t>(s.draft_len, kv_capacity_ - n);
+    int64_t k = std::min<int64_t>(s.draft_len.next(), kv_capacity_ - n);
     if (s.p.max_tokens >= 0) k = std::min<int64_t>(k, s.p.max_tokens - s.n_generated() - 1);
     if (k < 1) continue;
     s.draft.request = s.h->id();
@@ -306,7 +309,10 @@ void Engine::propose_drafts() {
   opt_.spec.proposer->propose(draft_requests_);
   for (ScheduledSeq* r : policy_->running()) {
     Seq& s = *static_cast<Seq*>(r);
-    if (s.draft.draft.empty()) continue;
+    if (s.draft.draft.empty()) {
+      if (s.draft.max_draft > 0) s.draft_len.on_result(0, 0);  // asked, nothing proposed
+      continue;
+    }
     if (static_cast<int>(s.draft.draft.size()) > s.draft.max_draft)
       fail("the {} proposer proposed {} tokens, more than the {} asked for", opt_.spec.proposer->name(),
            s.draft.draft.size(), s.draft.max_draft);
@@ -324,10 +330,7 @@ RequestEvent Engine::verify(Seq& s, const float* rows, size_t n_rows) {
   RequestEvent ev = s.out->on_verify(rows, draft, s.draft.q, s.tokens, kv_capacity_, accepted);
   if (!ev.finished) policy_->rollback(&s, before + accepted);
   const int k = static_cast<int>(draft.size());
-  if (opt_.spec.adaptive) {
-    if (accepted == k) s.draft_len = std::min(s.draft_len + 1, opt_.spec.draft_max);
-    if (accepted == 0) s.draft_len = std::max(s.draft_len - 1, 1);
-  }
+  s.draft_len.on_result(k, accepted);
   std::lock_guard sl(stats_mu_);
   ++stats_.spec_verify_steps;
   stats_.spec_proposed += k;

@@ -43,6 +43,9 @@ class Proposer {
   // step with every sequence that decodes in it, so a draft model runs them as one batch.
   virtual void propose(std::span<DraftRequest* const> requests) = 0;
   virtual std::string name() const = 0;  // for logs and bench output
+  // Whether a proposal costs a forward pass (a draft model) rather than a lookup: a costly
+  // proposer that keeps failing is paused for a while (engine/draft_length.h).
+  virtual bool costly() const { return false; }
 };
 
 }  // namespace ferrum

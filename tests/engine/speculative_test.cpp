@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 
+#include "engine/draft_length.h"
 #include "engine/draft_model_proposer.h"
 #include "engine/engine.h"
 #include "engine/loader.h"
@@ -338,6 +339,42 @@ TEST(Speculative, SampledTokensHaveTheTargetsDistribution) {
     EXPECT_LT(chi, chi_square_critical(df))
         << "token " << t << ": chi-square " << chi << " with " << df << " df";
   }
+}
+
+TEST(DraftLength, AdaptsAndPausesACostlyProposerThatKeepsFailing) {
+  DraftLength d(4, /*adaptive=*/true, /*costly=*/true);
+  EXPECT_EQ(d.next(), 4);
+  d.on_result(4, 0);  // none accepted: one fewer
+  EXPECT_EQ(d.next(), 3);
+  d.on_result(3, 3);  // all: one more
+  EXPECT_EQ(d.next(), 4);
+  d.on_result(4, 4);  // capped at the maximum
+  EXPECT_EQ(d.next(), 4);
+  for (int i = 0; i < 3; ++i) d.on_result(d.next(), 0);
+  EXPECT_EQ(d.length(), 1);
+  // Failing at one token: pauses of 1, 2, 4 steps.
+  std::vector<int> got;
+  for (int step = 0; step < 12; ++step) {
+    const int k = d.next();
+    got.push_back(k);
+    if (k > 0) d.on_result(k, 0);
+  }
+  EXPECT_EQ(got, (std::vector<int>{1, 0, 1, 0, 0, 1, 0, 0, 0, 0, 1, 0}));
+  d.on_result(1, 1);  // accepted: one more token, and the doubling starts over
+  while (d.next() == 0) {
+  }  // (the pause already running ends)
+  d.on_result(2, 0);
+  EXPECT_EQ(d.next(), 1);
+  d.on_result(1, 0);  // failing at one token again: a pause of 1
+  EXPECT_EQ(d.next(), 0);
+  EXPECT_EQ(d.next(), 1);
+  // A lookup proposer is never paused; --draft-fixed never adapts.
+  DraftLength lookup(2, true, false);
+  for (int i = 0; i < 5; ++i) lookup.on_result(lookup.next(), 0);
+  EXPECT_EQ(lookup.next(), 1);
+  DraftLength fixed(3, false, true);
+  for (int i = 0; i < 5; ++i) fixed.on_result(fixed.next(), 0);
+  EXPECT_EQ(fixed.next(), 3);
 }
 
 // --- proposers -----------------------------------------------------------------------------
