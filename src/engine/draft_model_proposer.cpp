@@ -123,7 +123,12 @@ bool DraftModelProposer::run(std::span<DraftRequest* const> requests) {
       SeqInput it;
       it.seq = r.slot;
       const size_t behind = r.tokens.size() - std::min(s.fed.size(), r.tokens.size());
-      if (behind > 0) {
+      if (r.max_draft == 0) {  // prefetch: one chunk of the prompt, all but its last token
+        done_[i] = 1;
+        if (behind <= 1) continue;
+        it.tokens = r.tokens.subspan(s.fed.size(), std::min<size_t>(behind - 1, o_.catch_up_chunk));
+        it.logits = Want::None;
+      } else if (behind > 0) {
         const size_t n = std::min<size_t>(behind, o_.catch_up_chunk);
         it.tokens = r.tokens.subspan(s.fed.size(), n);
         it.logits = n == behind ? Want::Last : Want::None;

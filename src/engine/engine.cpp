@@ -292,17 +292,21 @@ void Engine::propose_drafts() {
     s.draft.q.clear();
     s.draft.max_draft = 0;  // not asked (yet) in this step
     const int64_t n = static_cast<int64_t>(s.tokens.size());
-    if (off || !s.p.speculative || s.n_generated() == 0 || n - s.n_computed != 1) continue;
+    if (off || !s.p.speculative) continue;
+    s.draft.request = s.h->id();
+    s.draft.slot = s.seq_id;
+    s.draft.tokens = s.tokens;
+    s.draft.sampling = &s.p.sampling;
+    if (s.n_generated() == 0 || n - s.n_computed != 1) {  // in prefill: a costly proposer gets ahead
+      if (opt_.spec.proposer->costly()) draft_requests_.push_back(&s.draft);
+      continue;
+    }
     // Room for the drafts in the cache, and no more than the request can still emit (the
     // target's own token comes on top of the accepted drafts).
     int64_t k = std::min<int64_t>(s.draft_len.next(), kv_capacity_ - n);
     if (s.p.max_tokens >= 0) k = std::min<int64_t>(k, s.p.max_tokens - s.n_generated() - 1);
     if (k < 1) continue;
-    s.draft.request = s.h->id();
-    s.draft.slot = s.seq_id;
-    s.draft.tokens = s.tokens;
     s.draft.max_draft = static_cast<int>(k);
-    s.draft.sampling = &s.p.sampling;
     draft_requests_.push_back(&s.draft);
   }
   if (draft_requests_.empty()) return;
