@@ -17,10 +17,13 @@ namespace ferrum {
 
 // What a proposer is asked for one sequence in one engine step, and its answer.
 struct DraftRequest {
-  uint64_t request = 0;                      // the request (a slot is reused by later requests)
-  int slot = 0;                              // the sequence's slot in the engine, 0 <= slot < max_num_seqs
-  std::span<const int32_t> tokens;           // prompt + output so far
-  int max_draft = 0;                         // propose at most this many tokens (>= 1)
+  uint64_t request = 0;             // the request (a slot is reused by later requests)
+  int slot = 0;                     // the sequence's slot in the engine, 0 <= slot < max_num_seqs
+  std::span<const int32_t> tokens;  // prompt + output so far
+  // Propose at most this many tokens. 0 asks a proposer with state (a draft model) to get ahead
+  // on a sequence still in prefill: to put a chunk of its prompt into its cache now, alongside
+  // the model's own prefill, rather than all of it before the first draft.
+  int max_draft = 0;
   const SamplingParams* sampling = nullptr;  // the request's sampling settings
 
   // The answer: up to max_draft tokens that would follow `tokens`, and for each the distribution
