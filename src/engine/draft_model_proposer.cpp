@@ -113,6 +113,7 @@ void DraftModelProposer::propose(std::span<DraftRequest* const> requests) {
 // the caller; the cache itself is unchanged by the failed forward).
 bool DraftModelProposer::run(std::span<DraftRequest* const> requests) {
   done_.assign(requests.size(), 0);
+  int64_t prefetch_budget = o_.catch_up_chunk;  // prompt tokens of sequences in prefill, per call
   while (true) {
     items_.clear();
     owners_.clear();
@@ -123,10 +124,12 @@ bool DraftModelProposer::run(std::span<DraftRequest* const> requests) {
       SeqInput it;
       it.seq = r.slot;
       const size_t behind = r.tokens.size() - std::min(s.fed.size(), r.tokens.size());
-      if (r.max_draft == 0) {  // prefetch: one chunk of the prompt, all but its last token
+      if (r.max_draft == 0) {  // prefetch: a chunk of the prompt, all but its last token
         done_[i] = 1;
-        if (behind <= 1) continue;
-        it.tokens = r.tokens.subspan(s.fed.size(), std::min<size_t>(behind - 1, o_.catch_up_chunk));
+        const int64_t n = std::min<int64_t>(static_cast<int64_t>(behind) - 1, prefetch_budget);
+        if (n <= 0) continue;
+        prefetch_budget -= n;
+        it.tokens = r.tokens.subspan(s.fed.size(), n);
         it.logits = Want::None;
       } else if (behind > 0) {
         const size_t n = std::min<size_t>(behind, o_.catch_up_chunk);

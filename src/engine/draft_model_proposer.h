@@ -18,7 +18,9 @@ struct DraftModelOptions {
   // Stop drafting a sequence when the draft's own probability (softmax at temperature 1) of its
   // next token falls below this: a guess the draft itself doubts is likely rejected.
   float p_min = 0.0f;
-  int64_t catch_up_chunk = 512;  // tokens of one sequence per draft forward while catching up
+  // Tokens of one sequence per draft forward while catching up, and prompt tokens of sequences
+  // still in prefill per engine step.
+  int64_t catch_up_chunk = 512;
 };
 
 class DraftModelProposer : public Proposer {
