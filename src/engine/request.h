@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -17,6 +18,10 @@
 
 namespace ferrum {
 
+namespace grammar {
+struct CompiledGrammar;
+}
+
 struct RequestParams {
   std::vector<int32_t> prompt;
   int max_tokens = -1;  // -1: until the context is full
@@ -25,6 +30,8 @@ struct RequestParams {
   bool ignore_eos = false;
   int logprobs = -1;          // -1: off; otherwise also this many top alternatives (0..20)
   bool at_text_start = true;  // false when the output continues the prompt's text (completions)
+  // Constrained decoding: the output must match this grammar (grammar/grammar_cache.h); null: free.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
 };
 
 struct TokenLogprob {

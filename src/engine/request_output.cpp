@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
+
+#include "core/fail.h"
 
 namespace ferrum {
 
@@ -32,10 +35,43 @@ RequestOutput::RequestOutput(const Tokenizer& tok, const RequestParams& p, int n
       n_vocab_(n_vocab),
       sampler_(p.sampling, n_vocab),
       dec_(tok, /*skip_special=*/true, p.at_text_start),
-      stop_(p.stop) {}
+      stop_(p.stop) {
+  if (p.grammar) mask_ = std::make_unique<grammar::TokenMask>(p.grammar, p.at_text_start);
+}
+
+const float* RequestOutput::constrained(const float* logits) {
+  mask_->fill(allowed_, n_vocab_);
+  masked_.assign(logits, logits + n_vocab_);
+  bool any = false;
+  for (int i = 0; i < n_vocab_; ++i) {
+    if (grammar::bit_set(allowed_, i))
+      any = true;
+    else
+      masked_[i] = -std::numeric_limits<float>::infinity();
+  }
+  return any ? masked_.data() : nullptr;
+}
+
+RequestEvent RequestOutput::finish_now(RequestEvent ev, std::string reason) {
+  ev.text += finish_text(reason);
+  ev.finished = true;
+  ev.finish_reason = reason;
+  return ev;
+}
 
 RequestEvent RequestOutput::on_logits(const float* logits, std::vector<int32_t>& tokens, int64_t context) {
-  const int32_t id = sampler_.sample(logits, tokens);
+  const float* sample_from = logits;
+  if (mask_) {
+    sample_from = constrained(logits);
+    if (!sample_from) {  // only where the vocabulary cannot spell what the grammar needs next
+      if (mask_->can_end()) return finish_now({}, "stop");
+      RequestEvent ev;
+      ev.error = "grammar: no token of the vocabulary can continue the output";
+      return finish_now(std::move(ev), "error");
+    }
+  }
+  const int32_t id = sampler_.sample(sample_from, tokens);
+  if (mask_ && !mask_->accept_token(id)) fail("grammar: the sampler chose token {}, which the mask excludes", id);
   RequestEvent ev;
   if (p_.logprobs >= 0) ev.logprobs.push_back(logprobs_of(logits, n_vocab_, id, p_.logprobs));
   tokens.push_back(id);
@@ -44,16 +80,13 @@ RequestEvent RequestOutput::on_logits(const float* logits, std::vector<int32_t>&
   const bool eog = !p_.ignore_eos && tok_.is_eog(id);
   if (!eog) ev.text = stop_.push(dec_.push(id));
   std::string reason;
-  if (stop_.stopped() || eog)
+  if (stop_.stopped() || eog || (mask_ && mask_->done()))
     reason = "stop";
   else if ((p_.max_tokens >= 0 && n_generated_ >= p_.max_tokens) ||
            static_cast<int64_t>(tokens.size()) >= context)
     reason = "length";
   if (reason.empty()) return ev;
-  ev.text += finish_text(reason);
-  ev.finished = true;
-  ev.finish_reason = reason;
-  return ev;
+  return finish_now(std::move(ev), std::move(reason));
 }
 
 RequestEvent RequestOutput::cut_short() {

@@ -103,11 +103,13 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> history) {
   std::uniform_real_distribution<double> uni(0.0, 1.0);
   const double r = uni(rng_);
   double cum = 0.0;
+  size_t last = 0;  // rounding can leave r above the sum: the last candidate that has mass
   for (size_t i = 0; i < cand_.size(); ++i) {
     cum += probs_[i];
     if (r < cum) return cand_[i].second;
+    if (probs_[i] > 0) last = i;
   }
-  return cand_.back().second;
+  return cand_[last].second;
 }
 
 }  // namespace ferrum
