@@ -47,8 +47,10 @@ Runner add_grammar_bench(CLI::App& app) {
     uint64_t seed = 1;
   };
   auto f = std::make_shared<Flags>();
-  CLI::App* sub = app.add_subcommand("grammar-bench", "time the grammar token mask per token (bench/README.md)");
-  sub->add_option("model", f->model, "GGUF file (vocab-only is enough) or Hugging Face directory")->required();
+  CLI::App* sub =
+      app.add_subcommand("grammar-bench", "time the grammar token mask per token (bench/README.md)");
+  sub->add_option("model", f->model, "GGUF file (vocab-only is enough) or Hugging Face directory")
+      ->required();
   sub->add_option("--tokenizer", f->tokenizer, "llama2.c tokenizer.bin");
   sub->add_option("--grammar", f->grammar, "GBNF file");
   sub->add_option("--json-schema", f->schema, "JSON Schema file");
@@ -68,7 +70,8 @@ Runner add_grammar_bench(CLI::App& app) {
     grammar::GrammarCache cache(*tok);
     const auto t0 = std::chrono::steady_clock::now();
     auto g = cache.get(spec);
-    const double compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double compile_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const int n_vocab = tok->n_vocab();
     std::mt19937_64 rng(f->seed);
     std::vector<double> with_memo, walk;
@@ -90,21 +93,26 @@ Runner add_grammar_bench(CLI::App& app) {
         allowed_total += static_cast<int64_t>(allowed.size());
         if (allowed.empty()) break;
         const int32_t id = allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
-        if (!m.accept_token(id)) fail("grammar-bench: the mask allowed token {} that the matcher rejects", id);
+        if (!m.accept_token(id))
+          fail("grammar-bench: the mask allowed token {} that the matcher rejects", id);
       }
     }
     const Stats wm = stats_of(with_memo), wk = stats_of(walk);
     if (f->json) {
-      nlohmann::json j = {{"n_vocab", n_vocab},           {"tokens", with_memo.size()},
-                          {"compile_ms", compile_ms},      {"mask_us_median", wm.median},
-                          {"mask_us_p99", wm.p99},         {"mask_us_mean", wm.mean},
-                          {"walk_us_median", wk.median},   {"walk_us_p99", wk.p99},
-                          {"walk_us_mean", wk.mean},       {"allowed_mean", double(allowed_total) / with_memo.size()}};
+      nlohmann::json j = {
+          {"n_vocab", n_vocab},          {"tokens", with_memo.size()},
+          {"compile_ms", compile_ms},    {"mask_us_median", wm.median},
+          {"mask_us_p99", wm.p99},       {"mask_us_mean", wm.mean},
+          {"walk_us_median", wk.median}, {"walk_us_p99", wk.p99},
+          {"walk_us_mean", wk.mean},     {"allowed_mean", double(allowed_total) / with_memo.size()}};
       std::printf("%s\n", j.dump(2).c_str());
     } else {
-      std::printf("vocab %d, %zu tokens, grammar + vocabulary trie %.1f ms\n", n_vocab, with_memo.size(), compile_ms);
-      std::printf("mask (engine: memoized states)  median %8.1f us  p99 %8.1f us  mean %8.1f us\n", wm.median, wm.p99, wm.mean);
-      std::printf("mask (trie walk every token)    median %8.1f us  p99 %8.1f us  mean %8.1f us\n", wk.median, wk.p99, wk.mean);
+      std::printf("vocab %d, %zu tokens, grammar + vocabulary trie %.1f ms\n", n_vocab, with_memo.size(),
+                  compile_ms);
+      std::printf("mask (engine: memoized states)  median %8.1f us  p99 %8.1f us  mean %8.1f us\n", wm.median,
+                  wm.p99, wm.mean);
+      std::printf("mask (trie walk every token)    median %8.1f us  p99 %8.1f us  mean %8.1f us\n", wk.median,
+                  wk.p99, wk.mean);
       std::printf("allowed tokens per step: mean %.0f\n", double(allowed_total) / with_memo.size());
     }
     return 0;

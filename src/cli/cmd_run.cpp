@@ -42,7 +42,8 @@ std::string read_file(const std::string& path) {
 // The grammar of --grammar / --json-schema (null without either); errors name the file.
 std::shared_ptr<const grammar::CompiledGrammar> load_grammar(const RunFlags& f, const Tokenizer& tok) {
   if (f.grammar_file.empty() && f.schema_file.empty()) return nullptr;
-  if (!f.grammar_file.empty() && !f.schema_file.empty()) fail("--grammar and --json-schema exclude each other");
+  if (!f.grammar_file.empty() && !f.schema_file.empty())
+    fail("--grammar and --json-schema exclude each other");
   const bool gbnf = !f.grammar_file.empty();
   const std::string& path = gbnf ? f.grammar_file : f.schema_file;
   grammar::GrammarSpec spec{gbnf ? grammar::GrammarSpec::Kind::Gbnf : grammar::GrammarSpec::Kind::JsonSchema,
@@ -224,7 +225,8 @@ Runner add_run(CLI::App& app) {
                 "interactive mode: plain text continuation even if the model has a chat template");
   sub->add_option("--system", f->system, "interactive chat: a system message");
   sub->add_option("--grammar", f->grammar_file, "constrain the output to this GBNF grammar (file)");
-  sub->add_option("--json-schema", f->schema_file, "constrain the output to JSON matching this schema (file)");
+  sub->add_option("--json-schema", f->schema_file,
+                  "constrain the output to JSON matching this schema (file)");
   return [f, sub] {
     f->layout_given = sub->count("--kv-layout") > 0;
     f->sampling.validate();

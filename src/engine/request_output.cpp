@@ -71,7 +71,8 @@ RequestEvent RequestOutput::on_logits(const float* logits, std::vector<int32_t>&
     }
   }
   const int32_t id = sampler_.sample(sample_from, tokens);
-  if (mask_ && !mask_->accept_token(id)) fail("grammar: the sampler chose token {}, which the mask excludes", id);
+  if (mask_ && !mask_->accept_token(id))
+    fail("grammar: the sampler chose token {}, which the mask excludes", id);
   RequestEvent ev;
   if (p_.logprobs >= 0) ev.logprobs.push_back(logprobs_of(logits, n_vocab_, id, p_.logprobs));
   tokens.push_back(id);

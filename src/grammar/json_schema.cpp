@@ -53,9 +53,10 @@ const std::set<std::string> kKeywords = {"type",
                                          "exclusiveMinimum",
                                          "exclusiveMaximum"};
 
-// Date parts that are always valid (February stops at 28).
+// Dates that are always valid: years 0001-9999, February stops at 28.
 constexpr const char* kDate =
-    "[0-9]{4} \"-\" ((\"0\" [13578] | \"1\" [02]) \"-\" (\"0\" [1-9] | [12] [0-9] | \"3\" [01]) | "
+    "([1-9] [0-9]{3} | \"0\" ([1-9] [0-9]{2} | \"0\" ([1-9] [0-9] | \"0\" [1-9]))) \"-\" ((\"0\" [13578] | "
+    "\"1\" [02]) \"-\" (\"0\" [1-9] | [12] [0-9] | \"3\" [01]) | "
     "(\"0\" [469] | \"11\") \"-\" (\"0\" [1-9] | [12] [0-9] | \"30\") | \"02-\" (\"0\" [1-9] | \"1\" [0-9] | "
     "\"2\" [0-8]))";
 constexpr const char* kTime =
