@@ -43,7 +43,7 @@ Runner add_grammar_bench(CLI::App& app) {
   struct Flags {
     std::string model, tokenizer, grammar, schema;
     bool json_object = false, json = false;
-    int tokens = 128, samples = 8;
+    int tokens = 128, samples = 8, warmup = 1;
     uint64_t seed = 1;
   };
   auto f = std::make_shared<Flags>();
@@ -56,7 +56,9 @@ Runner add_grammar_bench(CLI::App& app) {
   sub->add_option("--json-schema", f->schema, "JSON Schema file");
   sub->add_flag("--json-object", f->json_object, "any JSON object");
   sub->add_option("-n,--tokens", f->tokens, "tokens per sample")->check(CLI::Range(1, 100000));
-  sub->add_option("--samples", f->samples, "random outputs drawn")->check(CLI::Range(1, 10000));
+  sub->add_option("--samples", f->samples, "random outputs drawn (timed)")->check(CLI::Range(1, 10000));
+  sub->add_option("--warmup", f->warmup, "random outputs drawn first, not timed (they fill the mask cache)")
+      ->check(CLI::Range(0, 10000));
   sub->add_option("--seed", f->seed, "random seed");
   sub->add_flag("--json", f->json, "print the result as JSON");
   return [f] {
@@ -74,46 +76,74 @@ Runner add_grammar_bench(CLI::App& app) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const int n_vocab = tok->n_vocab();
     std::mt19937_64 rng(f->seed);
-    std::vector<double> with_memo, walk;
-    std::vector<uint64_t> bits;
+    std::vector<double> with_memo, cached, walk;
+    std::vector<uint64_t> bits, check;
     int64_t allowed_total = 0;
-    for (int s = 0; s < f->samples; ++s) {
+    size_t warm_entries = 0;
+    for (int s = 0; s < f->warmup + f->samples; ++s) {
+      if (s == f->warmup) warm_entries = g->masks->size();
+      const bool timed = s >= f->warmup;
       grammar::TokenMask m(g, /*at_text_start=*/true);
       for (int t = 0; t < f->tokens && !m.done(); ++t) {
-        auto a = std::chrono::steady_clock::now();
+        using clock = std::chrono::steady_clock;
+        auto a = clock::now();
         m.fill(bits, n_vocab);
-        auto b = std::chrono::steady_clock::now();
-        m.compute(bits, n_vocab);
-        auto c = std::chrono::steady_clock::now();
-        with_memo.push_back(std::chrono::duration<double, std::micro>(b - a).count());
-        walk.push_back(std::chrono::duration<double, std::micro>(c - b).count());
+        auto b = clock::now();
+        m.compute(check, n_vocab);
+        auto c = clock::now();
+        m.compute_walk(check, n_vocab);
+        auto d = clock::now();
+        if (check != bits) fail("grammar-bench: the cached mask differs from the full walk at token {}", t);
+        if (timed) {
+          with_memo.push_back(std::chrono::duration<double, std::micro>(b - a).count());
+          cached.push_back(std::chrono::duration<double, std::micro>(c - b).count());
+          walk.push_back(std::chrono::duration<double, std::micro>(d - c).count());
+        }
         std::vector<int32_t> allowed;
         for (int32_t id = 0; id < n_vocab; ++id)
           if (grammar::bit_set(bits, id) && !tok->is_eog(id)) allowed.push_back(id);
-        allowed_total += static_cast<int64_t>(allowed.size());
+        if (timed) allowed_total += static_cast<int64_t>(allowed.size());
         if (allowed.empty()) break;
         const int32_t id = allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
         if (!m.accept_token(id))
           fail("grammar-bench: the mask allowed token {} that the matcher rejects", id);
       }
     }
-    const Stats wm = stats_of(with_memo), wk = stats_of(walk);
+    const Stats wm = stats_of(with_memo), ca = stats_of(cached), wk = stats_of(walk);
+    const size_t entries = g->masks->size();
     if (f->json) {
-      nlohmann::json j = {
-          {"n_vocab", n_vocab},          {"tokens", with_memo.size()},
-          {"compile_ms", compile_ms},    {"mask_us_median", wm.median},
-          {"mask_us_p99", wm.p99},       {"mask_us_mean", wm.mean},
-          {"walk_us_median", wk.median}, {"walk_us_p99", wk.p99},
-          {"walk_us_mean", wk.mean},     {"allowed_mean", double(allowed_total) / with_memo.size()}};
+      auto row = [](const Stats& st) {
+        return nlohmann::json{{"median", st.median}, {"p99", st.p99}, {"mean", st.mean}};
+      };
+      nlohmann::json j = {{"n_vocab", n_vocab},
+                          {"tokens", with_memo.size()},
+                          {"compile_ms", compile_ms},
+                          {"mask_us", row(wm)},
+                          {"stack_cache_us", row(ca)},
+                          {"walk_us", row(wk)},
+                          {"cache_entries_after_warmup", warm_entries},
+                          {"cache_entries", entries},
+                          {"allowed_mean", double(allowed_total) / with_memo.size()}};
       std::printf("%s\n", j.dump(2).c_str());
     } else {
-      std::printf("vocab %d, %zu tokens, grammar + vocabulary trie %.1f ms\n", n_vocab, with_memo.size(),
-                  compile_ms);
-      std::printf("mask (engine: memoized states)  median %8.1f us  p99 %8.1f us  mean %8.1f us\n", wm.median,
-                  wm.p99, wm.mean);
-      std::printf("mask (trie walk every token)    median %8.1f us  p99 %8.1f us  mean %8.1f us\n", wk.median,
-                  wk.p99, wk.mean);
-      std::printf("allowed tokens per step: mean %.0f\n", double(allowed_total) / with_memo.size());
+      std::printf(
+          "vocab %d, %zu timed tokens (%d samples after %d warm-up), grammar + vocabulary trie %.1f ms\n",
+          n_vocab, with_memo.size(), f->samples, f->warmup, compile_ms);
+      std::printf(
+          "mask as the engine computes it (state memo + stack cache)  median %8.1f us  p99 %8.1f us  mean "
+          "%8.1f us\n",
+          wm.median, wm.p99, wm.mean);
+      std::printf(
+          "stack cache only (no state memo)                          median %8.1f us  p99 %8.1f us  mean "
+          "%8.1f us\n",
+          ca.median, ca.p99, ca.mean);
+      std::printf(
+          "full trie walk (no cache)                                 median %8.1f us  p99 %8.1f us  mean "
+          "%8.1f us\n",
+          wk.median, wk.p99, wk.mean);
+      std::printf(
+          "stack-cache entries: %zu after warm-up, %zu at the end; allowed tokens per step: mean %.0f\n",
+          warm_entries, entries, double(allowed_total) / with_memo.size());
     }
     return 0;
   };

@@ -34,10 +34,9 @@ std::shared_ptr<const CompiledGrammar> GrammarCache::get(const GrammarSpec& spec
     lru_.splice(lru_.begin(), lru_, it->second);
     return it->second->second;
   }
-  auto g = std::make_shared<CompiledGrammar>();
-  g->grammar = std::make_shared<const Grammar>(compile_spec(spec));
+  auto grammar = std::make_shared<const Grammar>(compile_spec(spec));
   if (!vocab_) vocab_ = TokenVocab::from_tokenizer(tok_);
-  g->vocab = vocab_;
+  auto g = bind(std::move(grammar), vocab_);
   ++compiled_;
   lru_.emplace_front(key, g);
   index_[std::move(key)] = lru_.begin();

@@ -17,9 +17,11 @@ void sort_unique(Matcher::State& s) {
 }  // namespace
 
 Matcher::Matcher(std::shared_ptr<const Grammar> g) : g_(std::move(g)) {
-  nodes_.push_back({0, 0});  // kEnd
-  adv_begin_.push_back(kUnset);
-  adv_len_.push_back(0);
+  for (int i = 0; i < 2; ++i) {  // kEnd, kEscape
+    nodes_.push_back({0, 0});
+    adv_begin_.push_back(kUnset);
+    adv_len_.push_back(0);
+  }
   State init;
   for (uint32_t a : g_->alts.at(g_->root)) expand(a, kEnd, init);
   sort_unique(init);
@@ -45,8 +47,8 @@ void Matcher::expand(uint32_t pos, uint32_t parent, State& out) {
       out.push_back(intern(pos, parent));
       return;
     case Element::End:
-      if (parent == kEnd) {
-        out.push_back(kEnd);
+      if (parent == kEnd || parent == kEscape) {
+        out.push_back(parent);
         return;
       }
       return expand(nodes_[parent].pos, nodes_[parent].parent, out);
@@ -72,7 +74,7 @@ void Matcher::step(const State& in, uint8_t b, State& out) {
   out.clear();
   int sources = 0;
   for (uint32_t s : in) {
-    if (s == kEnd) continue;
+    if (s == kEnd || s == kEscape) continue;
     const uint32_t pos = nodes_[s].pos;
     if (!g_->sets[g_->elems[pos].arg].has(b)) continue;
     if (adv_begin_[s] == kUnset) compute_advance(s);
@@ -81,6 +83,18 @@ void Matcher::step(const State& in, uint8_t b, State& out) {
     ++sources;
   }
   if (sources > 1) sort_unique(out);
+}
+
+void Matcher::top_positions(uint32_t node, size_t k, std::vector<uint32_t>& out) const {
+  out.clear();
+  for (; node != kEnd && node != kEscape && out.size() < k; node = nodes_[node].parent)
+    out.push_back(nodes_[node].pos);
+}
+
+uint32_t Matcher::detached(const std::vector<uint32_t>& positions) {
+  uint32_t node = kEscape;
+  for (size_t i = positions.size(); i-- > 0;) node = intern(positions[i], node);
+  return node;
 }
 
 bool Matcher::accept(std::string_view bytes) {

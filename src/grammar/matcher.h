@@ -23,6 +23,9 @@ class Matcher {
  public:
   using State = std::vector<uint32_t>;  // sorted node ids; kEnd: the grammar may end here
   static constexpr uint32_t kEnd = 0;
+  // The bottom of a detached stack (detached()): reaching it means "the rest depends on the
+  // stack below, which is unknown". Never in a real matcher's state.
+  static constexpr uint32_t kEscape = 1;
 
   explicit Matcher(std::shared_ptr<const Grammar> g);
 
@@ -40,6 +43,14 @@ class Matcher {
 
   // The state after matching byte `b` from `in` (empty: rejected). Grows the node caches.
   void step(const State& in, uint8_t b, State& out);
+  static bool has_escape(const State& s) {
+    return (!s.empty() && s[0] == kEscape) || (s.size() > 1 && s[1] == kEscape);
+  }
+
+  // The positions of the top `k` entries of stack `node` (top first), and a stack of these
+  // positions over kEscape: what the top of a stack accepts, independent of what lies below.
+  void top_positions(uint32_t node, size_t k, std::vector<uint32_t>& out) const;
+  uint32_t detached(const std::vector<uint32_t>& positions);
   const Grammar& grammar() const { return *g_; }
 
  private:

@@ -1,11 +1,13 @@
 // Constrained decoding for one sequence: which tokens the grammar allows next (a bit per token id),
 // accepting the sampled token, and rolling back accepted tokens (speculative verification).
 //
-// The mask walks the vocabulary trie from the matcher's current state: a trie node's byte is
-// matched once for every token sharing that prefix, and a rejected prefix skips its subtree.
-// Masks are memoized per matcher state (a JSON string's body, a run of digits: the state repeats
-// from token to token), so a repeated state costs a copy. End-of-generation tokens are allowed
-// exactly where the grammar may end; tokens with no bytes (control, unused) never are.
+// The mask is the union over the state's stacks of each stack top's cached mask (mask_cache.h)
+// plus the cache's uncertain trie subtrees walked from the real stack; the first token when a
+// leading space is stripped, or a full cache, takes a full walk of the vocabulary trie from the
+// state (a trie node's byte is matched once for every token sharing that prefix, and a rejected
+// prefix skips its subtree). Masks are also memoized per matcher state (a JSON string's body: the
+// state repeats from token to token). End-of-generation tokens are allowed exactly where the
+// grammar may end; tokens with no bytes (control, unused) never are.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "grammar/grammar.h"
+#include "grammar/mask_cache.h"
 #include "grammar/matcher.h"
 #include "grammar/token_vocab.h"
 
@@ -25,7 +28,12 @@ namespace ferrum::grammar {
 struct CompiledGrammar {
   std::shared_ptr<const Grammar> grammar;
   std::shared_ptr<const TokenVocab> vocab;
+  std::shared_ptr<MaskCache> masks;  // null: every mask is a full trie walk
 };
+
+// grammar + vocabulary + an empty mask cache.
+std::shared_ptr<const CompiledGrammar> bind(std::shared_ptr<const Grammar> g,
+                                            std::shared_ptr<const TokenVocab> v);
 
 class TokenMask {
  public:
@@ -44,16 +52,26 @@ class TokenMask {
   bool done() const { return m_.done(); }
   size_t n_accepted() const { return m_.history_size(); }
 
-  // Walks the trie without the memo (for the benchmark and tests).
+  // Without the per-state memo: from the stack-top cache, or a full trie walk (for the
+  // benchmark and tests; both give the same mask).
   void compute(std::vector<uint64_t>& bits, int n_bits);
+  void compute_walk(std::vector<uint64_t>& bits, int n_bits);
 
  private:
   bool strip_now() const { return strip_first_ && m_.history_size() == 0; }
+  // Sets the bits of the tokens in trie nodes [begin, end) matched from depth_states_ at
+  // depth[begin] - 1.
+  void walk(uint32_t begin, uint32_t end, std::vector<uint64_t>& bits, bool strip);
+  void walk_uncertain(uint32_t stack, uint32_t root, uint32_t& last_parent, std::vector<uint64_t>& bits);
+  void start(std::vector<uint64_t>& bits, int n_bits) const;
+  void clear_beyond(std::vector<uint64_t>& bits, int n_bits) const;
 
   std::shared_ptr<const CompiledGrammar> g_;
   Matcher m_;
   bool strip_first_;
   std::vector<Matcher::State> depth_states_;  // the walk's state after each depth of the prefix
+  std::vector<uint32_t> top_;                 // scratch: a stack's top positions
+  std::vector<uint8_t> path_;                 // scratch: a trie node's prefix
   // Memo: state (+ first-token flag) -> mask, bounded (oldest entry evicted).
   std::unordered_map<std::string, std::vector<uint64_t>> memo_;
   std::list<std::string> memo_order_;

@@ -20,6 +20,7 @@ TokenVocab::TokenVocab(std::vector<std::string> b, std::vector<int32_t> e, bool 
   // Preorder nodes: a token shares its first lcp bytes' nodes with the token before it.
   byte.push_back(0);
   depth.push_back(0);
+  parent.push_back(0);
   tok_begin.push_back(0);
   std::vector<uint32_t> path{0};  // node at each depth along the current token
   const std::string* prev = nullptr;
@@ -30,6 +31,7 @@ TokenVocab::TokenVocab(std::vector<std::string> b, std::vector<int32_t> e, bool 
       while (lcp < s.size() && lcp < prev->size() && s[lcp] == (*prev)[lcp]) ++lcp;
     path.resize(lcp + 1);
     for (size_t d = lcp; d < s.size(); ++d) {
+      parent.push_back(path.back());
       path.push_back(static_cast<uint32_t>(byte.size()));
       byte.push_back(static_cast<uint8_t>(s[d]));
       depth.push_back(static_cast<uint32_t>(d + 1));

@@ -33,7 +33,7 @@ struct TokenVocab {
   // Trie nodes (preorder); node 0 is the root (no byte). Node i has byte[i] at depth[i] and the
   // tokens sorted_ids[tok_begin[i] .. tok_begin[i+1]) end at it.
   std::vector<uint8_t> byte;
-  std::vector<uint32_t> depth, subtree_end, tok_begin;
+  std::vector<uint32_t> depth, subtree_end, tok_begin, parent;
   std::vector<int32_t> sorted_ids;
   uint32_t max_depth = 0;
 

@@ -28,10 +28,7 @@ std::string read(const std::string& path) {
 }
 
 std::shared_ptr<const CompiledGrammar> compiled(const std::string& gbnf, const Tokenizer& tok) {
-  auto g = std::make_shared<CompiledGrammar>();
-  g->grammar = std::make_shared<const Grammar>(compile_gbnf(gbnf));
-  g->vocab = TokenVocab::from_tokenizer(tok);
-  return g;
+  return bind(std::make_shared<const Grammar>(compile_gbnf(gbnf)), TokenVocab::from_tokenizer(tok));
 }
 
 // A random string of the grammar: random allowed bytes, ending (when it may) with probability
@@ -78,7 +75,7 @@ std::vector<Case> grammars() {
 void check_vocabulary(const Tokenizer& tok) {
   std::mt19937_64 rng(7);
   const int n_vocab = tok.n_vocab();
-  std::vector<uint64_t> bits;
+  std::vector<uint64_t> bits, walked;
   for (const Case& c : grammars()) {
     SCOPED_TRACE(c.name);
     int checked = 0;
@@ -94,6 +91,8 @@ void check_vocabulary(const Tokenizer& tok) {
       TokenMask mask(g, /*at_text_start=*/true);
       for (size_t i = 0; i <= ids.size(); ++i) {
         mask.fill(bits, n_vocab);
+        mask.compute_walk(walked, n_vocab);  // the cached stack tops give the full walk's mask
+        ASSERT_EQ(bits, walked) << "at " << i;
         // Exactly the tokens the matcher accepts (checked on every token of the vocabulary).
         for (int32_t id = 0; id < n_vocab; ++id) {
           const bool ok = mask.accept_token(id);
@@ -131,7 +130,7 @@ TEST(TokenMask, RollbackRestoresTheMaskAndMemoMatchesAFreshWalk) {
   std::vector<uint64_t> bits, walked;
   for (int32_t id : ids) {
     mask.fill(bits, tok->n_vocab());
-    mask.compute(walked, tok->n_vocab());
+    mask.compute_walk(walked, tok->n_vocab());
     EXPECT_EQ(bits, walked);
     masks.push_back(bits);
     ASSERT_TRUE(mask.accept_token(id));
