@@ -52,6 +52,12 @@ const float* RequestOutput::constrained(const float* logits) {
   return any ? masked_.data() : nullptr;
 }
 
+RequestEvent RequestOutput::failed(const std::string& message) {
+  RequestEvent ev;
+  ev.error = message;
+  return finish_now(std::move(ev), "error");
+}
+
 RequestEvent RequestOutput::finish_now(RequestEvent ev, std::string reason) {
   ev.text += finish_text(reason);
   ev.finished = true;
@@ -61,18 +67,22 @@ RequestEvent RequestOutput::finish_now(RequestEvent ev, std::string reason) {
 
 RequestEvent RequestOutput::on_logits(const float* logits, std::vector<int32_t>& tokens, int64_t context) {
   const float* sample_from = logits;
-  if (mask_) {
-    sample_from = constrained(logits);
-    if (!sample_from) {  // only where the vocabulary cannot spell what the grammar needs next
-      if (mask_->can_end()) return finish_now({}, "stop");
-      RequestEvent ev;
-      ev.error = "grammar: no token of the vocabulary can continue the output";
-      return finish_now(std::move(ev), "error");
+  int32_t id = -1;
+  // A grammar error (its output nesting past the matcher's bound) ends this request alone.
+  try {
+    if (mask_) {
+      sample_from = constrained(logits);
+      if (!sample_from) {  // only where the vocabulary cannot spell what the grammar needs next
+        if (mask_->can_end()) return finish_now({}, "stop");
+        return failed("grammar: no token of the vocabulary can continue the output");
+      }
     }
+    id = sampler_.sample(sample_from, tokens);
+    if (mask_ && !mask_->accept_token(id))
+      return failed(fmt::format("grammar: the sampler chose token {}, which the mask excludes", id));
+  } catch (const Error& e) {
+    return failed(e.what());
   }
-  const int32_t id = sampler_.sample(sample_from, tokens);
-  if (mask_ && !mask_->accept_token(id))
-    fail("grammar: the sampler chose token {}, which the mask excludes", id);
   RequestEvent ev;
   if (p_.logprobs >= 0) ev.logprobs.push_back(logprobs_of(logits, n_vocab_, id, p_.logprobs));
   tokens.push_back(id);

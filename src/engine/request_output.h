@@ -39,6 +39,7 @@ class RequestOutput {
   // The logits with the grammar's disallowed tokens at -inf; null when no token is allowed.
   const float* constrained(const float* logits);
   RequestEvent finish_now(RequestEvent ev, std::string reason);
+  RequestEvent failed(const std::string& message);  // finish_reason "error"
 
   const Tokenizer& tok_;
   const RequestParams& p_;

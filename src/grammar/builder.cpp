@@ -1,7 +1,6 @@
 // GrammarBuilder::build: Expr trees -> the flat Grammar (see grammar.h), and the checks that keep
 // the matcher's expansion finite (no undefined rules, no left recursion).
 #include <algorithm>
-#include <functional>
 
 #include "core/fail.h"
 #include "grammar/grammar.h"
@@ -192,6 +191,7 @@ class Flattener {
       fail("grammar: repetition {{{},{}}} in rule '{}' is out of range (0 <= min <= max <= {})", e.min, e.max,
            owner, kMaxRepeat);
     const Body x = emit_all(e.items[0], owner);
+    charge(owner, x.size() * static_cast<size_t>(std::max(e.min, e.max) + 1));
     for (int i = 0; i < e.min; ++i) out.insert(out.end(), x.begin(), x.end());
     if (e.max < 0) {  // R ::= x R | (empty)
       const uint32_t r = new_rule(owner, {});
@@ -210,6 +210,16 @@ class Flattener {
     }
     if (e.max > e.min) out.push_back({Element::Ref, prev});
   }
+
+  // Unrolled repetition grows the grammar multiplicatively ({1000}{1000}); bound its size.
+  void charge(const std::string& owner, size_t elements) {
+    elements_ += elements;
+    if (elements_ > kMaxElements)
+      fail("grammar: rule '{}' unrolls to more than {} elements (nested repetition counts?)", owner,
+           kMaxElements);
+  }
+  static constexpr size_t kMaxElements = 4'000'000;
+  size_t elements_ = 0;
 
   // A rule that can reach itself as its own leftmost element (through nullable prefixes) would
   // make the matcher expand forever.
@@ -236,17 +246,28 @@ class Flattener {
           left[r].push_back(el.arg);
           if (!nullable[el.arg]) break;
         }
-    std::vector<char> color(n, 0);  // 0 new, 1 on the path, 2 done
-    std::function<void(uint32_t)> visit = [&](uint32_t r) {
-      color[r] = 1;
-      for (uint32_t s : left[r]) {
+    // Depth-first search with an explicit stack (a long chain of rules must not overflow it).
+    std::vector<char> color(n, 0);                  // 0 new, 1 on the path, 2 done
+    std::vector<std::pair<uint32_t, size_t>> path;  // rule, next edge
+    for (uint32_t r0 = 0; r0 < n; ++r0) {
+      if (color[r0]) continue;
+      color[r0] = 1;
+      path.emplace_back(r0, 0);
+      while (!path.empty()) {
+        auto& [r, k] = path.back();
+        if (k == left[r].size()) {
+          color[r] = 2;
+          path.pop_back();
+          continue;
+        }
+        const uint32_t s = left[r][k++];
         if (color[s] == 1) fail("grammar: rule '{}' is left-recursive (it can start with itself)", names_[s]);
-        if (color[s] == 0) visit(s);
+        if (color[s] == 0) {
+          color[s] = 1;
+          path.emplace_back(s, 0);
+        }
       }
-      color[r] = 2;
-    };
-    for (uint32_t r = 0; r < n; ++r)
-      if (color[r] == 0) visit(r);
+    }
   }
 
   std::map<std::string, uint32_t> ids_;

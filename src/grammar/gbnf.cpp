@@ -155,12 +155,14 @@ class Parser {
       return Expr::chars({{0, kMaxCp}});
     }
     if (c == '(') {
+      if (++depth_ > kMaxNesting) error("groups nest deeper than {} levels", kMaxNesting);
       ++i_;
       skip_space(true);
       Expr inner = parse_alternatives(true);
       skip_space(true);
       if (!at(')')) error("expected ')'");
       ++i_;
+      --depth_;
       return inner;
     }
     if (is_name_char(c)) {
@@ -274,6 +276,8 @@ class Parser {
   }
 
   static constexpr uint32_t kMaxCp = 0x10FFFF;
+  static constexpr int kMaxNesting = 64;
+  int depth_ = 0;
   std::string_view s_;
   GrammarBuilder& b_;
   size_t i_ = 0;

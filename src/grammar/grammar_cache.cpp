@@ -35,6 +35,7 @@ std::shared_ptr<const CompiledGrammar> GrammarCache::get(const GrammarSpec& spec
     return it->second->second;
   }
   auto grammar = std::make_shared<const Grammar>(compile_spec(spec));
+  Matcher probe(grammar);  // the start state expands within the matcher's bounds (or throws here)
   if (!vocab_) vocab_ = TokenVocab::from_tokenizer(tok_);
   auto g = bind(std::move(grammar), vocab_);
   ++compiled_;

@@ -40,23 +40,30 @@ uint32_t Matcher::intern(uint32_t pos, uint32_t parent) {
 }
 
 // Pushes every stack whose top is a byte set, reachable from position `pos` with `parent` below.
-void Matcher::expand(uint32_t pos, uint32_t parent, State& out) {
-  const Element& e = g_->elems[pos];
-  switch (e.kind) {
-    case Element::Bytes:
+// Ends of alternatives are popped in a loop; references recurse, as deep as the grammar nests
+// rules at one point plus the nullable continuations popped on the way, which input can grow
+// (a run of openings over nullable tails), hence the bound.
+void Matcher::expand(uint32_t pos, uint32_t parent, State& out, int depth) {
+  if (depth > kMaxExpandDepth)
+    fail("grammar: the output nests deeper than {} levels at one point of the grammar", kMaxExpandDepth);
+  for (;;) {
+    const Element& e = g_->elems[pos];
+    if (e.kind == Element::Bytes) {
       out.push_back(intern(pos, parent));
       return;
-    case Element::End:
+    }
+    if (e.kind == Element::End) {
       if (parent == kEnd || parent == kEscape) {
         out.push_back(parent);
         return;
       }
-      return expand(nodes_[parent].pos, nodes_[parent].parent, out);
-    case Element::Ref: {
-      const uint32_t next = g_->elems[pos + 1].kind == Element::End ? parent : intern(pos + 1, parent);
-      for (uint32_t a : g_->alts[e.arg]) expand(a, next, out);
-      return;
+      pos = nodes_[parent].pos;
+      parent = nodes_[parent].parent;
+      continue;
     }
+    const uint32_t next = g_->elems[pos + 1].kind == Element::End ? parent : intern(pos + 1, parent);
+    for (uint32_t a : g_->alts[e.arg]) expand(a, next, out, depth + 1);
+    return;
   }
 }
 

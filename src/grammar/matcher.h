@@ -59,7 +59,8 @@ class Matcher {
     uint32_t parent;  // node to return to when this position's alternative ends
   };
   uint32_t intern(uint32_t pos, uint32_t parent);
-  void expand(uint32_t pos, uint32_t parent, State& out);
+  static constexpr int kMaxExpandDepth = 4096;
+  void expand(uint32_t pos, uint32_t parent, State& out, int depth = 0);
   void compute_advance(uint32_t node);
 
   std::shared_ptr<const Grammar> g_;

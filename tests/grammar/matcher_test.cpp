@@ -134,3 +134,48 @@ TEST(Matcher, DeepRightRecursionKeepsStacksFlat) {
 
 }  // namespace
 }  // namespace ferrum::grammar
+
+namespace ferrum::grammar {
+namespace {
+
+TEST(Matcher, NestingPastTheBoundIsAnErrorNotACrash) {
+  // Every level leaves a nullable tail (ws), so popping back down recurses once per level.
+  auto g = std::make_shared<const Grammar>(compile_gbnf("root ::= \"[\" root? ws\nws ::= \" \"?"));
+  Matcher ok(g);
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(ok.accept("["));
+  Matcher deep(g);
+  std::string err;
+  try {
+    for (int i = 0; i < 10000; ++i) deep.accept("[");
+  } catch (const Error& e) {
+    err = e.what();
+  }
+  EXPECT_NE(err.find("nests deeper than"), std::string::npos) << err;
+  EXPECT_NE(test::error_of([] {
+              compile_gbnf("root ::= " + std::string(100, '(') + "\"a\"" + std::string(100, ')'));
+            }).find("groups nest deeper than 64"),
+            std::string::npos);
+  // A long chain of rules (not recursive) builds without overflowing the checker's stack.
+  std::string chain;
+  for (int i = 0; i < 20000; ++i)
+    chain += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + " \"a\"\n";
+  chain += "r20000 ::= \"b\"\nroot ::= \"z\"\n";
+  EXPECT_NO_THROW(compile_gbnf(chain));
+}
+
+}  // namespace
+}  // namespace ferrum::grammar
+
+namespace ferrum::grammar {
+namespace {
+
+TEST(Gbnf, UnrolledRepetitionIsBounded) {
+  EXPECT_NE(
+      test::error_of([] { compile_gbnf("root ::= ((\"ab\"){10000}){10000}"); }).find("unrolls to more than"),
+      std::string::npos);
+  EXPECT_NE(test::error_of([] { compile_gbnf("root ::= \"a\"{10001}"); }).find("repetition count above"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace ferrum::grammar
