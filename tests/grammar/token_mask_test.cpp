@@ -192,3 +192,54 @@ TEST(TokenMask, RequestOutputKeepsEosUntilTheGrammarMayEndAndReportsLength) {
 
 }  // namespace
 }  // namespace ferrum::grammar
+
+namespace ferrum::grammar {
+namespace {
+
+// Every sampler setting applies after the mask: with random logits, penalties, top-k/p, min-p
+// and a huge bias on a token the grammar never allows, the output still follows the grammar.
+TEST(TokenMask, EverySamplerSettingStaysInsideTheGrammar) {
+  ModelOptions o;
+  LoadedModel lm = load_model(std::string(FERRUM_SOURCE_DIR) + "/models/stories260K.gguf", o);
+  const Tokenizer& tok = *lm.tokenizer;
+  const int n = tok.n_vocab();
+  const auto g =
+      bind(std::make_shared<const Grammar>(compile_gbnf(read(test::data_path("grammar/gbnf/json.gbnf")))),
+           TokenVocab::from_tokenizer(tok));
+  const int32_t letter_q =
+      tok.encode("q", false, false).back();  // never allowed first: JSON starts otherwise
+  std::mt19937_64 rng(3);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (int config = 0; config < 6; ++config) {
+    RequestParams p;
+    p.prompt = {tok.bos_id()};
+    p.max_tokens = 300;
+    p.sampling.temperature = config == 0 ? 0.0f : 0.5f + 0.5f * config;
+    p.sampling.top_k = config % 2 ? 5 : 0;
+    p.sampling.top_p = config % 3 ? 0.9f : 1.0f;
+    p.sampling.min_p = config >= 3 ? 0.1f : 0.0f;
+    p.sampling.repeat_penalty = config >= 2 ? 1.3f : 1.0f;
+    p.sampling.presence_penalty = config >= 4 ? 0.5f : 0.0f;
+    p.sampling.frequency_penalty = config >= 4 ? 0.5f : 0.0f;
+    p.sampling.logit_bias[letter_q] = 100.0f;
+    p.sampling.seed = config;
+    p.grammar = g;
+    RequestOutput out(tok, p, n);
+    std::vector<int32_t> tokens = p.prompt;
+    std::string text, reason;
+    std::vector<float> logits(n);
+    for (int step = 0; step < 300 && reason.empty(); ++step) {
+      for (float& l : logits) l = normal(rng);
+      RequestEvent ev = out.on_logits(logits.data(), tokens, 4096);
+      text += ev.text;
+      if (ev.finished) reason = ev.finish_reason;
+    }
+    SCOPED_TRACE(text);
+    Matcher m(g->grammar);
+    ASSERT_TRUE(m.accept(text)) << "config " << config;
+    EXPECT_TRUE(reason == "length" || (reason == "stop" && m.can_end())) << reason;
+  }
+}
+
+}  // namespace
+}  // namespace ferrum::grammar
