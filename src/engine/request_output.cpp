@@ -42,12 +42,21 @@ RequestOutput::RequestOutput(const Tokenizer& tok, const RequestParams& p, int n
 const float* RequestOutput::constrained(const float* logits) {
   mask_->fill(allowed_, n_vocab_);
   masked_.assign(logits, logits + n_vocab_);
+  constexpr float kNone = -std::numeric_limits<float>::infinity();
   bool any = false;
-  for (int i = 0; i < n_vocab_; ++i) {
-    if (grammar::bit_set(allowed_, i))
+  // A word at a time: all-allowed words (free text) and all-masked words (a schema) are the rule.
+  for (int w = 0; w * 64 < n_vocab_; ++w) {
+    const uint64_t bits = allowed_[w];
+    const int begin = w * 64, end = std::min(n_vocab_, begin + 64);
+    if (bits == ~uint64_t{0} && end - begin == 64) {
       any = true;
-    else
-      masked_[i] = -std::numeric_limits<float>::infinity();
+    } else if (bits == 0) {
+      std::fill(masked_.begin() + begin, masked_.begin() + end, kNone);
+    } else {
+      any = true;
+      for (int i = begin; i < end; ++i)
+        if (!((bits >> (i - begin)) & 1)) masked_[i] = kNone;
+    }
   }
   return any ? masked_.data() : nullptr;
 }
