@@ -1,18 +1,20 @@
 #include "grammar/mask_cache.h"
 
+#include <algorithm>
+
 #include "grammar/matcher.h"
 
 namespace ferrum::grammar {
 
-std::shared_ptr<const StackMask> MaskCache::get(const std::vector<uint32_t>& top) {
+std::shared_ptr<const StackMask> MaskCache::get(const Key& key) {
   {
     std::lock_guard lk(mu_);
-    if (auto it = entries_.find(top); it != entries_.end()) return it->second;
+    if (auto it = entries_.find(key); it != entries_.end()) return it->second;
     if (entries_.size() >= kMaxEntries) return nullptr;
   }
-  auto m = compute(top);  // outside the lock: other sequences keep going (a race computes twice)
+  auto m = compute(key);  // outside the lock: other sequences keep going (a race computes twice)
   std::lock_guard lk(mu_);
-  return entries_.emplace(top, std::move(m)).first->second;
+  return entries_.emplace(key, std::move(m)).first->second;
 }
 
 size_t MaskCache::size() const {
@@ -20,7 +22,7 @@ size_t MaskCache::size() const {
   return entries_.size();
 }
 
-std::shared_ptr<const StackMask> MaskCache::compute(const std::vector<uint32_t>& top) const {
+std::shared_ptr<const StackMask> MaskCache::compute(const Key& key) const {
   auto out = std::make_shared<StackMask>();
   const TokenVocab& v = *v_;
   out->accepted.assign((static_cast<size_t>(v.size()) + 63) / 64, 0);
@@ -28,7 +30,9 @@ std::shared_ptr<const StackMask> MaskCache::compute(const std::vector<uint32_t>&
   std::vector<Matcher::State> states(v.max_depth + 1);
   // escaped[d]: the detached stack was exhausted somewhere along the first d bytes.
   std::vector<char> escaped(v.max_depth + 1, 0);
-  states[0] = {m.detached(top)};
+  for (const auto& top : key) states[0].push_back(m.detached(top));
+  std::sort(states[0].begin(), states[0].end());
+  states[0].erase(std::unique(states[0].begin(), states[0].end()), states[0].end());
   const auto n = static_cast<uint32_t>(v.byte.size());
   for (uint32_t i = 1; i < n;) {
     const uint32_t d = v.depth[i];

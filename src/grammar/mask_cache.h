@@ -1,12 +1,14 @@
-// Token masks of stack tops, shared by every sequence of a grammar (XGrammar's adaptive token
-// mask cache, keyed by the top of a stack instead of one grammar position).
+// Token masks of matcher states by the tops of their stacks, shared by every sequence of a
+// grammar (XGrammar's adaptive token mask cache, keyed by the tops of a state's stacks instead of
+// one grammar position).
 //
-// For the top kDepth positions of a stack, detached from what lies below (Matcher::detached),
-// one walk of the vocabulary trie sorts every token into: accepted whatever lies below (it is
-// matched before the detached stack is exhausted), rejected whatever lies below, or uncertain
-// (only reachable by returning below the detached part). Uncertain tokens are kept as trie
-// subtrees, which the mask re-walks from the real stack. Thread-safe; an entry is computed once
-// (one full trie walk) on first use and kept for the grammar's life, up to kMaxEntries.
+// A key is the top kDepth positions of each stack of a state (Matcher::top_positions), sorted.
+// From those stacks detached from what lies below them (Matcher::detached), one walk of the
+// vocabulary trie sorts every token into: accepted whatever lies below (matched before a detached
+// stack is exhausted), rejected whatever lies below, or uncertain (only reachable by returning
+// below the detached part). Uncertain tokens are kept as trie subtrees, which the mask re-walks
+// from the real state. Thread-safe; an entry is computed once (one full trie walk) on first use
+// and kept for the grammar's life, up to kMaxEntries.
 #pragma once
 
 #include <cstdint>
@@ -32,17 +34,19 @@ class MaskCache {
 
   MaskCache(std::shared_ptr<const Grammar> g, std::shared_ptr<const TokenVocab> v)
       : g_(std::move(g)), v_(std::move(v)) {}
-  // The entry for these top positions (top first); null when the cache is full.
-  std::shared_ptr<const StackMask> get(const std::vector<uint32_t>& top);
+  // A key: the stacks' top positions (each top first), sorted, without duplicates.
+  using Key = std::vector<std::vector<uint32_t>>;
+  // The entry of a key; null when the cache is full.
+  std::shared_ptr<const StackMask> get(const Key& key);
   size_t size() const;
 
  private:
-  std::shared_ptr<const StackMask> compute(const std::vector<uint32_t>& top) const;
+  std::shared_ptr<const StackMask> compute(const Key& key) const;
 
   std::shared_ptr<const Grammar> g_;
   std::shared_ptr<const TokenVocab> v_;
   mutable std::mutex mu_;
-  std::map<std::vector<uint32_t>, std::shared_ptr<const StackMask>> entries_;
+  std::map<Key, std::shared_ptr<const StackMask>> entries_;
 };
 
 }  // namespace ferrum::grammar

@@ -5,7 +5,6 @@
 namespace ferrum::grammar {
 
 namespace {
-constexpr size_t kMemoEntries = 32;
 inline void set_bit(std::vector<uint64_t>& bits, int32_t id) {
   bits[id >> 6] |= uint64_t{1} << (id & 63);
 }
@@ -14,23 +13,6 @@ inline void set_bit(std::vector<uint64_t>& bits, int32_t id) {
 TokenMask::TokenMask(std::shared_ptr<const CompiledGrammar> g, bool at_text_start)
     : g_(std::move(g)), m_(g_->grammar), strip_first_(at_text_start && g_->vocab->strip_first_space) {
   depth_states_.resize(g_->vocab->max_depth + 1);
-}
-
-void TokenMask::fill(std::vector<uint64_t>& bits, int n_bits) {
-  std::string key(reinterpret_cast<const char*>(m_.state().data()), m_.state().size() * sizeof(uint32_t));
-  key.push_back(strip_now() ? 1 : 0);
-  key.append(reinterpret_cast<const char*>(&n_bits), sizeof n_bits);
-  if (auto it = memo_.find(key); it != memo_.end()) {
-    bits = it->second;
-    return;
-  }
-  compute(bits, n_bits);
-  if (memo_.size() >= kMemoEntries) {
-    memo_.erase(memo_order_.front());
-    memo_order_.pop_front();
-  }
-  memo_.emplace(key, bits);
-  memo_order_.push_back(std::move(key));
 }
 
 std::shared_ptr<const CompiledGrammar> bind(std::shared_ptr<const Grammar> g,
@@ -87,15 +69,14 @@ void TokenMask::compute_walk(std::vector<uint64_t>& bits, int n_bits) {
   bits.resize((static_cast<size_t>(n_bits) + 63) / 64);
 }
 
-// The tokens of trie subtree `root` that stack `stack` accepts (its prefix matched from the stack).
-void TokenMask::walk_uncertain(uint32_t stack, uint32_t root, uint32_t& last_parent,
-                               std::vector<uint64_t>& bits) {
+// The tokens of trie subtree `root` that the current state accepts (its prefix matched first).
+void TokenMask::walk_uncertain(uint32_t root, uint32_t& last_parent, std::vector<uint64_t>& bits) {
   const TokenVocab& v = *g_->vocab;
   const uint32_t p = v.parent[root];
   if (p != last_parent) {
     path_.clear();
     for (uint32_t n = p; n != 0; n = v.parent[n]) path_.push_back(v.byte[n]);
-    depth_states_[0] = {stack};
+    depth_states_[0] = m_.state();
     for (size_t k = path_.size(); k-- > 0;) {
       const size_t d = path_.size() - k;
       m_.step(depth_states_[d - 1], path_[k], depth_states_[d]);
@@ -105,25 +86,23 @@ void TokenMask::walk_uncertain(uint32_t stack, uint32_t root, uint32_t& last_par
   if (!depth_states_[v.depth[p]].empty()) walk(root, v.subtree_end[root], bits, false);
 }
 
-void TokenMask::compute(std::vector<uint64_t>& bits, int n_bits) {
+void TokenMask::fill(std::vector<uint64_t>& bits, int n_bits) {
   if (!g_->masks || strip_now()) return compute_walk(bits, n_bits);
-  const TokenVocab& v = *g_->vocab;
-  start(bits, n_bits);
-  bits.resize(std::max(bits.size(), (static_cast<size_t>(v.size()) + 63) / 64));
-  const Matcher::State stacks = m_.state();
-  for (uint32_t s : stacks) {
+  key_.clear();
+  for (uint32_t s : m_.state()) {
     if (s == Matcher::kEnd) continue;
     m_.top_positions(s, MaskCache::kDepth, top_);
-    const auto sm = g_->masks->get(top_);
-    uint32_t last_parent = UINT32_MAX;
-    if (!sm) {  // the cache is full: walk everything from this stack
-      depth_states_[0] = {s};
-      walk(1, static_cast<uint32_t>(v.byte.size()), bits, false);
-      continue;
-    }
-    for (size_t w = 0; w < sm->accepted.size(); ++w) bits[w] |= sm->accepted[w];
-    for (uint32_t root : sm->uncertain) walk_uncertain(s, root, last_parent, bits);
+    key_.push_back(top_);
   }
+  std::sort(key_.begin(), key_.end());
+  key_.erase(std::unique(key_.begin(), key_.end()), key_.end());
+  const auto sm = g_->masks->get(key_);
+  if (!sm) return compute_walk(bits, n_bits);  // the cache is full
+  start(bits, n_bits);
+  bits.resize(std::max(bits.size(), sm->accepted.size()));
+  for (size_t w = 0; w < sm->accepted.size(); ++w) bits[w] |= sm->accepted[w];
+  uint32_t last_parent = UINT32_MAX;
+  for (uint32_t root : sm->uncertain) walk_uncertain(root, last_parent, bits);
   clear_beyond(bits, n_bits);
   bits.resize((static_cast<size_t>(n_bits) + 63) / 64);
 }

@@ -1,20 +1,16 @@
 // Constrained decoding for one sequence: which tokens the grammar allows next (a bit per token id),
 // accepting the sampled token, and rolling back accepted tokens (speculative verification).
 //
-// The mask is the union over the state's stacks of each stack top's cached mask (mask_cache.h)
-// plus the cache's uncertain trie subtrees walked from the real stack; the first token when a
+// The mask is the cached mask of the tops of the state's stacks (mask_cache.h) plus the cache's
+// uncertain trie subtrees walked from the real state; the first token when a
 // leading space is stripped, or a full cache, takes a full walk of the vocabulary trie from the
 // state (a trie node's byte is matched once for every token sharing that prefix, and a rejected
-// prefix skips its subtree). Masks are also memoized per matcher state (a JSON string's body: the
-// state repeats from token to token). End-of-generation tokens are allowed exactly where the
-// grammar may end; tokens with no bytes (control, unused) never are.
+// prefix skips its subtree). End-of-generation tokens are allowed exactly where the grammar may
+// end; tokens with no bytes (control, unused) never are.
 #pragma once
 
 #include <cstdint>
-#include <list>
 #include <memory>
-#include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "grammar/grammar.h"
@@ -52,9 +48,7 @@ class TokenMask {
   bool done() const { return m_.done(); }
   size_t n_accepted() const { return m_.history_size(); }
 
-  // Without the per-state memo: from the stack-top cache, or a full trie walk (for the
-  // benchmark and tests; both give the same mask).
-  void compute(std::vector<uint64_t>& bits, int n_bits);
+  // The same mask by a full trie walk from the state, without the cache (tests, benchmark).
   void compute_walk(std::vector<uint64_t>& bits, int n_bits);
 
  private:
@@ -62,7 +56,7 @@ class TokenMask {
   // Sets the bits of the tokens in trie nodes [begin, end) matched from depth_states_ at
   // depth[begin] - 1.
   void walk(uint32_t begin, uint32_t end, std::vector<uint64_t>& bits, bool strip);
-  void walk_uncertain(uint32_t stack, uint32_t root, uint32_t& last_parent, std::vector<uint64_t>& bits);
+  void walk_uncertain(uint32_t root, uint32_t& last_parent, std::vector<uint64_t>& bits);
   void start(std::vector<uint64_t>& bits, int n_bits) const;
   void clear_beyond(std::vector<uint64_t>& bits, int n_bits) const;
 
@@ -71,10 +65,8 @@ class TokenMask {
   bool strip_first_;
   std::vector<Matcher::State> depth_states_;  // the walk's state after each depth of the prefix
   std::vector<uint32_t> top_;                 // scratch: a stack's top positions
+  MaskCache::Key key_;                        // scratch: the state's key in the mask cache
   std::vector<uint8_t> path_;                 // scratch: a trie node's prefix
-  // Memo: state (+ first-token flag) -> mask, bounded (oldest entry evicted).
-  std::unordered_map<std::string, std::vector<uint64_t>> memo_;
-  std::list<std::string> memo_order_;
 };
 
 inline bool bit_set(const std::vector<uint64_t>& bits, int32_t id) {

@@ -121,7 +121,7 @@ TEST(TokenMask, ByteLevelBpeVocabularyNeverMasksTheValidContinuation) {
   check_vocabulary(*tok);
 }
 
-TEST(TokenMask, RollbackRestoresTheMaskAndMemoMatchesAFreshWalk) {
+TEST(TokenMask, RollbackRestoresTheMaskAndTheCacheMatchesAFreshWalk) {
   auto tok = load_tokenizer(test::data_path("models/qwen2/gguf/qwen2-Q4_0.gguf"));
   auto g = compiled(read(test::data_path("grammar/gbnf/json.gbnf")), *tok);
   TokenMask mask(g, true);
