@@ -11,7 +11,8 @@ void SamplingParams::validate() const {
   if (!std::isfinite(temperature)) fail("temperature must be a finite number");
   if (top_p <= 0.0f || top_p > 1.0f || !std::isfinite(top_p)) fail("top_p must be in (0, 1], got {}", top_p);
   if (min_p < 0.0f || min_p > 1.0f || !std::isfinite(min_p)) fail("min_p must be in [0, 1], got {}", min_p);
-  if (repeat_penalty <= 0.0f || !std::isfinite(repeat_penalty)) fail("repeat_penalty must be > 0, got {}", repeat_penalty);
+  if (repeat_penalty <= 0.0f || !std::isfinite(repeat_penalty))
+    fail("repeat_penalty must be > 0, got {}", repeat_penalty);
   if (!std::isfinite(presence_penalty) || presence_penalty < -2.0f || presence_penalty > 2.0f)
     fail("presence_penalty must be in [-2, 2], got {}", presence_penalty);
   if (!std::isfinite(frequency_penalty) || frequency_penalty < -2.0f || frequency_penalty > 2.0f)
@@ -37,10 +38,12 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> history) {
   for (const auto& [id, bias] : p_.logit_bias)
     if (id >= 0 && id < n_vocab_) cand_[id].first += bias;
 
-  const bool penalties = p_.repeat_penalty != 1.0f || p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f;
+  const bool penalties =
+      p_.repeat_penalty != 1.0f || p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f;
   if (penalties && !history.empty()) {
     counts_.clear();
-    const size_t n = p_.penalty_last_n < 0 ? history.size() : std::min<size_t>(history.size(), p_.penalty_last_n);
+    const size_t n =
+        p_.penalty_last_n < 0 ? history.size() : std::min<size_t>(history.size(), p_.penalty_last_n);
     for (size_t i = history.size() - n; i < history.size(); ++i) counts_[history[i]]++;
     for (const auto& [id, count] : counts_) {
       if (id < 0 || id >= n_vocab_) continue;
@@ -58,7 +61,9 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> history) {
   }
 
   // Sort candidates by logit (descending, lower id first on ties); top-k limits the sort.
-  auto better = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+  auto better = [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  };
   size_t k = cand_.size();
   if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < k) {
     k = p_.top_k;
