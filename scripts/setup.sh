@@ -16,6 +16,7 @@ PACKAGES=(
   libpcre2-dev                      # Unicode regex for BPE pre-tokenizers
   libmicrohttpd-dev                 # HTTP server (ferrum serve)
   libcpp-httplib-dev                # HTTP client of the server tests
+  python3-jsonschema                # independent JSON Schema validator of the grammar tests
 )
 
 # Node.js + npm run the OpenAI-client test (tests/server-node); any existing install will do.

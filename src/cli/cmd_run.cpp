@@ -3,7 +3,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "chat/chat_prompt.h"
 #include "cli/commands.h"
@@ -11,6 +13,7 @@
 #include "core/fail.h"
 #include "engine/engine.h"
 #include "engine/loader.h"
+#include "grammar/grammar_cache.h"
 
 namespace ferrum::cli {
 namespace {
@@ -27,7 +30,32 @@ struct RunFlags {
   bool no_chat = false;
   bool layout_given = false;
   std::string system;
+  std::string grammar_file, schema_file;  // constrained decoding (one of them)
 };
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot read '{}'", path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The grammar of --grammar / --json-schema (null without either); errors name the file.
+std::shared_ptr<const grammar::CompiledGrammar> load_grammar(const RunFlags& f, const Tokenizer& tok) {
+  if (f.grammar_file.empty() && f.schema_file.empty()) return nullptr;
+  if (!f.grammar_file.empty() && !f.schema_file.empty())
+    fail("--grammar and --json-schema exclude each other");
+  const bool gbnf = !f.grammar_file.empty();
+  const std::string& path = gbnf ? f.grammar_file : f.schema_file;
+  grammar::GrammarSpec spec{gbnf ? grammar::GrammarSpec::Kind::Gbnf : grammar::GrammarSpec::Kind::JsonSchema,
+                            read_file(path)};
+  try {
+    return grammar::GrammarCache(tok, 1).get(spec);
+  } catch (const Error& e) {
+    fail("{}: {}", path, e.what());
+  }
+}
 
 // Generation through the engine (one sequence at a time), so `ferrum run` and `ferrum serve`
 // share one generation loop and one output path.
@@ -47,6 +75,7 @@ class RunSession {
     spec_ = make_spec(f.spec, f.model, lm);
     eo.spec = spec_.options;
     engine_ = std::make_unique<Engine>(*lm.model, *lm.tokenizer, eo);
+    grammar_ = load_grammar(f, *lm.tokenizer);
   }
 
   // Streams the continuation of `prompt` to stdout (after the prompt's own text when echo is
@@ -67,6 +96,7 @@ class RunSession {
     p.ignore_eos = f_.ignore_eos;
     p.stop = f_.stop;
     p.at_text_start = shown.empty();
+    p.grammar = grammar_;
     const auto t0 = std::chrono::steady_clock::now();
     std::shared_ptr<RequestHandle> h = engine_->submit(std::move(p));
     std::string text;
@@ -119,6 +149,7 @@ class RunSession {
   const RunFlags& f_;
   SpecSetup spec_;
   std::unique_ptr<Engine> engine_;
+  std::shared_ptr<const grammar::CompiledGrammar> grammar_;
 };
 
 // Interactive chat with the model's own template. The conversation is re-rendered every turn;
@@ -214,6 +245,9 @@ Runner add_run(CLI::App& app) {
   sub->add_flag("--no-chat", f->no_chat,
                 "interactive mode: plain text continuation even if the model has a chat template");
   sub->add_option("--system", f->system, "interactive chat: a system message");
+  sub->add_option("--grammar", f->grammar_file, "constrain the output to this GBNF grammar (file)");
+  sub->add_option("--json-schema", f->schema_file,
+                  "constrain the output to JSON matching this schema (file)");
   return [f, sub] {
     f->layout_given = sub->count("--kv-layout") > 0;
     f->sampling.validate();

@@ -37,6 +37,7 @@ Runner add_detokenize(CLI::App& app);
 Runner add_template(CLI::App& app);
 Runner add_serve(CLI::App& app);
 Runner add_bench(CLI::App& app);
+Runner add_grammar_bench(CLI::App& app);
 Runner add_make_model(CLI::App& app);  // hidden: random-weight models for benchmarks
 
 }  // namespace ferrum::cli

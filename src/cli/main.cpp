@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   add(ferrum::cli::add_template);
   add(ferrum::cli::add_serve);
   add(ferrum::cli::add_bench);
+  add(ferrum::cli::add_grammar_bench);
   add(ferrum::cli::add_make_model);
   try {
     app.parse(argc, argv);

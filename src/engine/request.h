@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -17,6 +18,10 @@
 
 namespace ferrum {
 
+namespace grammar {
+struct CompiledGrammar;
+}
+
 struct RequestParams {
   std::vector<int32_t> prompt;
   int max_tokens = -1;  // -1: until the context is full
@@ -26,6 +31,8 @@ struct RequestParams {
   int logprobs = -1;          // -1: off; otherwise also this many top alternatives (0..20)
   bool at_text_start = true;  // false when the output continues the prompt's text (completions)
   bool speculative = true;    // false: no speculative decoding for this request (when the engine has it)
+  // Constrained decoding: the output must match this grammar (grammar/grammar_cache.h); null: free.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
 };
 
 struct TokenLogprob {

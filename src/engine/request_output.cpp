@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
+
+#include "core/fail.h"
 
 namespace ferrum {
 
@@ -32,11 +35,56 @@ RequestOutput::RequestOutput(const Tokenizer& tok, const RequestParams& p, int n
       n_vocab_(n_vocab),
       sampler_(p.sampling, n_vocab),
       dec_(tok, /*skip_special=*/true, p.at_text_start),
-      stop_(p.stop) {}
+      stop_(p.stop) {
+  if (p.grammar) mask_ = std::make_unique<grammar::TokenMask>(p.grammar, p.at_text_start);
+}
+
+const float* RequestOutput::constrained(const float* logits) {
+  mask_->fill(allowed_, n_vocab_);
+  masked_.assign(logits, logits + n_vocab_);
+  constexpr float kNone = -std::numeric_limits<float>::infinity();
+  bool any = false;
+  // A word at a time: all-allowed words (free text) and all-masked words (a schema) are the rule.
+  for (int w = 0; w * 64 < n_vocab_; ++w) {
+    const uint64_t bits = allowed_[w];
+    const int begin = w * 64, end = std::min(n_vocab_, begin + 64);
+    if (bits == ~uint64_t{0} && end - begin == 64) {
+      any = true;
+    } else if (bits == 0) {
+      std::fill(masked_.begin() + begin, masked_.begin() + end, kNone);
+    } else {
+      any = true;
+      for (int i = begin; i < end; ++i)
+        if (!((bits >> (i - begin)) & 1)) masked_[i] = kNone;
+    }
+  }
+  return any ? masked_.data() : nullptr;
+}
+
+RequestEvent RequestOutput::failed(RequestEvent ev, const std::string& message) {
+  ev.error = message;
+  return finish_now(std::move(ev), "error");
+}
+
+RequestEvent RequestOutput::finish_now(RequestEvent ev, std::string reason) {
+  ev.text += finish_text(reason);
+  ev.finished = true;
+  ev.finish_reason = reason;
+  return ev;
+}
 
 RequestEvent RequestOutput::on_logits(const float* logits, std::vector<int32_t>& tokens, int64_t context) {
   RequestEvent ev;
-  emit(sampler_.sample(logits, tokens), logits, tokens, context, ev);
+  // A grammar error (its output nesting past the matcher's bound) ends this request alone.
+  try {
+    const float* from = allowed(logits);
+    if (!from) return grammar_end(std::move(ev));
+    const int32_t id = sampler_.sample(from, tokens);
+    if (!grammar_accepts(id)) return excluded(std::move(ev), id);
+    emit(id, logits, tokens, context, ev);
+  } catch (const Error& e) {
+    return failed(std::move(ev), e.what());
+  }
   return ev;
 }
 
@@ -45,20 +93,48 @@ RequestEvent RequestOutput::on_verify(const float* rows, std::span<const int32_t
                                       int64_t context, int& accepted) {
   RequestEvent ev;
   accepted = 0;
-  for (size_t i = 0; i <= draft.size(); ++i) {
-    const float* row = rows + i * static_cast<size_t>(n_vocab_);
-    const std::span<const TokenProb> p = sampler_.distribution(row, tokens);
-    if (i == draft.size()) {  // every draft accepted: the target's own next token
-      emit(sampler_.draw(p), row, tokens, context, ev);
-      break;
+  try {
+    for (size_t i = 0; i <= draft.size(); ++i) {
+      const float* row = rows + i * static_cast<size_t>(n_vocab_);
+      // The grammar has seen the tokens emitted so far (never a rejected draft): no rollback.
+      const float* from = allowed(row);
+      if (!from) return grammar_end(std::move(ev));
+      const std::span<const TokenProb> p = sampler_.distribution(from, tokens);
+      const bool last = i == draft.size();  // every draft accepted: the model's own next token
+      const int32_t id = last ? sampler_.draw(p)
+                              : sampler_.verify(p, draft[i],
+                                                i < q.size() ? std::span<const TokenProb>(q[i])
+                                                             : std::span<const TokenProb>());
+      if (!grammar_accepts(id)) return excluded(std::move(ev), id);
+      const bool ok = !last && id == draft[i];
+      accepted += ok;
+      if (emit(id, row, tokens, context, ev) || !ok) break;
     }
-    const int32_t id = sampler_.verify(
-        p, draft[i], i < q.size() ? std::span<const TokenProb>(q[i]) : std::span<const TokenProb>());
-    const bool ok = id == draft[i];
-    accepted += ok;
-    if (emit(id, row, tokens, context, ev) || !ok) break;
+  } catch (const Error& e) {
+    return failed(std::move(ev), e.what());
   }
   return ev;
+}
+
+// The logits to sample from: with a grammar, its disallowed tokens at -inf (null when it allows
+// none); otherwise `logits` itself.
+const float* RequestOutput::allowed(const float* logits) {
+  return mask_ ? constrained(logits) : logits;
+}
+
+// No token of the vocabulary can continue the grammar: done if it may end here, else an error.
+RequestEvent RequestOutput::grammar_end(RequestEvent ev) {
+  if (mask_->can_end()) return finish_now(std::move(ev), "stop");
+  return failed(std::move(ev), "grammar: no token of the vocabulary can continue the output");
+}
+
+bool RequestOutput::grammar_accepts(int32_t id) {
+  return !mask_ || mask_->accept_token(id);
+}
+
+RequestEvent RequestOutput::excluded(RequestEvent ev, int32_t id) {
+  return failed(std::move(ev),
+                fmt::format("grammar: the sampler chose token {}, which the mask excludes", id));
 }
 
 // Appends one chosen token and runs it through logprobs, detokenizer, stop strings and the
@@ -72,15 +148,13 @@ bool RequestOutput::emit(int32_t id, const float* logits, std::vector<int32_t>& 
   const bool eog = !p_.ignore_eos && tok_.is_eog(id);
   if (!eog) ev.text += stop_.push(dec_.push(id));
   std::string reason;
-  if (stop_.stopped() || eog)
+  if (stop_.stopped() || eog || (mask_ && mask_->done()))
     reason = "stop";
   else if ((p_.max_tokens >= 0 && n_generated_ >= p_.max_tokens) ||
            static_cast<int64_t>(tokens.size()) >= context)
     reason = "length";
   if (reason.empty()) return false;
-  ev.text += finish_text(reason);
-  ev.finished = true;
-  ev.finish_reason = reason;
+  ev = finish_now(std::move(ev), std::move(reason));
   return true;
 }
 

@@ -1,6 +1,10 @@
 // Output processing of one request: logits -> sampler -> logprobs -> detokenizer -> stop strings
 // -> finish rules (end-of-generation token, max_tokens, context full). The one path every
 // generated token takes, in `ferrum serve` and `ferrum run` alike (both go through the Engine).
+// With a grammar, the tokens it does not allow get -inf logits before the sampler's chain (so
+// every sampling setting applies to the allowed ones), end-of-generation is allowed only where
+// the grammar may end, and a completed grammar finishes the request ("stop"). Log-probabilities
+// stay those of the raw logits.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +17,7 @@
 #include "engine/stop.h"
 #include "ferrum/sampler.h"
 #include "ferrum/tokenizer.h"
+#include "grammar/token_mask.h"
 
 namespace ferrum {
 
@@ -42,6 +47,14 @@ class RequestOutput {
  private:
   bool emit(int32_t id, const float* logits, std::vector<int32_t>& tokens, int64_t context, RequestEvent& ev);
   std::string finish_text(std::string& reason);
+  // The logits with the grammar's disallowed tokens at -inf; null when no token is allowed.
+  const float* constrained(const float* logits);
+  RequestEvent finish_now(RequestEvent ev, std::string reason);
+  const float* allowed(const float* logits);
+  RequestEvent grammar_end(RequestEvent ev);
+  bool grammar_accepts(int32_t id);
+  RequestEvent failed(RequestEvent ev, const std::string& message);  // finish_reason "error"
+  RequestEvent excluded(RequestEvent ev, int32_t id);                // the mask excluded the choice
 
   const Tokenizer& tok_;
   const RequestParams& p_;
@@ -50,6 +63,9 @@ class RequestOutput {
   StreamDecoder dec_;
   StopMatcher stop_;
   int n_generated_ = 0;
+  std::unique_ptr<grammar::TokenMask> mask_;
+  std::vector<uint64_t> allowed_;
+  std::vector<float> masked_;
 };
 
 // Log-probability of the chosen token and the n best alternatives under the raw logits.

@@ -121,11 +121,13 @@ int32_t Sampler::draw(std::span<const TokenProb> dist) {
   std::uniform_real_distribution<double> uni(0.0, 1.0);
   const double r = uni(rng_);
   double cum = 0.0;
+  const TokenProb* last = &dist.front();  // rounding can leave r above the sum: the last token with mass
   for (const TokenProb& t : dist) {
     cum += t.p;
     if (r < cum) return t.id;
+    if (t.p > 0) last = &t;
   }
-  return dist.back().id;
+  return last->id;
 }
 
 int32_t Sampler::verify(std::span<const TokenProb> p, int32_t draft, std::span<const TokenProb> q) {

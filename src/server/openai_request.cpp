@@ -58,6 +58,44 @@ void check_model(const json& b, const std::vector<std::string>& names, ParsedReq
         "invalid_request_error", "model", "model_not_found");
 }
 
+// `response_format` ({"type": "text" | "json_object" | "json_schema", "json_schema": {"name",
+// "schema", "strict"}}) and llama.cpp's `grammar` (GBNF text); the grammar itself is compiled
+// (and its errors reported) by the server.
+void parse_grammar(const json& b, ParsedRequest& r) {
+  using Kind = grammar::GrammarSpec::Kind;
+  if (has(b, "grammar")) {
+    if (!b["grammar"].is_string()) bad("grammar", "'grammar' must be a string (GBNF)");
+    r.grammar = grammar::GrammarSpec{Kind::Gbnf, b["grammar"].get<std::string>()};
+    r.grammar_param = "grammar";
+  }
+  if (!has(b, "response_format")) return;
+  const json& rf = b["response_format"];
+  if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string())
+    bad("response_format", "'response_format' must be an object with a string 'type'");
+  const std::string type = rf["type"].get<std::string>();
+  if (type == "text") return;
+  if (r.grammar) bad("grammar", "'grammar' and a JSON 'response_format' exclude each other");
+  r.grammar_param = "response_format";
+  if (type == "json_object") {
+    r.grammar = grammar::GrammarSpec{Kind::JsonObject, ""};
+    return;
+  }
+  if (type != "json_schema")
+    bad("response_format.type",
+        fmt::format("response_format type '{}' is not supported (text, json_object, json_schema)", type));
+  if (!rf.contains("json_schema") || !rf["json_schema"].is_object())
+    bad("response_format.json_schema", "response_format 'json_schema' must be an object with a 'schema'");
+  const json& js = rf["json_schema"];
+  if (js.contains("name") && !js["name"].is_string())
+    bad("response_format.json_schema.name", "'name' must be a string");
+  if (js.contains("strict") && !js["strict"].is_null() && !js["strict"].is_boolean())
+    bad("response_format.json_schema.strict", "'strict' must be a boolean");
+  if (!js.contains("schema") || !(js["schema"].is_object() || js["schema"].is_boolean()))
+    bad("response_format.json_schema.schema", "response_format json_schema needs a 'schema' object");
+  r.grammar = grammar::GrammarSpec{Kind::JsonSchema, js["schema"].dump()};
+  r.grammar_param = "response_format.json_schema.schema";
+}
+
 // Fields shared by both endpoints. OpenAI defaults: temperature 1, top_p 1, no top-k / min-p.
 void parse_common(const json& b, const Tokenizer& tok, ParsedRequest& r) {
   SamplingParams& s = r.params.sampling;
@@ -131,6 +169,7 @@ void parse_common(const json& b, const Tokenizer& tok, ParsedRequest& r) {
   if (has(b, "ignore_eos")) r.params.ignore_eos = get_bool(b, "ignore_eos");
   // ferrum's own: false turns speculative decoding off for this request (when the server has it).
   if (has(b, "speculative")) r.params.speculative = get_bool(b, "speculative");
+  parse_grammar(b, r);
   if (has(b, "stream")) r.stream = get_bool(b, "stream");
   if (has(b, "stream_options")) {
     const json& so = b["stream_options"];

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "chat/chat_prompt.h"
 #include "engine/request.h"
 #include "ferrum/tokenizer.h"
+#include "grammar/grammar_cache.h"
 
 namespace ferrum::server {
 
@@ -19,6 +21,10 @@ struct ParsedRequest {
   bool include_usage = false;
   bool logprobs = false;  // chat: logprobs flag; completions: logprobs != null
   std::string model;      // as the client named it ("" when absent)
+  // Constrained decoding asked for by `response_format` (json_object, json_schema) or llama.cpp's
+  // `grammar` (GBNF); compiled by the server (grammar_param names the field for a 400).
+  std::optional<grammar::GrammarSpec> grammar;
+  std::string grammar_param;
 };
 
 // `served_names`: model ids this server answers to (an unknown `model` is a 404).

@@ -63,6 +63,7 @@ Server::Server(Engine* engine, Embedder* embedder, ServerOptions opt)
   if (opt_.model_name.empty()) opt_.model_name = cfg_name.empty() ? "ferrum" : cfg_name;
   names_ = {opt_.model_name, "ferrum"};
   if (engine_) chat_ = std::make_unique<chat::ChatPrompt>(engine_->tokenizer());
+  if (engine_) grammars_ = std::make_unique<grammar::GrammarCache>(engine_->tokenizer());
   created_ = static_cast<int64_t>(std::time(nullptr));
   HttpLimits lim;
   lim.max_body_bytes = opt_.max_body_bytes;
@@ -213,6 +214,13 @@ void Server::generate(const HttpRequest& req, HttpResponse& res, const ClientPro
   const json body = parse_json_body(req.body);
   ParsedRequest pr = chat ? parse_chat_request(body, tok, *chat_, names_, opt_.special_tokens_in_messages)
                           : parse_completion_request(body, tok, names_);
+  if (pr.grammar) {
+    try {
+      pr.params.grammar = grammars_->get(*pr.grammar);
+    } catch (const Error& e) {  // an invalid grammar or schema, or an unsupported keyword
+      throw ApiError(400, e.what(), "invalid_request_error", pr.grammar_param);
+    }
+  }
   auto handle = engine_->submit(std::move(pr.params));
   AnswerHeader h{new_id(chat ? "chatcmpl" : "cmpl"), opt_.model_name,
                  static_cast<int64_t>(std::time(nullptr)), chat};

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "grammar/grammar_cache.h"
 
 namespace ferrum::chat {
 class ChatPrompt;
@@ -72,6 +73,7 @@ class Server {
   std::vector<std::string> names_;
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<chat::ChatPrompt> chat_;
+  std::unique_ptr<grammar::GrammarCache> grammars_;  // compiled response_format / grammar, LRU
   int port_ = -1;
   std::atomic<uint64_t> http_requests_{0}, http_errors_{0};
   int64_t created_ = 0;

@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "engine/loader.h"
 #include "engine/ngram_proposer.h"
+#include "grammar/grammar_cache.h"
 #include "greedy_reference.h"
 #include "test_util.h"
 
@@ -240,6 +241,36 @@ TEST(Speculative, NoDraftsInStepsAboveTheBatchLimit) {
     else
       EXPECT_GT(eng.stats().spec_proposed, 0u);
     eng.shutdown(/*drain=*/false);
+  }
+}
+
+// With a grammar, each verified position is masked by the grammar state of the tokens emitted
+// before it: greedy output with speculation is the constrained greedy output without it.
+TEST(Speculative, WithAGrammarTheOutputIsTheConstrainedGreedyOutput) {
+  LoadedModel target = load(stories());
+  grammar::GrammarCache grammars(*target.tokenizer);
+  const auto json_object = grammars.get({grammar::GrammarSpec::Kind::JsonObject, ""});
+  auto run = [&](std::shared_ptr<Proposer> proposer) {
+    EngineOptions eo;
+    eo.kv = kv_options("paged");
+    eo.spec.proposer = std::move(proposer);
+    Engine eng(*target.model, *target.tokenizer, eo);
+    RequestParams p = greedy_request({target.tokenizer->bos_id()}, 120);
+    p.grammar = json_object;
+    const Output o = collect(*eng.submit(p));
+    return std::make_pair(o, eng.stats());
+  };
+  const auto [plain, plain_stats] = run(nullptr);
+  ASSERT_FALSE(plain.text.empty());
+  EXPECT_EQ(plain.text.front(), '{') << plain.text;
+  for (auto proposer : {std::shared_ptr<Proposer>(std::make_shared<NgramProposer>(NgramOptions{1, 4})),
+                        std::shared_ptr<Proposer>(std::make_shared<DraftModelProposer>(
+                            *target.model, target.model->config().n_vocab))}) {
+    const auto [got, st] = run(proposer);
+    EXPECT_EQ(got.tokens, plain.tokens) << proposer->name();
+    EXPECT_EQ(got.text, plain.text) << proposer->name();
+    EXPECT_EQ(got.finish_reason, plain.finish_reason) << proposer->name();
+    EXPECT_GT(st.spec_verify_steps, 0u) << proposer->name();
   }
 }
 
