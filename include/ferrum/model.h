@@ -18,6 +18,8 @@
 
 namespace ferrum {
 
+class LoraAdapter;  // ferrum/lora.h
+
 // Exact: activations stay F32 in every matmul (reference path).
 // Fast:  activations are quantized/rounded to the weight type's partner as llama.cpp does.
 enum class Precision { Exact, Fast };
@@ -47,6 +49,9 @@ struct SeqInput {
   std::span<const float> embeds;
   Want logits = Want::Last;
   Want hidden = Want::None;
+  // A LoRA adapter loaded for this model (ferrum/lora.h) that this sequence's products add, or
+  // null for the base model. It must stay alive during the call.
+  const LoraAdapter* lora = nullptr;
 
   int64_t size(int64_t n_embd) const {
     return tokens.empty() ? static_cast<int64_t>(embeds.size()) / n_embd

@@ -176,6 +176,7 @@ int64_t LlamaModel::plan(runtime::KvCache& kv, std::span<const SeqInput> batch, 
     requests_.emplace_back(it.seq, kv.len(it.seq) + m);
     n += m;
   }
+  lora_.plan(batch, d, LoraAdapter::shape_of(cfg_));
   kv.reserve(requests_);  // all or nothing
   ensure_workspace(n);
   return n;
@@ -217,6 +218,8 @@ void LlamaModel::run_layer(int l, runtime::KvCache& kv, std::span<const SeqInput
   Layer& L = layers_[kl];
   for (int64_t t = 0; t < n; ++t) kernels::rms_norm(&x_[t * d], L.attn_norm, &h_[t * d], d, eps);
   matmul(L.qkv, h_.data(), d, n, qkv_.data(), wqkv);
+  LoraBatch* lora = lora_.active() ? &lora_ : nullptr;
+  if (lora) lora->apply(l, LoraSite::Qkv, h_.data(), d, qkv_.data(), wqkv, pool_, kprec_, mm_scratch_);
   for (int64_t t = 0; t < n; ++t) {
     float* row = &qkv_[t * wqkv];
     if (L.bias_qkv) kernels::add_inplace(row, L.bias_qkv, wqkv);
@@ -245,10 +248,11 @@ void LlamaModel::run_layer(int l, runtime::KvCache& kv, std::span<const SeqInput
   ap.sliding_window = cfg_.sliding_window;
   kernels::attention(ap, jobs_.data(), static_cast<int>(jobs_.size()), pool_, attn_scratch_);
   matmul(L.wo, attn_.data(), qd, n, tmp_.data(), d);
+  if (lora) lora->apply(l, LoraSite::Out, attn_.data(), qd, tmp_.data(), d, pool_, kprec_, mm_scratch_);
   kernels::add_inplace(x_.data(), tmp_.data(), n * d);
 
   for (int64_t t = 0; t < n; ++t) kernels::rms_norm(&x_[t * d], L.ffn_norm, &h_[t * d], d, eps);
-  FfnContext fctx{pool_, kprec_, mm_scratch_};
+  FfnContext fctx{pool_, kprec_, mm_scratch_, lora, l};
   L.ffn->forward(h_.data(), n, tmp_.data(), fctx);
   kernels::add_inplace(x_.data(), tmp_.data(), n * d);
 }
