@@ -43,6 +43,7 @@ class RunSession {
     eo.max_batched_tokens = 512;
     eo.max_waiting = 0;
     engine_ = std::make_unique<Engine>(*lm.model, *lm.tokenizer, eo);
+    lora_ = f.model.load_adapter(*lm.model);
   }
 
   // Streams the continuation of `prompt` to stdout (after the prompt's own text when echo is
@@ -63,6 +64,7 @@ class RunSession {
     p.ignore_eos = f_.ignore_eos;
     p.stop = f_.stop;
     p.at_text_start = shown.empty();
+    p.lora = lora_;
     const auto t0 = std::chrono::steady_clock::now();
     std::shared_ptr<RequestHandle> h = engine_->submit(std::move(p));
     std::string text;
@@ -99,6 +101,7 @@ class RunSession {
   LoadedModel& lm_;
   const RunFlags& f_;
   std::unique_ptr<Engine> engine_;
+  std::shared_ptr<const LoraAdapter> lora_;  // --lora, for every request
 };
 
 // Interactive chat with the model's own template. The conversation is re-rendered every turn;
@@ -173,6 +176,7 @@ Runner add_run(CLI::App& app) {
   auto f = std::make_shared<RunFlags>();
   CLI::App* sub = app.add_subcommand("run", "generate text from a prompt, streaming it as it is produced");
   f->model.add(sub, true);
+  f->model.add_lora(sub);
   sub->add_option("-p,--prompt", f->prompt, "prompt text (no prompt on a terminal: interactive loop)");
   sub->add_option("-n,--max-tokens", f->max_tokens, "maximum number of tokens to generate")
       ->check(CLI::NonNegativeNumber);

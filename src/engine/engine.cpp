@@ -89,6 +89,7 @@ std::shared_ptr<RequestHandle> Engine::submit(RequestParams p) {
   s->n_prompt = p.prompt.size();
   s->t_submit = Clock::now();
   s->p = std::move(p);
+  s->lora = s->p.lora.get();
   s->out = std::make_unique<RequestOutput>(tok_, s->p, n_vocab_);
   std::shared_ptr<RequestHandle> h;
   {

@@ -7,12 +7,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "ferrum/lora.h"
 #include "ferrum/sampler.h"
 
 namespace ferrum {
@@ -25,6 +27,8 @@ struct RequestParams {
   bool ignore_eos = false;
   int logprobs = -1;          // -1: off; otherwise also this many top alternatives (0..20)
   bool at_text_start = true;  // false when the output continues the prompt's text (completions)
+  // A LoRA adapter loaded for the engine's model (ferrum/lora.h); null: the base model.
+  std::shared_ptr<const LoraAdapter> lora;
 };
 
 struct TokenLogprob {

@@ -65,6 +65,7 @@ void SchedulePolicy::plan() {
       it.seq = r->seq_id;
       it.tokens = std::span<const int32_t>(r->tokens.data() + r->n_computed, n);
       it.logits = r->n_computed + n == static_cast<int64_t>(r->tokens.size()) ? Want::Last : Want::None;
+      it.lora = r->lora;
       items_.push_back(it);
       owners_.push_back(r);
     }

@@ -27,6 +27,7 @@ struct ScheduledSeq {
   int seq_id = -1;         // the cache sequence while running; -1 while waiting
   int64_t cached = 0;      // prompt tokens the prefix cache served at first admission
   bool admitted_once = false;
+  const LoraAdapter* lora = nullptr;  // the adapter of its forward items (owned by the request)
 
   int64_t n_generated() const { return static_cast<int64_t>(tokens.size() - n_prompt); }
 };
