@@ -43,5 +43,6 @@ Runner add_template(CLI::App& app);
 Runner add_serve(CLI::App& app);
 Runner add_bench(CLI::App& app);
 Runner add_make_model(CLI::App& app);  // hidden: random-weight models for benchmarks
+Runner add_make_lora(CLI::App& app);   // hidden: random LoRA adapters for benchmarks
 
 }  // namespace ferrum::cli
