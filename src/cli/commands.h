@@ -42,6 +42,7 @@ Runner add_detokenize(CLI::App& app);
 Runner add_template(CLI::App& app);
 Runner add_serve(CLI::App& app);
 Runner add_bench(CLI::App& app);
+Runner add_export_lora(CLI::App& app);
 Runner add_make_model(CLI::App& app);  // hidden: random-weight models for benchmarks
 Runner add_make_lora(CLI::App& app);   // hidden: random LoRA adapters for benchmarks
 

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   add(ferrum::cli::add_template);
   add(ferrum::cli::add_serve);
   add(ferrum::cli::add_bench);
+  add(ferrum::cli::add_export_lora);
   add(ferrum::cli::add_make_model);
   add(ferrum::cli::add_make_lora);
   try {

@@ -230,7 +230,10 @@ LoraSpec parse_lora_spec(const std::string& s) {
 }
 
 std::shared_ptr<const LoraAdapter> load_lora(const Model& model, std::span<const LoraSpec> specs) {
-  const ModelConfig& c = model.config();
+  return load_lora_for(model.config(), specs);
+}
+
+std::shared_ptr<const LoraAdapter> load_lora_for(const ModelConfig& c, std::span<const LoraSpec> specs) {
   if (c.arch == Arch::Bert) fail("LoRA adapters are for decoders; '{}' is an encoder", c.name);
   if (specs.empty()) fail("load_lora: no adapter given");
   std::vector<LoraFile> files;

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,9 @@ struct LoraFileRaw {
 };
 LoraFileRaw read_peft_dir(const std::string& dir);
 LoraFileRaw read_gguf_lora(const std::string& path);
+
+// load_lora() for a model config (what the public one uses: only the config matters).
+std::shared_ptr<const LoraAdapter> load_lora_for(const ModelConfig& cfg, std::span<const LoraSpec> specs);
 
 // One target's B matrix inside a site: adds scale * u[:, rank0 : rank0 + b.rows] B^T into output
 // columns [col0, col0 + b.rows).

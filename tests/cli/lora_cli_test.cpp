@@ -60,6 +60,24 @@ TEST_F(LoraCli, EvalGivesTheMergedReference) {
   EXPECT_GT(max_diff(eval(""), "llama/ref_a.npy"), 0.5);  // without it: far off
 }
 
+// export-lora merges into the base's F32 weights: the merged file alone gives the reference.
+TEST_F(LoraCli, ExportLoraMergesIntoTheBase) {
+  const std::string merged = dir_ + "/merged.gguf";
+  auto r = run_ferrum("export-lora '" + unxz("models/llama/gguf/llama-F32.gguf") + "' " + merged + " " +
+                      lora("llama-a:0.5") + " " + lora("llama-b") + " " + lora("llama-c"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("14 tensors merged"), std::string::npos) << r.err;
+  const std::string npy = dir_ + "/m.npy";
+  auto e = run_ferrum("eval " + merged + " --precision exact --tokens " + ref_tokens() + " --out " + dir_ +
+                      "/o.json --logits-npy " + npy + " -t 2");
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_LE(max_diff(npy, "llama/ref_sum.npy"), 1e-4);
+  auto bad = run_ferrum("export-lora '" + data_path("models/qwen3/gguf/qwen3-Q8_0.gguf") + "' " + merged +
+                        " " + lora("llama-a.gguf"));
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("'qwen3'"), std::string::npos) << bad.err;
+}
+
 TEST_F(LoraCli, RunGeneratesWithTheAdapter) {
   const std::string model = "'" + data_path("models/llama/gguf/llama-Q8_0.gguf") + "'";
   const std::string args = " --prompt 'Once upon a time' -n 12 --temperature 0 -t 2";
