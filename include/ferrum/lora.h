@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -35,6 +36,10 @@ std::shared_ptr<const LoraAdapter> load_lora(const Model& model, std::span<const
 
 // The same matrices as `a` with every product's scale multiplied by `factor` (shares the memory).
 std::shared_ptr<const LoraAdapter> rescale_lora(const std::shared_ptr<const LoraAdapter>& a, float factor);
+
+// A number unique to this adapter object (never 0, never reused in the process): the namespace
+// under which KvCache::reuse_prefix shares cached prompt blocks.
+uint64_t lora_id(const LoraAdapter& a);
 
 // Bytes of adapter matrices held in memory, and a display name (the file names joined by '+').
 size_t lora_bytes(const LoraAdapter& a);

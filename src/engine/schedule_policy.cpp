@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ferrum/lora.h"
+
 namespace ferrum {
 
 SchedulePolicy::SchedulePolicy(KvCache& kv, int max_num_seqs, int max_batched_tokens)
@@ -29,7 +31,7 @@ std::vector<ScheduledSeq*> SchedulePolicy::admit() {
   while (!waiting_.empty() && static_cast<int>(running_.size()) < max_num_seqs_ && !free_ids_.empty()) {
     ScheduledSeq& s = *waiting_.front();
     const int id = free_ids_.back();
-    const int64_t reused = s.admitted_once ? 0 : kv_.reuse_prefix(id, s.tokens);
+    const int64_t reused = s.admitted_once ? 0 : kv_.reuse_prefix(id, s.tokens, s.lora ? lora_id(*s.lora) : 0);
     if (!running_.empty() && !fits_with_running(id, s)) {
       if (kv_.seq_len(id) > 0) kv_.release(id);
       break;

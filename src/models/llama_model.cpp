@@ -173,6 +173,8 @@ int64_t LlamaModel::plan(runtime::KvCache& kv, std::span<const SeqInput> batch, 
       if (t < 0 || t >= cfg_.n_vocab)
         fail("token id {} is out of range (vocabulary has {} tokens)", t, cfg_.n_vocab);
     const int64_t m = it.size(d);
+    if (kv.len(it.seq) > 0 && kv.ns(it.seq) != (it.lora ? it.lora->id : 0))
+      fail("forward: sequence {} was computed with another LoRA adapter (or none); release it first", it.seq);
     requests_.emplace_back(it.seq, kv.len(it.seq) + m);
     n += m;
   }
@@ -286,11 +288,12 @@ void LlamaModel::forward(KvCache& cache, std::span<const SeqInput> batch, Forwar
   load_inputs(kv, batch);
   for (int l = opts_.layer_begin; l < opts_.layer_end; ++l) run_layer(l, kv, batch, n);
   for (const SeqInput& it : batch) {
+    const uint64_t ns = it.lora ? it.lora->id : 0;  // prefix blocks are shared per adapter
     if (!it.tokens.empty()) {
-      kv.append(it.seq, it.tokens);
+      kv.append(it.seq, it.tokens, ns);
     } else {
       no_ids_.assign(it.size(cfg_.n_embd), -1);
-      kv.append(it.seq, no_ids_);
+      kv.append(it.seq, no_ids_, ns);
     }
   }
   ++stats_.forward_calls;

@@ -2,6 +2,7 @@
 // one or more files stacked per layer and fused product (lora_adapter.h).
 #include "models/lora_adapter.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -61,6 +62,11 @@ LoraSite lora_site(LoraTarget t) {
 }
 
 namespace {
+
+uint64_t next_lora_id() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1);
+}
 
 struct TargetShape {
   int64_t in, out, col0;  // inputs, outputs, first output column in the fused product
@@ -239,6 +245,7 @@ std::shared_ptr<const LoraAdapter> load_lora_for(const ModelConfig& c, std::span
   std::vector<LoraFile> files;
   auto out = std::make_shared<LoraAdapter>();
   out->shape = LoraAdapter::shape_of(c);
+  out->id = next_lora_id();
   for (const LoraSpec& s : specs) {
     files.push_back(read_lora_file(s.path, c));
     for (LoraPair& p : files.back().pairs) p.scale *= s.scale;
@@ -262,11 +269,16 @@ std::shared_ptr<const LoraAdapter> load_lora_for(const ModelConfig& c, std::span
 std::shared_ptr<const LoraAdapter> rescale_lora(const std::shared_ptr<const LoraAdapter>& a, float factor) {
   if (!std::isfinite(factor)) fail("LoRA scale {} is not finite", factor);
   auto out = std::make_shared<LoraAdapter>(*a);
+  out->id = next_lora_id();  // other products: another namespace for cached prefixes
   for (LoraLayer& l : out->layers)
     for (LoraSiteWeights& s : l.sites)
       for (LoraSlot& slot : s.slots) slot.scale *= factor;
   out->name += fmt::format(":{}", factor);
   return out;
+}
+
+uint64_t lora_id(const LoraAdapter& a) {
+  return a.id;
 }
 
 size_t lora_bytes(const LoraAdapter& a) {

@@ -86,6 +86,7 @@ class ferrum::LoraAdapter {
     bool operator==(const Shape&) const = default;
   };
   Shape shape;
+  uint64_t id = 0;  // unique per adapter object (never reused): the KV prefix-cache namespace
   std::string name;
   std::vector<LoraLayer> layers;
   size_t bytes = 0;

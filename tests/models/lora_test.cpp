@@ -226,6 +226,40 @@ TEST(Lora, MixedBatchEqualsEachSequenceAlone) {
   EXPECT_FALSE(bitwise_equal(alone[1], alone[2]));
 }
 
+// The prefix cache shares a prompt's blocks only between sequences with the same adapter: a
+// sequence without it (or with another) computes its own; one with it reuses them and gets the
+// same logits bitwise. A sequence cannot switch adapters half-way.
+TEST(Lora, PrefixCacheIsKeptPerAdapter) {
+  ModelFiles files = open_model_files(model_file("llama", "gguf/llama-Q8_0.gguf"));
+  ModelOptions o;
+  o.n_threads = 2;
+  CachedModel m(create_model(std::move(files.config), std::move(files.weights), o),
+                KvOptions{"paged", "f32", 256, 0, true});
+  auto a = load(*m.model, {{lora_path("llama-a"), 1.0f}});
+  const auto p = prompt_ids("llama", "p3");
+  const int64_t V = m.config().n_vocab;
+  std::vector<float> first(V), again(V), base(V), fresh(V);
+  m.model->prefill(*m.kv, 0, p, first.data(), false, a.get());
+  m.release(0);
+  EXPECT_EQ(m.reuse_prefix(1, p), 0);  // the base model: nothing cached for it
+  m.model->prefill(*m.kv, 1, p, base.data());
+  EXPECT_GT(m.kv->reuse_prefix(2, p, lora_id(*a)), 0);
+  m.model->prefill(*m.kv, 2, std::span(p).subspan(m.seq_len(2)), again.data(), false, a.get());
+  EXPECT_TRUE(bitwise_equal(first, again));
+  EXPECT_FALSE(bitwise_equal(first, base));
+  // rescale_lora makes another adapter (another namespace).
+  auto a2 = rescale_lora(a, 1.0f);
+  EXPECT_EQ(m.kv->reuse_prefix(3, p, lora_id(*a2)), 0);
+  // Switching adapters within a sequence is refused, and changes nothing.
+  const int32_t t = p[0];
+  SeqInput in = seq_input(2, std::span(&t, 1));
+  in.lora = a2.get();
+  const int64_t len = m.seq_len(2);
+  EXPECT_NE(error_of([&] { m.forward(std::span(&in, 1), fresh.data()); }).find("another LoRA adapter"),
+            std::string::npos);
+  EXPECT_EQ(m.seq_len(2), len);
+}
+
 // --- errors ------------------------------------------------------------------------------------
 
 // A PEFT directory holding the given tensors (F32 zeros, shape [rows, cols]) and config.
