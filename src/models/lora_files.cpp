@@ -62,11 +62,21 @@ const std::map<std::string, LoraTarget>& peft_modules() {
 
 // PEFT's rank_pattern / alpha_pattern: a key applies to a module whose name ends with it (at a
 // '.' boundary), as PEFT matches `(.*\.)?key$`.
-const nlohmann::json* pattern_value(const nlohmann::json& cfg, const char* field, const std::string& module) {
+// A regular expression from adapter_config.json; a malformed one is an error naming the field.
+std::regex config_regex(const std::string& re, const std::string& src, const char* field) {
+  try {
+    return std::regex(re);
+  } catch (const std::regex_error& e) {
+    fail("{}: '{}' in field '{}' is not a valid regular expression ({})", src, re, field, e.what());
+  }
+}
+
+const nlohmann::json* pattern_value(const nlohmann::json& cfg, const std::string& src, const char* field,
+                                    const std::string& module) {
   const auto it = cfg.find(field);
   if (it == cfg.end() || !it->is_object()) return nullptr;
   for (const auto& [key, v] : it->items())
-    if (std::regex_match(module, std::regex("(.*\\.)?(" + key + ")$"))) return &v;
+    if (std::regex_match(module, config_regex("(.*\\.)?(" + key + ")$", src, field))) return &v;
   return nullptr;
 }
 
@@ -85,8 +95,9 @@ bool bool_field(const nlohmann::json& cfg, const std::string& src, const char* k
 }
 
 // Whether target_modules (a list of names or one regular expression) covers `module`.
-bool targeted(const nlohmann::json& tm, const std::string& module) {
-  if (tm.is_string()) return std::regex_match(module, std::regex(tm.get<std::string>()));
+bool targeted(const nlohmann::json& tm, const std::string& module, const std::string& src) {
+  if (tm.is_string())
+    return std::regex_match(module, config_regex(tm.get<std::string>(), src, "target_modules"));
   const std::string leaf = module.substr(module.rfind('.') + 1);
   for (const auto& v : tm)
     if (v.is_string() && (v.get<std::string>() == leaf || module.ends_with("." + v.get<std::string>())))
@@ -158,7 +169,7 @@ LoraFileRaw read_peft_dir(const std::string& dir) {
   for (const auto& [module, h] : halves) {
     if (!h.a || !h.b)
       fail("{}: module '{}' has lora_{} but no lora_{}", st_path, module, h.a ? "A" : "B", h.a ? "B" : "A");
-    if (tm != cfg.end() && !tm->is_null() && !targeted(*tm, module))
+    if (tm != cfg.end() && !tm->is_null() && !targeted(*tm, module, cfg_path))
       fail("{}: tensor '{}' adapts module '{}', which target_modules in adapter_config.json does not list",
            st_path, h.a->name, module);
     LoraPair p;
@@ -167,8 +178,8 @@ LoraFileRaw read_peft_dir(const std::string& dir) {
     p.name = h.a->name;
     p.a = copy_matrix(raw.file, *h.a, h.a->name);
     p.b = copy_matrix(raw.file, *h.b, h.b->name);
-    const nlohmann::json* rp = pattern_value(cfg, "rank_pattern", module);
-    const nlohmann::json* ap = pattern_value(cfg, "alpha_pattern", module);
+    const nlohmann::json* rp = pattern_value(cfg, cfg_path, "rank_pattern", module);
+    const nlohmann::json* ap = pattern_value(cfg, cfg_path, "alpha_pattern", module);
     const double rank = rp && rp->is_number() ? rp->get<double>() : r;
     const double a = ap && ap->is_number() ? ap->get<double>() : alpha;
     if (rank <= 0 || p.a.ne[1] != static_cast<int64_t>(rank))

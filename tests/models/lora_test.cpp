@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "ferrum/error.h"
 #include "model_test_util.h"
@@ -262,27 +263,82 @@ TEST(Lora, PrefixCacheIsKeptPerAdapter) {
 
 // --- errors ------------------------------------------------------------------------------------
 
-// A PEFT directory holding the given tensors (F32 zeros, shape [rows, cols]) and config.
-std::string write_peft(const std::string& name,
-                       const std::vector<std::pair<std::string, std::array<int64_t, 2>>>& ts,
+// A PEFT directory holding the given tensors (F32, shape [rows, cols]: the values given, or zeros)
+// and config.
+struct StTensor {
+  std::string name;
+  std::array<int64_t, 2> shape;
+  std::vector<float> data = {};
+};
+std::string write_peft(const std::string& name, const std::vector<StTensor>& ts,
                        nlohmann::json cfg = {{"r", 4}, {"lora_alpha", 8}}) {
   const fs::path dir = fs::path(temp_dir()) / name;
   fs::create_directories(dir);
   std::ofstream(dir / "adapter_config.json") << cfg.dump();
   nlohmann::json header = nlohmann::json::object();
-  size_t off = 0;
-  for (const auto& [n, s] : ts) {
-    const size_t bytes = s[0] * s[1] * 4;
-    header[n] = {{"dtype", "F32"}, {"shape", {s[0], s[1]}}, {"data_offsets", {off, off + bytes}}};
-    off += bytes;
+  std::string payload;
+  for (const StTensor& t : ts) {
+    const size_t bytes = t.shape[0] * t.shape[1] * 4;
+    header[t.name] = {{"dtype", "F32"},
+                      {"shape", {t.shape[0], t.shape[1]}},
+                      {"data_offsets", {payload.size(), payload.size() + bytes}}};
+    std::string d(bytes, '\0');
+    if (!t.data.empty()) std::memcpy(d.data(), t.data.data(), std::min(bytes, t.data.size() * 4));
+    payload += d;
   }
   std::string h = header.dump();
   h.resize((h.size() + 7) / 8 * 8, ' ');
   std::ofstream f(dir / "adapter_model.safetensors", std::ios::binary);
   const uint64_t n = h.size();
   f.write(reinterpret_cast<const char*>(&n), 8);
-  f << h << std::string(off, '\0');
+  f << h << payload;
   return dir.string();
+}
+
+// An adapter on fused modules (qkv_proj, gate_up_proj: one A, B rows of q|k|v or gate|up) equals
+// the same numbers as separate targets sharing that A, on a GGUF base (Q/K rows permuted, the
+// fused B split into its q and k parts for that) and on a Hugging Face base.
+TEST(Lora, FusedTargetsEqualTheirSplitForm) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 0.05f);
+  auto rnd = [&](int64_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = nd(rng);
+    return v;
+  };
+  const int64_t d = 256, qd = 256, kvd = 128, ff = 512, r = 4;
+  std::vector<StTensor> fused, split;
+  for (int l = 0; l < 2; ++l) {
+    const std::string p = "base_model.model.model.layers." + std::to_string(l) + ".";
+    const auto a_qkv = rnd(r * d), b_qkv = rnd((qd + 2 * kvd) * r), a_gu = rnd(r * d), b_gu = rnd(2 * ff * r);
+    fused.push_back({p + "self_attn.qkv_proj.lora_A.weight", {r, d}, a_qkv});
+    fused.push_back({p + "self_attn.qkv_proj.lora_B.weight", {qd + 2 * kvd, r}, b_qkv});
+    fused.push_back({p + "mlp.gate_up_proj.lora_A.weight", {r, d}, a_gu});
+    fused.push_back({p + "mlp.gate_up_proj.lora_B.weight", {2 * ff, r}, b_gu});
+    auto rows = [&](const std::vector<float>& b, int64_t r0, int64_t n) {
+      return std::vector<float>(b.begin() + r0 * r, b.begin() + (r0 + n) * r);
+    };
+    const std::pair<const char*, std::array<int64_t, 2>> parts[] = {{"self_attn.q_proj", {0, qd}},
+                                                                    {"self_attn.k_proj", {qd, kvd}},
+                                                                    {"self_attn.v_proj", {qd + kvd, kvd}}};
+    for (const auto& [m, rr] : parts) {
+      split.push_back({p + m + ".lora_A.weight", {r, d}, a_qkv});
+      split.push_back({p + m + ".lora_B.weight", {rr[1], r}, rows(b_qkv, rr[0], rr[1])});
+    }
+    split.push_back({p + "mlp.gate_proj.lora_A.weight", {r, d}, a_gu});
+    split.push_back({p + "mlp.gate_proj.lora_B.weight", {ff, r}, rows(b_gu, 0, ff)});
+    split.push_back({p + "mlp.up_proj.lora_A.weight", {r, d}, a_gu});
+    split.push_back({p + "mlp.up_proj.lora_B.weight", {ff, r}, rows(b_gu, ff, ff)});
+  }
+  const std::string fdir = write_peft("fused", fused), sdir = write_peft("split", split);
+  for (const std::string& base : {model_file("llama", "gguf/llama-F32.gguf"), hf_dir("llama", "hf")}) {
+    auto m = open_model(base, Precision::Exact);
+    auto f = load(*m->model, {{fdir, 1.0f}}), s = load(*m->model, {{sdir, 1.0f}});
+    const auto ids = ref_ids("llama");
+    const auto lf = logits_with(*m, f.get(), ids), ls = logits_with(*m, s.get(), ids);
+    EXPECT_LE(distance(lf, ls).max_abs, 1e-5) << base;
+    EXPECT_GT(distance(lf, logits_with(*m, nullptr, ids)).max_abs, 0.1) << base;
+  }
 }
 
 class LoraErrors : public ::testing::Test {
@@ -325,6 +381,10 @@ TEST_F(LoraErrors, UnknownTargetLayerOrMissingHalf) {
       error(write_peft("tm", {{q + "lora_A.weight", {4, 256}}, {q + "lora_B.weight", {256, 4}}},
                        {{"r", 4}, {"lora_alpha", 8}, {"target_modules", {"v_proj"}}}));
   EXPECT_NE(et.find("target_modules"), std::string::npos) << et;
+  const std::string ere =
+      error(write_peft("re", {{q + "lora_A.weight", {4, 256}}, {q + "lora_B.weight", {256, 4}}},
+                       {{"r", 4}, {"lora_alpha", 8}, {"alpha_pattern", {{"q_proj(", 16}}}}));
+  EXPECT_NE(ere.find("alpha_pattern"), std::string::npos) << ere;
 }
 
 TEST_F(LoraErrors, WrongArchitectureOrNotAnAdapter) {
