@@ -154,6 +154,30 @@ bool is_gguf_file(const std::string& path) {
   return f.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0;
 }
 
+std::shared_ptr<uint8_t[]> owned(size_t n) {
+  auto buf = std::shared_ptr<uint8_t[]>(static_cast<uint8_t*>(std::aligned_alloc(64, (n + 63) / 64 * 64)),
+                                        [](uint8_t* q) { std::free(q); });
+  if (!buf) fail("out of memory for a LoRA adapter ({} bytes)", n);
+  return buf;
+}
+
+// B (out x r) transposed into r rows of out values, same type.
+TensorView transposed(const TensorView& b, LoraAdapter& out) {
+  const int64_t r = b.ne[0], rows = b.ne[1];
+  const size_t es = b.type == DType::F16 ? 2 : 4;
+  auto buf = owned(b.nbytes);
+  for (int64_t o = 0; o < rows; ++o)
+    for (int64_t j = 0; j < r; ++j)
+      std::memcpy(buf.get() + (j * rows + o) * es, b.data + (o * r + j) * es, es);
+  TensorView t = b;
+  t.name = b.name + " (transposed)";
+  t.ne = {rows, r, 1, 1};
+  t.data = buf.get();
+  out.storage.push_back(std::shared_ptr<const void>(buf, buf.get()));
+  out.bytes += t.nbytes;
+  return t;
+}
+
 // The adapter matrices of one layer's site: A rows of every pair stacked (F16 when all are F16).
 LoraSiteWeights stack_site(const std::vector<const LoraPair*>& pairs, const ModelConfig& c,
                            LoraAdapter& out) {
@@ -170,10 +194,7 @@ LoraSiteWeights stack_site(const std::vector<const LoraPair*>& pairs, const Mode
   s.a.n_dims = 2;
   s.a.ne = {in, rank, 1, 1};
   s.a.nbytes = row_size(s.a.type, in) * static_cast<size_t>(rank);
-  auto buf =
-      std::shared_ptr<uint8_t[]>(static_cast<uint8_t*>(std::aligned_alloc(64, (s.a.nbytes + 63) / 64 * 64)),
-                                 [](uint8_t* q) { std::free(q); });
-  if (!buf) fail("out of memory for a LoRA adapter ({} bytes)", s.a.nbytes);
+  auto buf = owned(s.a.nbytes);
   int64_t r0 = 0;
   for (const LoraPair* p : pairs) {
     uint8_t* dst = buf.get() + r0 * row_size(s.a.type, in);
@@ -182,8 +203,8 @@ LoraSiteWeights stack_site(const std::vector<const LoraPair*>& pairs, const Mode
     else  // F16 -> F32, exact
       for (int64_t i = 0; i < p->a.n_elements(); ++i)
         reinterpret_cast<float*>(dst)[i] = f16_to_f32(reinterpret_cast<const uint16_t*>(p->a.data)[i]);
-    s.slots.push_back({target_shape(p->target, c).col0, r0, p->b, p->scale});
-    out.bytes += p->b.nbytes;
+    s.slots.push_back({target_shape(p->target, c).col0, r0, transposed(p->b, out), p->scale});
+    s.slot_of_rank.insert(s.slot_of_rank.end(), p->a.ne[1], static_cast<int64_t>(s.slots.size() - 1));
     r0 += p->a.ne[1];
   }
   s.a.data = buf.get();
@@ -261,9 +282,7 @@ std::shared_ptr<const LoraAdapter> load_lora_for(const ModelConfig& c, std::span
           if (p.layer == l && static_cast<int>(lora_site(p.target)) == site) pairs.push_back(&p);
       if (!pairs.empty()) out->layers[l].sites[site] = stack_site(pairs, c, *out);
     }
-  for (LoraFile& f : files)
-    for (auto& s : f.storage) out->storage.push_back(std::move(s));  // the B matrices
-  return out;
+  return out;  // the files' own copies are freed: the adapter holds stacked / transposed ones
 }
 
 std::shared_ptr<const LoraAdapter> rescale_lora(const std::shared_ptr<const LoraAdapter>& a, float factor) {

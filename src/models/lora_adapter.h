@@ -60,17 +60,19 @@ LoraFileRaw read_gguf_lora(const std::string& path);
 // load_lora() for a model config (what the public one uses: only the config matters).
 std::shared_ptr<const LoraAdapter> load_lora_for(const ModelConfig& cfg, std::span<const LoraSpec> specs);
 
-// One target's B matrix inside a site: adds scale * u[:, rank0 : rank0 + b.rows] B^T into output
-// columns [col0, col0 + b.rows).
+// One target's B matrix inside a site, stored transposed (bt: ne = {out, r}, i.e. r rows of out
+// values, kernels/cpu/lowrank.h): adds scale * u[:, rank0 : rank0 + r] B^T into output columns
+// [col0, col0 + out).
 struct LoraSlot {
   int64_t col0 = 0;
   int64_t rank0 = 0;
-  TensorView b;
+  TensorView bt;
   float scale = 1;
 };
 struct LoraSiteWeights {
   TensorView a;  // the slots' A rows stacked: ne = {in, R}; no data = nothing at this site
   std::vector<LoraSlot> slots;
+  std::vector<int64_t> slot_of_rank;  // for each of the R ranks, its slot (to scale u)
 };
 struct LoraLayer {
   std::array<LoraSiteWeights, kLoraSites> sites;

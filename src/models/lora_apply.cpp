@@ -31,23 +31,21 @@ void LoraBatch::apply(int layer, LoraSite site, const float* x, int64_t ldx, flo
     const LoraSiteWeights& w = g.adapter->site(layer, site);
     if (!w.a.data) continue;
     const int64_t n = static_cast<int64_t>(g.rows.size()), in = w.a.ne[0], rank = w.a.ne[1];
-    if (static_cast<int64_t>(xg_.size()) < n * in) xg_.resize(n * in);
     if (static_cast<int64_t>(u_.size()) < n * rank) u_.resize(n * rank);
-    for (int64_t t = 0; t < n; ++t) std::memcpy(&xg_[t * in], x + g.rows[t] * ldx, in * sizeof(float));
-    kernels::matmul(w.a, xg_.data(), in, n, u_.data(), rank, pool, prec, scratch);
-    for (const LoraSlot& s : w.slots)
-      for (int64_t t = 0; t < n; ++t)
-        for (int64_t j = 0; j < s.b.ne[0]; ++j) u_[t * rank + s.rank0 + j] *= s.scale;
-    for (const LoraSlot& s : w.slots) {
-      const int64_t out = s.b.ne[1];
-      if (static_cast<int64_t>(v_.size()) < n * out) v_.resize(n * out);
-      kernels::matmul(s.b, u_.data() + s.rank0, rank, n, v_.data(), out, pool, prec, scratch);
-      for (int64_t t = 0; t < n; ++t) {
-        float* yr = y + g.rows[t] * ldy + s.col0;
-        const float* vr = &v_[t * out];
-        for (int64_t o = 0; o < out; ++o) yr[o] += vr[o];
-      }
+    // Rows are in batch order; consecutive ones (one sequence's prefill, or neighbours) are read in
+    // place, others gathered (the kernels give a row the same sums either way).
+    const bool consecutive = g.rows.back() - g.rows.front() == n - 1;
+    const float* xs = x + g.rows.front() * ldx;
+    if (!consecutive) {
+      if (static_cast<int64_t>(xg_.size()) < n * in) xg_.resize(n * in);
+      for (int64_t t = 0; t < n; ++t) std::memcpy(&xg_[t * in], x + g.rows[t] * ldx, in * sizeof(float));
+      xs = xg_.data();
     }
+    kernels::matmul(w.a, xs, consecutive ? ldx : in, n, u_.data(), rank, pool, prec, scratch);
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t j = 0; j < rank; ++j) u_[t * rank + j] *= w.slots[w.slot_of_rank[j]].scale;
+    for (const LoraSlot& s : w.slots)
+      kernels::lowrank_up_add(u_.data() + s.rank0, rank, n, s.bt, g.rows.data(), y + s.col0, ldy, pool);
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/thread_pool.h"
 #include "ferrum/model.h"
+#include "kernels/cpu/lowrank.h"
 #include "kernels/cpu/matmul.h"
 #include "models/lora_adapter.h"
 
@@ -33,7 +34,7 @@ class LoraBatch {
     std::vector<int64_t> rows;
   };
   std::vector<Group> groups_;
-  std::vector<float> xg_, u_, v_;  // grow-only: gathered inputs, x A^T, u B^T
+  std::vector<float> xg_, u_;  // grow-only: gathered inputs, x A^T (then scaled)
 };
 
 }  // namespace ferrum

@@ -44,11 +44,11 @@ void add_deltas(const LoraSiteWeights& w, int64_t row0, int64_t rows, float* dst
   const int64_t in = w.a.ne[0];
   std::vector<double> acc(in);
   for (const LoraSlot& s : w.slots) {
-    const int64_t out = s.b.ne[1], r = s.b.ne[0];
+    const int64_t out = s.bt.ne[0], r = s.bt.ne[1];
     for (int64_t o = std::max(s.col0, row0); o < std::min(s.col0 + out, row0 + rows); ++o) {
       std::fill(acc.begin(), acc.end(), 0.0);
       for (int64_t j = 0; j < r; ++j) {
-        const double b = at(s.b, (o - s.col0) * r + j) * s.scale;
+        const double b = at(s.bt, j * out + (o - s.col0)) * s.scale;
         for (int64_t i = 0; i < in; ++i) acc[i] += b * at(w.a, (s.rank0 + j) * in + i);
       }
       float* row = dst + (o - row0) * in;
