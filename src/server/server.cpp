@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 
 #include "chat/chat_prompt.h"
@@ -247,6 +248,17 @@ void Server::generate(const HttpRequest& req, HttpResponse& res, const ClientPro
   // "model" naming an adapter: the request runs with it (it keeps the adapter alive).
   const std::shared_ptr<const LoraEntry> lora = lora_ && !pr.model.empty() ? lora_->find(pr.model) : nullptr;
   if (lora) pr.params.lora = lora->adapter;
+  // Extension "lora_scale": the adapter's products times this factor, for this request only.
+  if (body.contains("lora_scale") && !body["lora_scale"].is_null()) {
+    const json& f = body["lora_scale"];
+    if (!lora)
+      throw ApiError(400, "'lora_scale' needs a LoRA adapter as the model", "invalid_request_error",
+                     "lora_scale");
+    if (!f.is_number() || !std::isfinite(f.get<double>()) || std::fabs(f.get<double>()) > 1000)
+      throw ApiError(400, "'lora_scale' must be a number between -1000 and 1000", "invalid_request_error",
+                     "lora_scale");
+    if (f.get<double>() != 1.0) pr.params.lora = rescale_lora(lora->adapter, f.get<float>());
+  }
   if (!lora && !pr.model.empty() && std::find(names_.begin(), names_.end(), pr.model) == names_.end())
     throw ApiError(404,
                    fmt::format("The model '{}' does not exist (its LoRA adapter was unloaded)", pr.model),

@@ -79,6 +79,27 @@ TEST(LoraServer, AdaptersAreModelsAndRunConcurrently) {
   EXPECT_EQ(m->body.find("ferrum_lora_generation_tokens_total{adapter=\"b\"} 0\n"), std::string::npos);
   EXPECT_NE(m->body.find("ferrum_lora_adapter_bytes{adapter=\"a\"}"), std::string::npos);
 
+  // Per-request scale: 0 is the base model's text, 1 the adapter's as loaded.
+  auto scaled = [&](double f) {
+    auto r = post(c, "/v1/completions",
+                  {{"model", "a"},
+                   {"prompt", "Once upon a time"},
+                   {"max_tokens", 12},
+                   {"temperature", 0},
+                   {"lora_scale", f}});
+    EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no response");
+    return r ? json::parse(r->body)["choices"][0]["text"].get<std::string>() : "";
+  };
+  EXPECT_EQ(scaled(0.0), base);
+  EXPECT_EQ(scaled(1.0), a);
+  EXPECT_NE(scaled(0.5), a);
+  for (const json& bad : {json{{"model", "a"}, {"prompt", "x"}, {"lora_scale", "big"}},
+                          json{{"model", "test-model"}, {"prompt", "x"}, {"lora_scale", 0.5}}}) {
+    auto r = post(c, "/v1/completions", bad);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << r->body;
+  }
+
   auto unknown = post(c, "/v1/completions", {{"model", "c"}, {"prompt", "x"}, {"max_tokens", 1}});
   ASSERT_TRUE(unknown);
   EXPECT_EQ(unknown->status, 404);
