@@ -13,6 +13,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <vector>
 
 #include "core/fail.h"
 #include "core/quant.h"
@@ -42,9 +43,14 @@ TensorView copy_matrix(LoraFile& f, const TensorView& t, const std::string& name
   if (!buf) fail("{}: out of memory for tensor '{}'", f.source, name);
   if (c.type == t.type)
     std::memcpy(buf.get(), t.data, c.nbytes);
-  else
-    for (int64_t r = 0; r < t.ne[1]; ++r)
-      dequantize_row(t.type, t.row(r), reinterpret_cast<float*>(buf.get()) + r * t.ne[0], t.ne[0]);
+  else {
+    // Rows go through an aligned copy: safetensors data need not be aligned to its element size.
+    std::vector<uint64_t> row((t.row_bytes() + 7) / 8);
+    for (int64_t r = 0; r < t.ne[1]; ++r) {
+      std::memcpy(row.data(), t.row(r), t.row_bytes());
+      dequantize_row(t.type, row.data(), reinterpret_cast<float*>(buf.get()) + r * t.ne[0], t.ne[0]);
+    }
+  }
   c.data = buf.get();
   f.storage.push_back(std::shared_ptr<const void>(buf, buf.get()));
   return c;
