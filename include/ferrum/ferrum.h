@@ -6,6 +6,7 @@
 #include "ferrum/error.h"
 #include "ferrum/kv_cache.h"
 #include "ferrum/loader.h"
+#include "ferrum/lora.h"
 #include "ferrum/model.h"
 #include "ferrum/model_config.h"
 #include "ferrum/sampler.h"

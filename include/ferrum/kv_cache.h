@@ -63,7 +63,9 @@ class KvCache {
   bool can_fit(std::span<const std::pair<int, int64_t>> seq_lengths) const;
   // Prefix cache: attaches cached blocks matching the start of `prompt` to the empty sequence
   // `seq`; returns how many tokens need no prefill (0 when the cache is off or misses).
-  int64_t reuse_prefix(int seq, std::span<const int32_t> prompt);
+  // lora_id: the LoRA adapter the sequence will run with (ferrum/lora.h: lora_id), 0 for none;
+  // blocks computed with one adapter are only reused by sequences with the same one.
+  int64_t reuse_prefix(int seq, std::span<const int32_t> prompt, uint64_t lora_id = 0);
   KvUsage usage() const;
 
   // The implementation the models read and write (internal).

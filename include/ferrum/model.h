@@ -18,6 +18,8 @@
 
 namespace ferrum {
 
+class LoraAdapter;  // ferrum/lora.h
+
 // Exact: activations stay F32 in every matmul (reference path).
 // Fast:  activations are quantized/rounded to the weight type's partner as llama.cpp does.
 enum class Precision { Exact, Fast };
@@ -47,6 +49,9 @@ struct SeqInput {
   std::span<const float> embeds;
   Want logits = Want::Last;
   Want hidden = Want::None;
+  // A LoRA adapter loaded for this model (ferrum/lora.h) that this sequence's products add, or
+  // null for the base model. It must stay alive during the call.
+  const LoraAdapter* lora = nullptr;
 
   int64_t size(int64_t n_embd) const {
     return tokens.empty() ? static_cast<int64_t>(embeds.size()) / n_embd
@@ -66,7 +71,8 @@ struct ForwardOut {
 struct DecodeItem {
   int seq = 0;
   int32_t token = 0;
-  int64_t pos = 0;  // must equal kv.seq_len(seq)
+  int64_t pos = 0;                    // must equal kv.seq_len(seq)
+  const LoraAdapter* lora = nullptr;  // as SeqInput::lora
 };
 
 struct ModelStats {
@@ -101,7 +107,9 @@ class Model {
   // Conveniences over forward():
   // Appends `tokens` to `seq` (created on first use); logits of the last token (or of every
   // token when all_logits; none when logits is null). Long prompts run in chunks of max_batch.
-  void prefill(KvCache& kv, int seq, std::span<const int32_t> tokens, float* logits, bool all_logits = false);
+  // lora: the sequence's adapter (SeqInput::lora), null for the base model.
+  void prefill(KvCache& kv, int seq, std::span<const int32_t> tokens, float* logits, bool all_logits = false,
+               const LoraAdapter* lora = nullptr);
   // One token at position `pos`, which must equal kv.seq_len(seq).
   void decode(KvCache& kv, int seq, int32_t token, int64_t pos, float* logits);
   // Several sequences, one token each, in one pass: logits rows in item order.

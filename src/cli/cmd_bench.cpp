@@ -33,6 +33,7 @@ struct BenchFlags {
   bool json = false, roofline = false;
   double bandwidth = 0;
   uint32_t seed = 1234;
+  std::vector<std::string> lora_each;  // distinct adapters, sequence b uses the (b mod k)-th
 };
 
 struct Result {
@@ -104,8 +105,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 class Bench {
  public:
-  Bench(Model& m, KvCache& kv, const Tokenizer& tok, uint32_t seed)
-      : m_(m), kv_(kv), rng_(seed), vocab_(m.config().n_vocab) {
+  // lora: the adapters sequences use in turn (sequence b: lora[b mod size]); empty for none.
+  Bench(Model& m, KvCache& kv, const Tokenizer& tok, uint32_t seed, std::vector<const LoraAdapter*> lora)
+      : m_(m), kv_(kv), rng_(seed), vocab_(m.config().n_vocab), lora_(std::move(lora)) {
     bos_ = tok.bos_id() >= 0 && tok.bos_id() < vocab_ ? tok.bos_id() : -1;
   }
 
@@ -117,7 +119,7 @@ class Bench {
     for (int i = 0; i < n; ++i) toks[i] = i == 0 && depth == 0 && bos_ >= 0 ? bos_ : random_token();
     logits_.resize(vocab_);
     const auto t0 = std::chrono::steady_clock::now();
-    m_.prefill(kv_, 0, toks, logits_.data());
+    m_.prefill(kv_, 0, toks, logits_.data(), false, lora_of(0));
     const double s = seconds_since(t0);
     kv_.reset();
     return n / s;
@@ -133,7 +135,7 @@ class Bench {
     for (int b = 0; b < batch; ++b) {
       fill_depth(b, depth, /*reset=*/false);
       kv_.reserve(b, depth + n);  // cache room is not part of the timing
-      items_[b] = DecodeItem{b, depth == 0 && bos_ >= 0 ? bos_ : random_token(), depth};
+      items_[b] = DecodeItem{b, depth == 0 && bos_ >= 0 ? bos_ : random_token(), depth, lora_of(b)};
     }
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < n; ++i) {
@@ -152,8 +154,9 @@ class Bench {
     if (depth == 0) return;
     std::vector<int32_t> toks(depth);
     for (int i = 0; i < depth; ++i) toks[i] = i == 0 && bos_ >= 0 ? bos_ : random_token();
-    m_.prefill(kv_, seq, toks, nullptr);
+    m_.prefill(kv_, seq, toks, nullptr, false, lora_of(seq));
   }
+  const LoraAdapter* lora_of(int seq) const { return lora_.empty() ? nullptr : lora_[seq % lora_.size()]; }
   int32_t random_token() { return static_cast<int32_t>(rng_() % static_cast<uint32_t>(vocab_)); }
 
   Model& m_;
@@ -163,6 +166,7 @@ class Bench {
   int32_t bos_ = -1;
   std::vector<float> logits_;
   std::vector<DecodeItem> items_;
+  std::vector<const LoraAdapter*> lora_;
 };
 
 std::string human_bytes(double b) {
@@ -208,7 +212,18 @@ int run_bench(BenchFlags& f) {
   const int threads = opts.n_threads > 0 ? opts.n_threads : ThreadPool::default_threads();
 
   std::unique_ptr<KvCache> cache = KvCache::for_model(model, kvo);
-  Bench bench(model, *cache, *lm.tokenizer, f.seed);
+  // --lora: one (summed) adapter for every sequence; --lora-each: k adapters taken in turn.
+  if (!f.model.lora.empty() && !f.lora_each.empty()) fail("--lora and --lora-each cannot be combined");
+  std::vector<std::shared_ptr<const LoraAdapter>> adapters;
+  if (auto a = f.model.load_adapter(model)) adapters.push_back(a);
+  for (const std::string& s : f.lora_each) {
+    const LoraSpec spec = parse_lora_spec(s);
+    adapters.push_back(load_lora(model, std::span(&spec, 1)));
+  }
+  std::vector<const LoraAdapter*> lora;
+  size_t lora_mem = 0;
+  for (const auto& a : adapters) lora.push_back(a.get()), lora_mem += lora_bytes(*a);
+  Bench bench(model, *cache, *lm.tokenizer, f.seed, lora);
   std::vector<Result> results;
   auto measure = [&](Result r, auto&& once) {
     once();  // warm-up, as llama-bench
@@ -264,6 +279,7 @@ int run_bench(BenchFlags& f) {
                 {"n_vocab", c.n_vocab}};
   j["setup"] = {{"threads", threads},       {"isa", kernels::active_isa()}, {"precision", f.model.precision},
                 {"ubatch", opts.max_batch}, {"repetitions", f.reps},        {"load_seconds", load_s}};
+  for (const auto& a : adapters) j["lora"].push_back({{"name", lora_name(*a)}, {"bytes", lora_bytes(*a)}});
   j["kv"] = {{"layout", kvo.layout},           {"type", kvo.type},
              {"capacity", kv.seq_capacity},    {"bytes_per_token", kv.bytes_per_token},
              {"pool_bytes", kv.pool_bytes},    {"pool_blocks", kv.total_blocks},
@@ -298,6 +314,9 @@ int run_bench(BenchFlags& f) {
       "setup:   %d threads, isa %s, precision %s, ubatch %lld, %d repetitions (+1 warm-up), load %.2f s\n",
       threads, kernels::active_isa(), f.model.precision.c_str(), static_cast<long long>(opts.max_batch),
       f.reps, load_s);
+  if (!adapters.empty())
+    std::printf("lora:    %zu adapter%s (sequence b uses adapter b mod %zu): %s\n", adapters.size(),
+                adapters.size() > 1 ? "s" : "", adapters.size(), human_bytes(lora_mem).c_str());
   std::printf("kv:      %s %s, %lld tokens/sequence, %zu bytes/token, pool %s\n", kvo.layout.c_str(),
               kvo.type.c_str(), static_cast<long long>(kv.seq_capacity), kv.bytes_per_token,
               human_bytes(kv.pool_bytes).c_str());
@@ -333,6 +352,11 @@ Runner add_bench(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "bench", "measure prompt processing (pp) and generation (tg) speed in tokens/s, as llama-bench does");
   f->model.add(sub, true);
+  f->model.add_lora(sub);
+  sub->add_option(
+      "--lora-each", f->lora_each,
+      "LoRA adapter PATH[:scale] of its own per sequence (repeatable: sequence b uses the (b mod k)-th; "
+      "pp uses the first)");
   sub->add_option("-p,--n-prompt", f->n_prompt, "prompt tokens processed in one prefill (0 = skip)");
   sub->add_option("-n,--n-gen", f->n_gen, "tokens generated one at a time from an empty cache (0 = skip)");
   sub->add_option("-r,--repetitions", f->reps, "repetitions of each test (after one warm-up)");

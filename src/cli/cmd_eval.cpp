@@ -74,6 +74,7 @@ int run(EvalFlags& f) {
   const int k = static_cast<int>(std::min<int64_t>(f.top_k, n_vocab));
   std::vector<float> logits(n * n_vocab), hidden(f.hidden_out.empty() ? 0 : n * d);
   std::unique_ptr<KvCache> kv = KvCache::for_model(model, f.model.kv_options());
+  const std::shared_ptr<const LoraAdapter> lora = f.model.load_adapter(model);
   // One prefill in chunks of max_batch positions (as Model::prefill runs it), ids or rows.
   const int64_t chunk = std::max<int64_t>(1, model.options().max_batch);
   for (int64_t b = 0; b < n; b += chunk) {
@@ -84,6 +85,7 @@ int run(EvalFlags& f) {
     else
       in.tokens = std::span<const int32_t>(ids).subspan(b, m);
     in.logits = Want::All;
+    in.lora = lora.get();
     in.hidden = hidden.empty() ? Want::None : Want::All;
     model.forward(*kv, std::span(&in, 1),
                   ForwardOut{&logits[b * n_vocab], hidden.empty() ? nullptr : &hidden[b * d]});
@@ -131,6 +133,7 @@ Runner add_eval(CLI::App& app) {
   CLI::App* sub =
       app.add_subcommand("eval", "run a prompt as one prefill and write per-position top-k logits");
   f->model.add(sub, false);
+  f->model.add_lora(sub);
   sub->add_option("-p,--prompt", f->prompt, "prompt text (BOS added as the model asks)");
   sub->add_option("--tokens", f->tokens, "comma-separated token ids, used as given");
   sub->add_option("--top-k", f->top_k, "ids/logits kept per position")->check(CLI::PositiveNumber);

@@ -76,6 +76,7 @@ class RunSession {
     eo.spec = spec_.options;
     engine_ = std::make_unique<Engine>(*lm.model, *lm.tokenizer, eo);
     grammar_ = load_grammar(f, *lm.tokenizer);
+    lora_ = f.model.load_adapter(*lm.model);
   }
 
   // Streams the continuation of `prompt` to stdout (after the prompt's own text when echo is
@@ -97,6 +98,7 @@ class RunSession {
     p.stop = f_.stop;
     p.at_text_start = shown.empty();
     p.grammar = grammar_;
+    p.lora = lora_;
     const auto t0 = std::chrono::steady_clock::now();
     std::shared_ptr<RequestHandle> h = engine_->submit(std::move(p));
     std::string text;
@@ -150,6 +152,7 @@ class RunSession {
   SpecSetup spec_;
   std::unique_ptr<Engine> engine_;
   std::shared_ptr<const grammar::CompiledGrammar> grammar_;
+  std::shared_ptr<const LoraAdapter> lora_;  // --lora, for every request
 };
 
 // Interactive chat with the model's own template. The conversation is re-rendered every turn;
@@ -225,6 +228,7 @@ Runner add_run(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("run", "generate text from a prompt, streaming it as it is produced");
   f->model.add(sub, true);
   f->spec.add(sub);
+  f->model.add_lora(sub);
   sub->add_option("-p,--prompt", f->prompt, "prompt text (no prompt on a terminal: interactive loop)");
   sub->add_option("-n,--max-tokens", f->max_tokens, "maximum number of tokens to generate")
       ->check(CLI::NonNegativeNumber);

@@ -145,6 +145,13 @@ Runner add_serve(CLI::App& app) {
       "--special-tokens-in-messages", f->http.special_tokens_in_messages,
       "read control-token texts in chat messages as tokens (trusted clients only; default: as text)");
   sub->add_option("--model-name", f->http.model_name, "model id reported by /v1/models (default: file name)");
+  sub->add_option(
+      "--lora", f->http.lora_modules,
+      "serve a LoRA adapter as model NAME: NAME=PATH[:scale] (PEFT directory or GGUF LoRA; repeatable; "
+      "requests pick one with \"model\": \"NAME\")");
+  sub->add_flag(
+      "--allow-runtime-lora", f->http.allow_runtime_lora,
+      "enable POST /v1/load_lora_adapter and /v1/unload_lora_adapter (they read paths on this machine)");
   sub->add_option("--max-num-seqs", f->engine.max_num_seqs, "sequences processed at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));

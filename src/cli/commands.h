@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "ferrum/lora.h"
 #include "ferrum/model.h"
 
 namespace ferrum::cli {
@@ -19,7 +20,11 @@ struct ModelFlags {
   int threads = 0;
   std::string precision = "fast";
   KvOptions kv;
+  std::vector<std::string> lora;  // --lora PATH[:scale], summed
   void add(CLI::App* app, bool model_optional);
+  void add_lora(CLI::App* app);  // run, eval, bench
+  // The --lora adapters loaded as one for `model`; null when none was given.
+  std::shared_ptr<const LoraAdapter> load_adapter(const Model& model) const;
   ModelOptions options() const;
   KvOptions kv_options() const;  // the flags, then FERRUM_KV_* for what they leave unset
   // The model path, or the bundled default model when none was given.
@@ -38,6 +43,8 @@ Runner add_template(CLI::App& app);
 Runner add_serve(CLI::App& app);
 Runner add_bench(CLI::App& app);
 Runner add_grammar_bench(CLI::App& app);
+Runner add_export_lora(CLI::App& app);
 Runner add_make_model(CLI::App& app);  // hidden: random-weight models for benchmarks
+Runner add_make_lora(CLI::App& app);   // hidden: random LoRA adapters for benchmarks
 
 }  // namespace ferrum::cli

@@ -27,7 +27,9 @@ int main(int argc, char** argv) {
   add(ferrum::cli::add_serve);
   add(ferrum::cli::add_bench);
   add(ferrum::cli::add_grammar_bench);
+  add(ferrum::cli::add_export_lora);
   add(ferrum::cli::add_make_model);
+  add(ferrum::cli::add_make_lora);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -23,6 +23,20 @@ void ModelFlags::add(CLI::App* app, bool model_optional) {
   app->add_flag("--prefix-cache", kv.prefix_cache, "reuse cached prompt prefixes (needs --kv-layout paged)");
 }
 
+void ModelFlags::add_lora(CLI::App* app) {
+  app->add_option(
+      "--lora", lora,
+      "LoRA adapter PATH[:scale]: a PEFT directory or a GGUF LoRA file (repeatable: the adapters are "
+      "summed)");
+}
+
+std::shared_ptr<const LoraAdapter> ModelFlags::load_adapter(const Model& model) const {
+  if (lora.empty()) return nullptr;
+  std::vector<LoraSpec> specs;
+  for (const std::string& s : lora) specs.push_back(parse_lora_spec(s));
+  return load_lora(model, specs);
+}
+
 ModelOptions ModelFlags::options() const {
   ModelOptions o;
   o.n_threads = threads;

@@ -100,6 +100,7 @@ std::shared_ptr<RequestHandle> Engine::submit(RequestParams p) {
   s->n_prompt = p.prompt.size();
   s->t_submit = Clock::now();
   s->p = std::move(p);
+  s->lora = s->p.lora.get();
   s->out = std::make_unique<RequestOutput>(tok_, s->p, n_vocab_);
   if (opt_.spec.proposer)
     s->draft_len = DraftLength(opt_.spec.draft_max, opt_.spec.adaptive, opt_.spec.proposer->costly());

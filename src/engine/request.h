@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "ferrum/lora.h"
 #include "ferrum/sampler.h"
 
 namespace ferrum {
@@ -33,6 +34,8 @@ struct RequestParams {
   bool speculative = true;    // false: no speculative decoding for this request (when the engine has it)
   // Constrained decoding: the output must match this grammar (grammar/grammar_cache.h); null: free.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  // A LoRA adapter loaded for the engine's model (ferrum/lora.h); null: the base model.
+  std::shared_ptr<const LoraAdapter> lora;
 };
 
 struct TokenLogprob {

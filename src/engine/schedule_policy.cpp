@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/fail.h"
+#include "ferrum/lora.h"
 
 namespace ferrum {
 
@@ -31,7 +32,8 @@ std::vector<ScheduledSeq*> SchedulePolicy::admit() {
   while (!waiting_.empty() && static_cast<int>(running_.size()) < max_num_seqs_ && !free_ids_.empty()) {
     ScheduledSeq& s = *waiting_.front();
     const int id = free_ids_.back();
-    const int64_t reused = s.admitted_once ? 0 : kv_.reuse_prefix(id, s.tokens);
+    const int64_t reused =
+        s.admitted_once ? 0 : kv_.reuse_prefix(id, s.tokens, s.lora ? lora_id(*s.lora) : 0);
     if (!running_.empty() && !fits_with_running(id, s)) {
       if (kv_.seq_len(id) > 0) kv_.release(id);
       break;
@@ -73,6 +75,7 @@ void SchedulePolicy::plan() {
       it.logits = Want::Last;
     }
     budget -= static_cast<int>(it.tokens.size());
+    it.lora = r->lora;
     items_.push_back(it);
     owners_.push_back(r);
   }
@@ -85,6 +88,7 @@ void SchedulePolicy::plan() {
     it.seq = r->seq_id;
     it.tokens = std::span<const int32_t>(r->tokens.data() + r->n_computed, n);
     it.logits = r->n_computed + n == static_cast<int64_t>(r->tokens.size()) ? Want::Last : Want::None;
+    it.lora = r->lora;
     items_.push_back(it);
     owners_.push_back(r);
   }

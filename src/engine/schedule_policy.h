@@ -32,6 +32,7 @@ struct ScheduledSeq {
   // Speculative decoding: the pending token followed by draft tokens, set before plan() for a
   // decoding sequence; such a sequence's step runs all of them and wants every position's logits.
   std::vector<int32_t> verify;
+  const LoraAdapter* lora = nullptr;  // the adapter of its forward items (owned by the request)
 
   int64_t n_generated() const { return static_cast<int64_t>(tokens.size() - n_prompt); }
 };

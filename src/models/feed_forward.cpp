@@ -16,8 +16,8 @@ DenseFeedForward::DenseFeedForward(const ModelConfig& cfg, const WeightSet& w, i
   if (w.find(name("ffn_gate_up.weight")))
     gate_up_ = kernels::Linear({w.get(name("ffn_gate_up.weight"), {d, 2 * ff})}, prec, pool);
   else
-    gate_up_ = kernels::Linear({w.get(name("ffn_gate.weight"), {d, ff}), w.get(name("ffn_up.weight"), {d, ff})},
-                               prec, pool);
+    gate_up_ = kernels::Linear(
+        {w.get(name("ffn_gate.weight"), {d, ff}), w.get(name("ffn_up.weight"), {d, ff})}, prec, pool);
   down_ = kernels::Linear({w.get(name("ffn_down.weight"), {ff, d})}, prec, pool);
   w.release_packed(gate_up_);  // the packed copies replace the file pages (see WeightSet)
   w.release_packed(down_);
@@ -30,8 +30,14 @@ void DenseFeedForward::forward(const float* x, int64_t n, float* out, FfnContext
     act_.resize(n * ff);
   }
   gate_up_.forward(x, n_embd_, n, gu_.data(), 2 * ff, ctx.pool, ctx.precision, ctx.scratch);
+  if (ctx.lora)
+    ctx.lora->apply(ctx.layer, LoraSite::GateUp, x, n_embd_, gu_.data(), 2 * ff, ctx.pool, ctx.precision,
+                    ctx.scratch);
   for (int64_t t = 0; t < n; ++t) kernels::swiglu(&gu_[t * 2 * ff], &gu_[t * 2 * ff + ff], &act_[t * ff], ff);
   down_.forward(act_.data(), ff, n, out, n_embd_, ctx.pool, ctx.precision, ctx.scratch);
+  if (ctx.lora)
+    ctx.lora->apply(ctx.layer, LoraSite::Down, act_.data(), ff, out, n_embd_, ctx.pool, ctx.precision,
+                    ctx.scratch);
 }
 
 std::unique_ptr<FeedForward> make_feed_forward(const ModelConfig& cfg, const WeightSet& w, int layer,

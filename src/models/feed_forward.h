@@ -10,6 +10,7 @@
 #include "ferrum/model_config.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/matmul.h"
+#include "models/lora_apply.h"
 #include "models/weights.h"
 
 namespace ferrum {
@@ -19,6 +20,8 @@ struct FfnContext {
   ThreadPool& pool;
   kernels::Precision precision;
   kernels::MatmulScratch& scratch;
+  LoraBatch* lora = nullptr;  // the step's adapters (null: none in this batch)
+  int layer = 0;              // the model's layer number (for the adapters' matrices)
 };
 
 class FeedForward {
@@ -31,7 +34,8 @@ class FeedForward {
 // SwiGLU: down(silu(gate(x)) * up(x)); gate/up fused (ffn_gate_up) or separate (ffn_gate, ffn_up).
 class DenseFeedForward : public FeedForward {
  public:
-  DenseFeedForward(const ModelConfig& cfg, const WeightSet& w, int layer, kernels::Precision prec, ThreadPool& pool);
+  DenseFeedForward(const ModelConfig& cfg, const WeightSet& w, int layer, kernels::Precision prec,
+                   ThreadPool& pool);
   void forward(const float* x, int64_t n, float* out, FfnContext& ctx) override;
 
  private:

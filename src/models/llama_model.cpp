@@ -173,9 +173,12 @@ int64_t LlamaModel::plan(runtime::KvCache& kv, std::span<const SeqInput> batch, 
       if (t < 0 || t >= cfg_.n_vocab)
         fail("token id {} is out of range (vocabulary has {} tokens)", t, cfg_.n_vocab);
     const int64_t m = it.size(d);
+    if (kv.len(it.seq) > 0 && kv.ns(it.seq) != (it.lora ? it.lora->id : 0))
+      fail("forward: sequence {} was computed with another LoRA adapter (or none); release it first", it.seq);
     requests_.emplace_back(it.seq, kv.len(it.seq) + m);
     n += m;
   }
+  lora_.plan(batch, d, LoraAdapter::shape_of(cfg_));
   kv.reserve(requests_);  // all or nothing
   ensure_workspace(n);
   return n;
@@ -217,6 +220,8 @@ void LlamaModel::run_layer(int l, runtime::KvCache& kv, std::span<const SeqInput
   Layer& L = layers_[kl];
   for (int64_t t = 0; t < n; ++t) kernels::rms_norm(&x_[t * d], L.attn_norm, &h_[t * d], d, eps);
   matmul(L.qkv, h_.data(), d, n, qkv_.data(), wqkv);
+  LoraBatch* lora = lora_.active() ? &lora_ : nullptr;
+  if (lora) lora->apply(l, LoraSite::Qkv, h_.data(), d, qkv_.data(), wqkv, pool_, kprec_, mm_scratch_);
   for (int64_t t = 0; t < n; ++t) {
     float* row = &qkv_[t * wqkv];
     if (L.bias_qkv) kernels::add_inplace(row, L.bias_qkv, wqkv);
@@ -245,10 +250,11 @@ void LlamaModel::run_layer(int l, runtime::KvCache& kv, std::span<const SeqInput
   ap.sliding_window = cfg_.sliding_window;
   kernels::attention(ap, jobs_.data(), static_cast<int>(jobs_.size()), pool_, attn_scratch_);
   matmul(L.wo, attn_.data(), qd, n, tmp_.data(), d);
+  if (lora) lora->apply(l, LoraSite::Out, attn_.data(), qd, tmp_.data(), d, pool_, kprec_, mm_scratch_);
   kernels::add_inplace(x_.data(), tmp_.data(), n * d);
 
   for (int64_t t = 0; t < n; ++t) kernels::rms_norm(&x_[t * d], L.ffn_norm, &h_[t * d], d, eps);
-  FfnContext fctx{pool_, kprec_, mm_scratch_};
+  FfnContext fctx{pool_, kprec_, mm_scratch_, lora, l};
   L.ffn->forward(h_.data(), n, tmp_.data(), fctx);
   kernels::add_inplace(x_.data(), tmp_.data(), n * d);
 }
@@ -282,11 +288,12 @@ void LlamaModel::forward(KvCache& cache, std::span<const SeqInput> batch, Forwar
   load_inputs(kv, batch);
   for (int l = opts_.layer_begin; l < opts_.layer_end; ++l) run_layer(l, kv, batch, n);
   for (const SeqInput& it : batch) {
+    const uint64_t ns = it.lora ? it.lora->id : 0;  // prefix blocks are shared per adapter
     if (!it.tokens.empty()) {
-      kv.append(it.seq, it.tokens);
+      kv.append(it.seq, it.tokens, ns);
     } else {
       no_ids_.assign(it.size(cfg_.n_embd), -1);
-      kv.append(it.seq, no_ids_);
+      kv.append(it.seq, no_ids_, ns);
     }
   }
   ++stats_.forward_calls;

@@ -12,6 +12,7 @@
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/matmul.h"
 #include "models/feed_forward.h"
+#include "models/lora_apply.h"
 #include "models/weights.h"
 #include "runtime/kv_cache.h"
 
@@ -72,6 +73,7 @@ class LlamaModel : public Model {
   std::vector<std::pair<int, int64_t>> requests_;
   kernels::MatmulScratch mm_scratch_;
   kernels::AttentionScratch attn_scratch_;
+  LoraBatch lora_;  // the current batch's adapters
   ModelStats stats_;
 };
 

@@ -15,7 +15,8 @@ std::unique_ptr<KvCache> KvCache::for_model(const Model& model, const KvOptions&
                                    ctx);
 }
 
-void Model::prefill(KvCache& kv, int seq, std::span<const int32_t> tokens, float* logits, bool all_logits) {
+void Model::prefill(KvCache& kv, int seq, std::span<const int32_t> tokens, float* logits, bool all_logits,
+                    const LoraAdapter* lora) {
   if (tokens.empty()) fail("prefill: no tokens for sequence {}", seq);
   const int64_t n = tokens.size(), chunk = std::max<int64_t>(1, options().max_batch);
   const int64_t V = config().n_vocab;
@@ -25,6 +26,7 @@ void Model::prefill(KvCache& kv, int seq, std::span<const int32_t> tokens, float
     SeqInput item;
     item.seq = seq;
     item.tokens = tokens.subspan(b, m);
+    item.lora = lora;
     item.logits = logits == nullptr ? Want::None : all_logits ? Want::All : last ? Want::Last : Want::None;
     forward(kv, std::span(&item, 1), ForwardOut{all_logits ? logits + b * V : logits, nullptr});
   }
@@ -45,6 +47,7 @@ void Model::decode_batch(KvCache& kv, std::span<const DecodeItem> items, float* 
     SeqInput in;
     in.seq = it.seq;
     in.tokens = std::span(&it.token, 1);
+    in.lora = it.lora;
     batch.push_back(in);
   }
   forward(kv, batch, ForwardOut{logits, nullptr});

@@ -207,8 +207,17 @@ void KvCache::write(int layer, int seq, int64_t pos, const float* k, const float
   kernels::kv_store_row(opts_.type, v, row_ptr(layer, false, s, pos), n_head_kv_, head_dim_);
 }
 
-void KvCache::append(int seq, std::span<const int32_t> ids) {
+uint64_t KvCache::ns(int seq) const {
+  auto it = seqs_.find(seq);
+  return it == seqs_.end() ? 0 : it->second.ns;
+}
+
+void KvCache::append(int seq, std::span<const int32_t> ids, uint64_t ns) {
   Seq& s = get(seq);
+  if (s.tokens.empty())
+    s.ns = s.chain = ns;
+  else if (s.ns != ns)
+    fail("append: sequence {} continues in another prefix namespace (LoRA adapter) than it started in", seq);
   FERRUM_ASSERT(static_cast<int64_t>(s.tokens.size() + ids.size()) <= s.reserved, "append beyond reserved rows");
   s.tokens.insert(s.tokens.end(), ids.begin(), ids.end());
   if (opts_.prefix_cache) register_blocks(s);
@@ -237,13 +246,13 @@ void KvCache::register_blocks(Seq& s) {
   }
 }
 
-int64_t KvCache::reuse_prefix(int seq, std::span<const int32_t> prompt) {
+int64_t KvCache::reuse_prefix(int seq, std::span<const int32_t> prompt, uint64_t ns) {
   if (!opts_.prefix_cache || prompt.size() < 2) return 0;
   if (len(seq) != 0) fail("reuse_prefix: sequence {} is not empty", seq);
   const int bt = opts_.block_tokens;
   const int64_t max_blocks = static_cast<int64_t>(prompt.size() - 1) / bt;
   Seq& s = seqs_[seq];
-  uint64_t chain = 0;
+  uint64_t chain = ns;
   int64_t n = 0;
   for (; n < max_blocks; ++n) {
     const int32_t* toks = prompt.data() + n * bt;
@@ -260,6 +269,7 @@ int64_t KvCache::reuse_prefix(int seq, std::span<const int32_t> prompt) {
   s.reserved = n * bt;
   s.registered = static_cast<int>(n);
   s.chain = chain;
+  s.ns = ns;
   if (n > 0) {
     ++hits_;
     saved_ += n * bt;
@@ -284,7 +294,7 @@ void KvCache::truncate(int seq, int64_t new_len) {
     s.reserved = static_cast<int64_t>(s.table.size()) * bt;
     if (s.registered > new_len / bt) {
       s.registered = 0;
-      s.chain = 0;
+      s.chain = s.ns;
       // Recompute the chain of the blocks that stay registered.
       for (int64_t b = 0; b < new_len / bt; ++b) s.chain = chain_hash(s.chain, s.tokens.data() + b * bt, static_cast<int>(bt));
       s.registered = static_cast<int>(new_len / bt);

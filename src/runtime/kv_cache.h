@@ -55,6 +55,7 @@ class KvCache {
   int head_dim() const { return head_dim_; }
   bool has(int seq) const { return seqs_.count(seq) != 0; }
   int64_t len(int seq) const;
+  uint64_t ns(int seq) const;  // the prefix namespace of a sequence (append), 0 if unknown
 
   // Makes room for positions [len, new_len) of every (seq, new_len) pair together, creating
   // sequences on first use. All or nothing: throws CapacityError and changes nothing when the
@@ -72,8 +73,10 @@ class KvCache {
   void write(int layer, int seq, int64_t pos, const float* k, const float* v);
   // Records that tokens [len, len + ids.size()) are now in the cache. An id of -1 marks a
   // position computed from input rows rather than a token: blocks holding one are never offered
-  // to the prefix cache.
-  void append(int seq, std::span<const int32_t> ids);
+  // to the prefix cache. `ns`: the prefix-cache namespace of what computed the rows (0 for the
+  // base model, a LoRA adapter's id otherwise): blocks are only shared within one namespace, and
+  // a sequence keeps the namespace it started with.
+  void append(int seq, std::span<const int32_t> ids, uint64_t ns = 0);
   void truncate(int seq, int64_t new_len);
   void release(int seq);
   void reset();
@@ -83,7 +86,7 @@ class KvCache {
   // Prefix cache (paged + prefix_cache): attaches the longest run of cached full blocks matching
   // the start of `prompt` to the empty sequence `seq`, always leaving at least one token to
   // compute. Returns the number of tokens reused (then len(seq) == that number).
-  int64_t reuse_prefix(int seq, std::span<const int32_t> prompt);
+  int64_t reuse_prefix(int seq, std::span<const int32_t> prompt, uint64_t ns = 0);
 
   KvStats stats() const;
   nlohmann::json metrics_json() const;
@@ -96,6 +99,7 @@ class KvCache {
     int64_t reserved = 0;         // rows with storage
     int registered = 0;           // leading full blocks already offered to the prefix cache
     uint64_t chain = 0;           // chain hash of those blocks
+    uint64_t ns = 0;              // prefix namespace (append): the chain's root
     std::vector<std::vector<uint8_t>> k, v;  // contiguous: per layer
   };
   struct PrefixEntry {

@@ -94,8 +94,8 @@ bool KvCache::can_fit(std::span<const std::pair<int, int64_t>> seq_lengths) cons
   return impl_->can_reserve(seq_lengths);
 }
 
-int64_t KvCache::reuse_prefix(int seq, std::span<const int32_t> prompt) {
-  return impl_->reuse_prefix(seq, prompt);
+int64_t KvCache::reuse_prefix(int seq, std::span<const int32_t> prompt, uint64_t lora_id) {
+  return impl_->reuse_prefix(seq, prompt, lora_id);
 }
 
 KvUsage KvCache::usage() const {

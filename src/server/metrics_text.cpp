@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "server/lora_registry.h"
+
 namespace ferrum::server {
 namespace {
 
@@ -70,6 +72,43 @@ std::string prometheus_text(const EngineStats& st, const KvUsage& kv, const nloh
   histogram(o, "ferrum_inter_token_latency_seconds",
             "Time between consecutive generated tokens of a request.", st.itl);
   histogram(o, "ferrum_e2e_request_latency_seconds", "Time from submission to the end of a request.", st.e2e);
+  return o;
+}
+
+namespace {
+
+// A Prometheus label value: backslash, double quote and newline escaped.
+std::string label(const std::string& v) {
+  std::string o;
+  for (char c : v) o += c == '\\' ? "\\\\" : c == '"' ? "\\\"" : c == '\n' ? "\\n" : std::string(1, c);
+  return o;
+}
+
+}  // namespace
+
+std::string lora_metrics_text(const std::vector<std::shared_ptr<const LoraEntry>>& adapters) {
+  struct Family {
+    const char* name;
+    const char* type;
+    const char* help;
+    uint64_t (*value)(const LoraEntry&);
+  };
+  static const Family fams[] = {
+      {"ferrum_lora_requests_total", "counter", "Generation requests per LoRA adapter.",
+       [](const LoraEntry& e) { return e.counters->requests.load(); }},
+      {"ferrum_lora_prompt_tokens_total", "counter", "Prompt tokens of requests per LoRA adapter.",
+       [](const LoraEntry& e) { return e.counters->prompt_tokens.load(); }},
+      {"ferrum_lora_generation_tokens_total", "counter", "Generated tokens per LoRA adapter.",
+       [](const LoraEntry& e) { return e.counters->completion_tokens.load(); }},
+      {"ferrum_lora_adapter_bytes", "gauge", "Memory held by a loaded LoRA adapter's matrices.",
+       [](const LoraEntry& e) { return static_cast<uint64_t>(lora_bytes(*e.adapter)); }},
+  };
+  std::string o;
+  for (const Family& f : fams) {
+    o += fmt::format("# HELP {} {}\n# TYPE {} {}\n", f.name, f.help, f.name, f.type);
+    for (const auto& e : adapters)
+      o += fmt::format("{}{{adapter=\"{}\"}} {}\n", f.name, label(e->name), f.value(*e));
+  }
   return o;
 }
 

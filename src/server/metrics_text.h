@@ -2,12 +2,18 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <vector>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "engine/engine.h"
 
 namespace ferrum::server {
+
+struct LoraEntry;
+// Per LoRA adapter: requests, prompt and generated tokens, and the adapter's memory.
+std::string lora_metrics_text(const std::vector<std::shared_ptr<const LoraEntry>>& adapters);
 
 std::string prometheus_text(const EngineStats& st, const KvUsage& kv, const nlohmann::json& model_metrics,
                             uint64_t http_requests, uint64_t http_errors);

@@ -114,6 +114,7 @@ bool SseAnswer::next(std::string& out) {
   }
   auto e = handle_->next(kPoll);
   if (!e) return true;
+  completion_tokens_ += static_cast<int>(e->tokens.size());
   if (e->finished && e->finish_reason == "error")
     out += "data: " + body_text(error_json(e->error, "server_error", "", "")) + "\n\n";
   if (!e->text.empty() || !e->logprobs.empty() || e->finished) {

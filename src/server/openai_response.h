@@ -40,6 +40,7 @@ class SseAnswer {
   SseAnswer(AnswerHeader h, ParsedRequest pr, const Tokenizer& tok, std::shared_ptr<RequestHandle> handle);
   bool next(std::string& out);
   bool finished() const { return finished_; }
+  int completion_tokens() const { return completion_tokens_; }
   RequestHandle& handle() { return *handle_; }
 
  private:
@@ -49,6 +50,7 @@ class SseAnswer {
   const Tokenizer& tok_;
   std::shared_ptr<RequestHandle> handle_;
   bool started_ = false, finished_ = false;
+  int completion_tokens_ = 0;
   size_t text_offset_ = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 
 #include "chat/chat_prompt.h"
@@ -10,6 +11,7 @@
 #include "server/embeddings.h"
 #include "server/http_server.h"
 #include "server/json_body.h"
+#include "server/lora_registry.h"
 #include "server/metrics_text.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
@@ -64,6 +66,14 @@ Server::Server(Engine* engine, Embedder* embedder, ServerOptions opt)
   names_ = {opt_.model_name, "ferrum"};
   if (engine_) chat_ = std::make_unique<chat::ChatPrompt>(engine_->tokenizer());
   if (engine_) grammars_ = std::make_unique<grammar::GrammarCache>(engine_->tokenizer());
+  if (engine_) lora_ = std::make_unique<LoraRegistry>(engine_->model());
+  for (const std::string& m : opt_.lora_modules) {
+    const size_t eq = m.find('=');
+    if (eq == std::string::npos || eq == 0)
+      fail("--lora {}: expected name=PATH[:scale] (the name requests give as \"model\")", m);
+    if (!lora_) fail("--lora {}: LoRA adapters need a decoder model", m);
+    lora_->add(m.substr(0, eq), m.substr(eq + 1), names_);
+  }
   created_ = static_cast<int64_t>(std::time(nullptr));
   HttpLimits lim;
   lim.max_body_bytes = opt_.max_body_bytes;
@@ -152,6 +162,7 @@ void Server::route(const HttpRequest& req, HttpResponse& res, const ClientProbe&
     const json mm = engine_ ? engine_->model_metrics() : json::object();
     res.content_type = "text/plain; version=0.0.4";
     res.body = prometheus_text(st, kv, mm, http_requests_.load(), http_errors_.load());
+    if (lora_) res.body += lora_metrics_text(lora_->list());
     return;
   }
   const std::string_view p = api_path(req.path);
@@ -161,6 +172,9 @@ void Server::route(const HttpRequest& req, HttpResponse& res, const ClientProbe&
   } else if (p == "/chat/completions" || p == "/completions") {
     require_method(req, "POST");
     generate(req, res, probe, p == "/chat/completions");
+  } else if (p == "/load_lora_adapter" || p == "/unload_lora_adapter") {
+    require_method(req, "POST");
+    lora_admin(req, res, p == "/load_lora_adapter");
   } else if (p == "/embeddings") {
     require_method(req, "POST");
     embeddings(req, res);
@@ -179,10 +193,27 @@ void Server::models(const std::string& id, HttpResponse& res) {
             {"created", created_},
             {"owned_by", "ferrum"},
             {"meta", meta}};
+  m["root"] = opt_.model_name;
+  m["parent"] = nullptr;
+  auto adapter_json = [&](const LoraEntry& e) {
+    json a = {{"id", e.name},         {"object", "model"}, {"created", e.created},
+              {"owned_by", "ferrum"}, {"root", e.path},    {"parent", opt_.model_name}};
+    a["meta"] = meta;
+    a["meta"]["lora_bytes"] = lora_bytes(*e.adapter);
+    return a;
+  };
   if (id.empty()) {
-    res.body = body_text({{"object", "list"}, {"data", json::array({m})}});
+    json data = json::array({m});
+    if (lora_)
+      for (const auto& e : lora_->list()) data.push_back(adapter_json(*e));
+    res.body = body_text({{"object", "list"}, {"data", data}});
     return;
   }
+  if (lora_)
+    if (auto e = lora_->find(id)) {
+      res.body = body_text(adapter_json(*e));
+      return;
+    }
   if (std::find(names_.begin(), names_.end(), id) == names_.end())
     throw ApiError(404,
                    fmt::format("The model '{}' does not exist; this server serves '{}'", id, opt_.model_name),
@@ -212,8 +243,27 @@ void Server::generate(const HttpRequest& req, HttpResponse& res, const ClientPro
                    "invalid_request_error", "model", "model_not_supported");
   const Tokenizer& tok = engine_->tokenizer();
   const json body = parse_json_body(req.body);
-  ParsedRequest pr = chat ? parse_chat_request(body, tok, *chat_, names_, opt_.special_tokens_in_messages)
-                          : parse_completion_request(body, tok, names_);
+  const std::vector<std::string> names = served_names();
+  ParsedRequest pr = chat ? parse_chat_request(body, tok, *chat_, names, opt_.special_tokens_in_messages)
+                          : parse_completion_request(body, tok, names);
+  // "model" naming an adapter: the request runs with it (it keeps the adapter alive).
+  const std::shared_ptr<const LoraEntry> lora = lora_ && !pr.model.empty() ? lora_->find(pr.model) : nullptr;
+  if (lora) pr.params.lora = lora->adapter;
+  // Extension "lora_scale": the adapter's products times this factor, for this request only.
+  if (body.contains("lora_scale") && !body["lora_scale"].is_null()) {
+    const json& f = body["lora_scale"];
+    if (!lora)
+      throw ApiError(400, "'lora_scale' needs a LoRA adapter as the model", "invalid_request_error",
+                     "lora_scale");
+    if (!f.is_number() || !std::isfinite(f.get<double>()) || std::fabs(f.get<double>()) > 1000)
+      throw ApiError(400, "'lora_scale' must be a number between -1000 and 1000", "invalid_request_error",
+                     "lora_scale");
+    if (f.get<double>() != 1.0) pr.params.lora = rescale_lora(lora->adapter, f.get<float>());
+  }
+  if (!lora && !pr.model.empty() && std::find(names_.begin(), names_.end(), pr.model) == names_.end())
+    throw ApiError(404,
+                   fmt::format("The model '{}' does not exist (its LoRA adapter was unloaded)", pr.model),
+                   "invalid_request_error", "model", "model_not_found");
   if (pr.grammar) {
     try {
       pr.params.grammar = grammars_->get(*pr.grammar);
@@ -221,8 +271,11 @@ void Server::generate(const HttpRequest& req, HttpResponse& res, const ClientPro
       throw ApiError(400, e.what(), "invalid_request_error", pr.grammar_param);
     }
   }
+  const size_t n_prompt = pr.params.prompt.size();
   auto handle = engine_->submit(std::move(pr.params));
-  AnswerHeader h{new_id(chat ? "chatcmpl" : "cmpl"), opt_.model_name,
+  std::shared_ptr<LoraCounters> counters = lora ? lora->counters : nullptr;
+  if (counters) ++counters->requests, counters->prompt_tokens += n_prompt;
+  AnswerHeader h{new_id(chat ? "chatcmpl" : "cmpl"), lora ? lora->name : opt_.model_name,
                  static_cast<int64_t>(std::time(nullptr)), chat};
 
   if (pr.stream) {
@@ -230,8 +283,9 @@ void Server::generate(const HttpRequest& req, HttpResponse& res, const ClientPro
     res.content_type = "text/event-stream";
     res.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
     res.stream.next = [sse](std::string& out) { return sse->next(out); };
-    res.stream.closed = [sse](bool) {
+    res.stream.closed = [sse, counters](bool) {
       if (!sse->finished()) sse->handle().cancel();  // the client went away first
+      if (counters) counters->completion_tokens += sse->completion_tokens();
     };
     return;
   }
@@ -252,8 +306,54 @@ void Server::generate(const HttpRequest& req, HttpResponse& res, const ClientPro
     c.add(*e);
     if (e->finished) break;
   }
+  if (counters) counters->completion_tokens += c.completion_tokens;
   if (c.finish_reason == "error") throw ApiError(500, c.error, "server_error");
   res.body = body_text(full_answer(h, pr, tok, c));
+}
+
+}  // namespace ferrum::server
+
+namespace ferrum::server {
+
+std::vector<std::string> Server::served_names() const {
+  std::vector<std::string> names = names_;
+  if (lora_)
+    for (const auto& e : lora_->list()) names.push_back(e->name);
+  return names;
+}
+
+// vLLM's runtime adapter API: {"lora_name", "lora_path"} to load, {"lora_name"} to unload; plain
+// text answers. Loading reads a path on the server's machine, so it is off unless allowed.
+void Server::lora_admin(const HttpRequest& req, HttpResponse& res, bool load) {
+  if (!opt_.allow_runtime_lora)
+    throw ApiError(
+        403,
+        "loading and unloading LoRA adapters at run time is disabled (ferrum serve --allow-runtime-lora)",
+        "invalid_request_error", "", "runtime_lora_disabled");
+  if (!lora_) throw ApiError(400, "LoRA adapters need a decoder model", "invalid_request_error");
+  const json b = parse_json_body(req.body);
+  auto field = [&](const char* k) {
+    if (!b.is_object() || !b.contains(k) || !b[k].is_string())
+      throw ApiError(400, fmt::format("'{}' (a string) is required", k), "invalid_request_error", k);
+    return b[k].get<std::string>();
+  };
+  const std::string name = field("lora_name");
+  if (load) {
+    try {
+      lora_->add(name, field("lora_path"), names_);
+    } catch (const ApiError&) {
+      throw;
+    } catch (const Error& e) {
+      throw ApiError(400, e.what(), "invalid_request_error", "lora_path");
+    }
+    res.body = fmt::format("Success: LoRA adapter '{}' added successfully.", name);
+  } else {
+    if (!lora_->remove(name))
+      throw ApiError(404, fmt::format("no LoRA adapter named '{}' is loaded", name), "not_found_error",
+                     "lora_name");
+    res.body = fmt::format("Success: LoRA adapter '{}' removed successfully.", name);
+  }
+  res.content_type = "text/plain";
 }
 
 }  // namespace ferrum::server

@@ -1,8 +1,9 @@
 // `ferrum serve`: an OpenAI-compatible HTTP server in front of the Engine (the transport and its
 // limits: http_server.h). Routes, each also without the /v1 prefix: POST /v1/chat/completions,
 // POST /v1/completions, POST /v1/embeddings, GET /v1/models, GET /v1/models/{id}; and GET /health,
-// GET /metrics (Prometheus text). With an API key every route but /health needs it (/metrics too,
-// unless public_metrics).
+// GET /metrics (Prometheus text); LoRA adapters as models of their own (POST
+// /v1/load_lora_adapter and /v1/unload_lora_adapter when allowed). With an API key every route but /health
+// needs it (/metrics too, unless public_metrics).
 #pragma once
 
 #include <atomic>
@@ -24,6 +25,7 @@ class HttpServer;
 struct HttpRequest;
 struct HttpResponse;
 class ClientProbe;
+class LoraRegistry;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -39,6 +41,9 @@ struct ServerOptions {
   // Control tokens (e.g. <|im_start|>) written in chat message content are text, so a user
   // cannot forge turns; true parses them as tokens (only for trusted clients).
   bool special_tokens_in_messages = false;
+  // LoRA adapters served as models "name" (vLLM's --lora-modules): "name=PATH[:scale]" each.
+  std::vector<std::string> lora_modules;
+  bool allow_runtime_lora = false;  // POST /v1/load_lora_adapter, /v1/unload_lora_adapter
 };
 
 class Server {
@@ -67,6 +72,8 @@ class Server {
   void generate(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe, bool chat);
   void embeddings(const HttpRequest& req, HttpResponse& res);
   void models(const std::string& id, HttpResponse& res);
+  void lora_admin(const HttpRequest& req, HttpResponse& res, bool load);
+  std::vector<std::string> served_names() const;  // the base model's ids and the adapters' names
   Engine* engine_;
   Embedder* embedder_;
   ServerOptions opt_;
@@ -74,6 +81,7 @@ class Server {
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<chat::ChatPrompt> chat_;
   std::unique_ptr<grammar::GrammarCache> grammars_;  // compiled response_format / grammar, LRU
+  std::unique_ptr<LoraRegistry> lora_;               // decoders only
   int port_ = -1;
   std::atomic<uint64_t> http_requests_{0}, http_errors_{0};
   int64_t created_ = 0;

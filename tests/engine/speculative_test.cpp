@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "engine/loader.h"
 #include "engine/ngram_proposer.h"
+#include "ferrum/lora.h"
 #include "grammar/grammar_cache.h"
 #include "greedy_reference.h"
 #include "test_util.h"
@@ -272,6 +273,36 @@ TEST(Speculative, WithAGrammarTheOutputIsTheConstrainedGreedyOutput) {
     EXPECT_EQ(got.finish_reason, plain.finish_reason) << proposer->name();
     EXPECT_GT(st.spec_verify_steps, 0u) << proposer->name();
   }
+}
+
+// A request with a LoRA adapter verifies its drafts with the adapter (the draft model runs
+// without it): greedy output equals the adapter's plain greedy output.
+TEST(Speculative, WithALoraAdapterTheOutputIsTheAdaptersGreedyOutput) {
+  LoadedModel target = load(fixture("llama", "Q8_0"));
+  LoadedModel draft = load(fixture("llama", "Q4_0"));
+  const std::vector<LoraSpec> specs = {parse_lora_spec(test::data_path("lora/llama-a.gguf"))};
+  const auto adapter = load_lora(*target.model, specs);
+  auto run = [&](std::shared_ptr<Proposer> proposer) {
+    EngineOptions eo;
+    eo.kv = kv_options("paged");
+    eo.spec.proposer = std::move(proposer);
+    Engine eng(*target.model, *target.tokenizer, eo);
+    RequestParams p = greedy_request(target.tokenizer->encode("Once upon a time", true, false), 40);
+    p.lora = adapter;
+    const Output o = collect(*eng.submit(p));
+    return std::make_pair(o, eng.stats());
+  };
+  const auto [plain, plain_stats] = run(nullptr);
+  RequestParams base = greedy_request(target.tokenizer->encode("Once upon a time", true, false), 40);
+  const auto [spec, st] =
+      run(std::make_shared<DraftModelProposer>(*draft.model, target.model->config().n_vocab));
+  EXPECT_EQ(spec.tokens, plain.tokens);
+  EXPECT_EQ(spec.text, plain.text);
+  EXPECT_GT(st.spec_verify_steps, 0u);
+  // The adapter matters: the base model's greedy output differs.
+  const test::GreedyRun without =
+      test::greedy_reference(*target.model, kv_options("paged"), *target.tokenizer, base.prompt, 40);
+  EXPECT_NE(without.tokens, plain.tokens);
 }
 
 // --- sampling: the distribution is the target's -------------------------------------------

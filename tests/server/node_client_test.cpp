@@ -64,5 +64,20 @@ TEST(NodeOpenAIClient, Qwen3FixtureWithApiKey) {
   run_client(test::data_path("models/qwen3/gguf/qwen3-Q8_0.gguf"), "test-key-123");
 }
 
+// Two LoRA adapters driven at once through the client (tests/server-node/openai_lora_test.mjs).
+TEST(NodeOpenAIClient, TwoLoraAdaptersConcurrently) {
+  ensure_node();
+  if (testing::Test::IsSkipped() || testing::Test::HasFatalFailure()) return;
+  server::ServerOptions so;
+  so.lora_modules = {"a=" + test::data_path("lora/llama-a"), "b=" + test::data_path("lora/llama-b")};
+  test::TestServer ts(test::data_path("models/llama/gguf/llama-Q8_0.gguf"), so);
+  std::string out;
+  const int rc =
+      sh("timeout 300 node '" + (kDir / "openai_lora_test.mjs").string() + "' " + ts.url() + " test-model",
+         &out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("ALL OK"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace ferrum
