@@ -48,11 +48,11 @@ for round in $(seq 1 "$ROUNDS"); do
       -t "$THREADS" --spec-prompt "$(cat "$prompt_file")" --json |
     python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["plain_ts"][0], j["spec_ts"][0], j["acceptance_rate"])')
   if [ "$draft" = ngram ]; then
-    log=$("$LLAMA_CPP_BIN/llama-lookup" -m "$target" -f "$prompt_file" -n "$N" --draft-max "$DRAFT_MAX" \
+    log=$("$LLAMA_CPP_BIN/llama-lookup" -m "$target" -f "$prompt_file" -n "$N" --spec-draft-n-max "$DRAFT_MAX" \
       --temp 0 -t "$THREADS" -c 4096 2>&1 || true)
   else
     log=$("$LLAMA_CPP_BIN/llama-speculative" -m "$target" -md "$draft" -f "$prompt_file" -n "$N" \
-      --draft-max "$DRAFT_MAX" --temp 0 -t "$THREADS" -td "$THREADS" -c 4096 2>&1 || true)
+      --spec-draft-n-max "$DRAFT_MAX" --temp 0 -t "$THREADS" -td "$THREADS" -c 4096 2>&1 || true)
   fi
   lspec=$(echo "$log" | sed -n 's/.*decoded .* speed: *\([0-9.]*\) t\/s.*/\1/p' | tail -1)
   lacc=$(echo "$log" | sed -n 's/.*accept *= *\([0-9.]*\)%.*/\1/p' | tail -1)
