@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 
@@ -22,9 +23,30 @@ std::string data_path(const std::string& rel) {
   return std::string(FERRUM_TEST_DATA) + "/" + rel;
 }
 
+namespace {
+// The directories temp_dir() made, removed when the test process exits.
+struct TempDirs {
+  std::mutex mu;
+  std::vector<std::string> dirs;
+  ~TempDirs() {
+    for (const std::string& d : dirs) {
+      std::error_code ec;
+      fs::remove_all(d, ec);
+    }
+  }
+};
+TempDirs& temp_dirs() {
+  static TempDirs t;
+  return t;
+}
+}  // namespace
+
 std::string temp_dir() {
   std::string tmpl = (fs::temp_directory_path() / "ferrum-test-XXXXXX").string();
   if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  TempDirs& t = temp_dirs();
+  std::lock_guard lk(t.mu);
+  t.dirs.push_back(tmpl);
   return tmpl;
 }
 

@@ -11,7 +11,7 @@ namespace ferrum::test {
 
 // Absolute path of a file under tests/data.
 std::string data_path(const std::string& rel);
-// A fresh temporary directory (removed at exit is not guaranteed; under /tmp).
+// A fresh temporary directory under /tmp, removed with its contents when the test process exits.
 std::string temp_dir();
 
 struct Npy {
