@@ -54,6 +54,7 @@ ChatPrompt::ChatPrompt(const Tokenizer& tok) : tok_(tok), literal_(tok) {
   if (!tok.chat_template().empty()) {
     tpl_ = std::make_unique<ChatTemplate>(tok.chat_template());
     kind_ = "model";
+    tool_style_ = detect_tool_style(tok.chat_template());
   } else if (has_token(tok, "<|im_start|>") && has_token(tok, "<|im_end|>")) {
     tpl_ = std::make_unique<ChatTemplate>(kChatML, "chatml");
     kind_ = "chatml";

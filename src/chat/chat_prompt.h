@@ -11,19 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "chat/chat_error.h"
 #include "chat/chat_literal.h"
+#include "chat/tools.h"
 #include "core/fail.h"
 #include "ferrum/tokenizer.h"
 #include "tokenizer/chat_template.h"
 
 namespace ferrum::chat {
-
-// A malformed message or a template that raises; `param` names the field ("messages[2].role").
-class ChatError : public Error {
- public:
-  ChatError(std::string param, const std::string& message) : Error(message), param(std::move(param)) {}
-  std::string param;
-};
 
 class ChatPrompt {
  public:
@@ -41,6 +36,8 @@ class ChatPrompt {
                               const nlohmann::json& template_kwargs,
                               bool special_tokens_in_messages = false) const;
   const std::string& kind() const { return kind_; }  // "model", "chatml", "plain"
+  // How the template writes tool calls (Default for the ChatML and plain fallbacks).
+  ToolStyle tool_style() const { return tool_style_; }
 
  private:
   nlohmann::ordered_json checked_messages(const nlohmann::json& messages, bool mark) const;
@@ -49,6 +46,7 @@ class ChatPrompt {
   ChatLiteral literal_;
   std::unique_ptr<ChatTemplate> tpl_;
   std::string kind_;
+  ToolStyle tool_style_ = ToolStyle::Default;
 };
 
 }  // namespace ferrum::chat
