@@ -50,11 +50,12 @@ std::string content_text(const json& c, const std::string& where) {
 
 }  // namespace
 
-ChatPrompt::ChatPrompt(const Tokenizer& tok) : tok_(tok), literal_(tok) {
-  if (!tok.chat_template().empty()) {
-    tpl_ = std::make_unique<ChatTemplate>(tok.chat_template());
+ChatPrompt::ChatPrompt(const Tokenizer& tok, const std::string& chat_template) : tok_(tok), literal_(tok) {
+  const std::string& source = chat_template.empty() ? tok.chat_template() : chat_template;
+  if (!source.empty()) {
+    tpl_ = std::make_unique<ChatTemplate>(source);
     kind_ = "model";
-    tool_style_ = detect_tool_style(tok.chat_template());
+    tool_style_ = detect_tool_style(source);
   } else if (has_token(tok, "<|im_start|>") && has_token(tok, "<|im_end|>")) {
     tpl_ = std::make_unique<ChatTemplate>(kChatML, "chatml");
     kind_ = "chatml";

@@ -22,7 +22,8 @@ namespace ferrum::chat {
 
 class ChatPrompt {
  public:
-  explicit ChatPrompt(const Tokenizer& tok);
+  // `chat_template`: Jinja text used instead of the tokenizer's ("" = the tokenizer's).
+  explicit ChatPrompt(const Tokenizer& tok, const std::string& chat_template = "");
   // The rendered prompt and the spans of it that are request text to be read literally.
   struct Rendered {
     std::string text;

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "server/api_error.h"
+#include "server/tool_answer.h"
 
 namespace ferrum::server {
 namespace {
@@ -71,6 +72,12 @@ json full_answer(const AnswerHeader& h, const ParsedRequest& pr, const Tokenizer
   json choice = {{"index", 0}, {"finish_reason", c.finish_reason}, {"logprobs", nullptr}};
   if (h.chat) {
     choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    if (pr.tools.active()) {
+      const ToolAnswer a = tool_answer(pr.tool_style, pr.tools, c.text);
+      choice["message"]["content"] = a.content;
+      if (a.called()) choice["message"]["tool_calls"] = a.tool_calls;
+      choice["finish_reason"] = tool_finish_reason(a, c.finish_reason);
+    }
     if (pr.logprobs) choice["logprobs"] = chat_logprobs(tok, c.logprobs);
   } else {
     choice["text"] = c.text;
@@ -114,6 +121,7 @@ bool SseAnswer::next(std::string& out) {
   }
   auto e = handle_->next(kPoll);
   if (!e) return true;
+  if (h_.chat && pr_.tools.active()) return tool_chunks(out, *e);
   if (e->finished && e->finish_reason == "error")
     out += "data: " + body_text(error_json(e->error, "server_error", "", "")) + "\n\n";
   if (!e->text.empty() || !e->logprobs.empty() || e->finished) {
@@ -134,6 +142,41 @@ bool SseAnswer::next(std::string& out) {
   finished_ = true;
   if (pr_.include_usage)
     chunk(out, json::array(), usage_json(e->prompt_tokens, e->completion_tokens, e->cached_tokens));
+  out += "data: [DONE]\n\n";
+  return false;
+}
+
+// With tools, the answer is held back until it ends, then sent as its content (if any) and one
+// delta.tool_calls chunk per call: a call's text is not shown as content on the way.
+bool SseAnswer::tool_chunks(std::string& out, RequestEvent& e) {
+  held_text_ += e.text;
+  for (auto& l : e.logprobs) held_logprobs_.push_back(std::move(l));
+  if (!e.finished) return true;
+  if (e.finish_reason == "error")
+    out += "data: " + body_text(error_json(e.error, "server_error", "", "")) + "\n\n";
+  const ToolAnswer a = tool_answer(pr_.tool_style, pr_.tools, held_text_);
+  auto delta_chunk = [&](json delta) {
+    json c = {{"index", 0}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+    if (pr_.logprobs && !held_logprobs_.empty()) {
+      c["logprobs"] = chat_logprobs(tok_, held_logprobs_);
+      held_logprobs_.clear();
+    }
+    chunk(out, json::array({c}), nullptr);
+  };
+  if (a.content.is_string() && !a.content.get_ref<const std::string&>().empty())
+    delta_chunk({{"content", a.content}});
+  for (size_t i = 0; i < a.tool_calls.size(); ++i) {
+    json call = a.tool_calls[i];
+    call["index"] = i;
+    delta_chunk({{"tool_calls", json::array({call})}});
+  }
+  json last = {{"index", 0}, {"delta", json::object()}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  if (e.finish_reason != "error" && e.finish_reason != "cancelled")
+    last["finish_reason"] = tool_finish_reason(a, e.finish_reason);
+  chunk(out, json::array({last}), nullptr);
+  finished_ = true;
+  if (pr_.include_usage)
+    chunk(out, json::array(), usage_json(e.prompt_tokens, e.completion_tokens, e.cached_tokens));
   out += "data: [DONE]\n\n";
   return false;
 }

@@ -44,12 +44,15 @@ class SseAnswer {
 
  private:
   void chunk(std::string& out, nlohmann::json choices, nlohmann::json usage) const;
+  bool tool_chunks(std::string& out, RequestEvent& e);
   AnswerHeader h_;
   ParsedRequest pr_;
   const Tokenizer& tok_;
   std::shared_ptr<RequestHandle> handle_;
   bool started_ = false, finished_ = false;
   size_t text_offset_ = 0;
+  std::string held_text_;  // with tools: the answer so far (sent when it ends)
+  std::vector<TokenLogprob> held_logprobs_;
 };
 
 }  // namespace ferrum::server

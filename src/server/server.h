@@ -39,6 +39,7 @@ struct ServerOptions {
   // Control tokens (e.g. <|im_start|>) written in chat message content are text, so a user
   // cannot forge turns; true parses them as tokens (only for trusted clients).
   bool special_tokens_in_messages = false;
+  std::string chat_template;  // Jinja text used instead of the model's chat template ("" = the model's)
 };
 
 class Server {
