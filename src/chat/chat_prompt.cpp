@@ -48,6 +48,22 @@ std::string content_text(const json& c, const std::string& where) {
   return text;
 }
 
+// Renders a system message with a probe text: a template that raises on it or leaves it out has
+// no system role (llama.cpp probes templates the same way).
+bool renders_system(const ChatTemplate& tpl, const Tokenizer& tok) {
+  const std::string probe = "ferrum system probe 7f3a";
+  const ojson msgs =
+      ojson::array({{{"role", "system"}, {"content", probe}}, {{"role", "user"}, {"content", "hi"}}});
+  ChatTemplateOptions opt;
+  opt.bos_token = tok.bos_text();
+  opt.eos_token = tok.eos_text();
+  try {
+    return tpl.render(msgs, opt).find(probe) != std::string::npos;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 ChatPrompt::ChatPrompt(const Tokenizer& tok, const std::string& chat_template) : tok_(tok), literal_(tok) {
@@ -63,6 +79,7 @@ ChatPrompt::ChatPrompt(const Tokenizer& tok, const std::string& chat_template) :
     tpl_ = std::make_unique<ChatTemplate>(kPlain, "plain");
     kind_ = "plain";
   }
+  system_role_ = renders_system(*tpl_, tok);
 }
 
 // A request value as a template value; its strings (keys too) marked when `mark`. The depth is

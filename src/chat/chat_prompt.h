@@ -39,6 +39,8 @@ class ChatPrompt {
   const std::string& kind() const { return kind_; }  // "model", "chatml", "plain"
   // How the template writes tool calls (Default for the ChatML and plain fallbacks).
   ToolStyle tool_style() const { return tool_style_; }
+  // Whether the template writes a system message's content (Phi-3's drops system messages).
+  bool system_role() const { return system_role_; }
 
  private:
   nlohmann::ordered_json checked_messages(const nlohmann::json& messages, bool mark) const;
@@ -48,6 +50,7 @@ class ChatPrompt {
   std::unique_ptr<ChatTemplate> tpl_;
   std::string kind_;
   ToolStyle tool_style_ = ToolStyle::Default;
+  bool system_role_ = true;
 };
 
 }  // namespace ferrum::chat

@@ -70,6 +70,15 @@ json appended(const json& content, const std::string& text, const std::string& s
   return text;
 }
 
+// `text` followed by `content` (a string or text parts; anything else is left for checked_messages).
+json prepended(const std::string& text, const json& content) {
+  if (content.is_string()) return text + content.get<std::string>();
+  if (!content.is_array()) return content;
+  json parts = json::array({{{"type", "text"}, {"text", text}}});
+  for (const json& part : content) parts.push_back(part);
+  return parts;
+}
+
 // Earlier calls and results as text, for a template that knows nothing of them.
 json as_default_text(const json& m) {
   json out = m;
@@ -105,7 +114,7 @@ std::string default_tools_text(const json& tools) {
   return s;
 }
 
-ToolPrompt tool_prompt(ToolStyle style, const json& messages, const ToolRequest& req) {
+ToolPrompt tool_prompt(ToolStyle style, const json& messages, const ToolRequest& req, bool system_role) {
   if (!messages.is_array()) return {messages, nullptr};  // ChatPrompt reports it
   ToolPrompt p{json::array(), req.active() && style != ToolStyle::Default ? req.tools : json()};
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -127,6 +136,13 @@ ToolPrompt tool_prompt(ToolStyle style, const json& messages, const ToolRequest&
   }
   if (style != ToolStyle::Default || !req.active() || p.messages.empty()) return p;
   const std::string text = default_tools_text(req.tools);
+  if (!system_role) {
+    for (json& m : p.messages)
+      if (role_of(m) == "user") {
+        m["content"] = prepended(text + "\n\n", m.contains("content") ? m["content"] : json(""));
+        return p;
+      }
+  }
   json& first = p.messages[0];
   const std::string role = role_of(first);
   if (role == "system" || role == "developer")

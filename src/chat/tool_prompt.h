@@ -4,7 +4,7 @@
 //
 // Templates without tool support (ToolStyle::Default) get the tools in the system prompt, in this
 // documented default format (appended to the first system/developer message, or as a new system
-// message in front):
+// message in front; for a template without a system role, in front of the first user message):
 //
 //   # Tools
 //
@@ -34,7 +34,9 @@ struct ToolPrompt {
 };
 
 // Throws ChatError naming a malformed tool call ("messages[3].tool_calls[0].function.arguments").
-ToolPrompt tool_prompt(ToolStyle style, const nlohmann::json& messages, const ToolRequest& req);
+// `system_role`: the template writes system messages (ChatPrompt::system_role()).
+ToolPrompt tool_prompt(ToolStyle style, const nlohmann::json& messages, const ToolRequest& req,
+                       bool system_role = true);
 
 // The default format's system prompt text for `tools` (exposed for tests).
 std::string default_tools_text(const nlohmann::json& tools);

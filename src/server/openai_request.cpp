@@ -224,7 +224,7 @@ ParsedRequest parse_chat_request(const json& b, const Tokenizer& tok, const chat
   try {
     r.tools = chat::parse_tool_request(b);
     r.tool_style = prompt.tool_style();
-    const chat::ToolPrompt tp = chat::tool_prompt(r.tool_style, b["messages"], r.tools);
+    const chat::ToolPrompt tp = chat::tool_prompt(r.tool_style, b["messages"], r.tools, prompt.system_role());
     r.params.prompt = prompt.tokens(tp.messages, tp.tools, kwargs, special_tokens_in_messages);
     if (r.tools.forced()) parse_forced_tool_call(r);
   } catch (const chat::ChatError& e) {

@@ -45,7 +45,7 @@ std::string base_tokenizer(const std::string& style) {
 
 TEST(ToolPrompt, RendersAsJinja2DoesWithEachTemplate) {
   const json cases = json::parse(read(test::data_path("chat/tool_renders.json")));
-  ASSERT_GE(cases.size(), 6u);
+  ASSERT_GE(cases.size(), 7u);
   for (const json& c : cases) {
     SCOPED_TRACE(c["template"].get<std::string>());
     const std::string tpl = read(test::data_path("chat/templates/" + c["template"].get<std::string>()));
@@ -53,7 +53,9 @@ TEST(ToolPrompt, RendersAsJinja2DoesWithEachTemplate) {
     chat::ChatPrompt prompt(*tok);
     EXPECT_EQ(chat::tool_style_name(prompt.tool_style()), c["style"].get<std::string>());
     chat::ToolRequest req = chat::parse_tool_request({{"tools", c["tools"]}, {"tool_choice", "auto"}});
-    const chat::ToolPrompt tp = chat::tool_prompt(prompt.tool_style(), c["messages"], req);
+    EXPECT_EQ(prompt.system_role(), c["system_role"].get<bool>());
+    const chat::ToolPrompt tp =
+        chat::tool_prompt(prompt.tool_style(), c["messages"], req, prompt.system_role());
     json kwargs = c["extra"];
     kwargs["bos_token"] = c["bos"];
     kwargs["eos_token"] = c["eos"];

@@ -57,7 +57,7 @@ def for_template(messages):
     return out
 
 
-def default_format(messages, tools):
+def default_format(messages, tools, system_role):
     text = "# Tools\n\nYou may call the following functions. Each is described by a JSON object:\n"
     for t in tools:
         text += json.dumps(t, separators=(",", ":"), ensure_ascii=False, sort_keys=True) + "\n"
@@ -76,41 +76,46 @@ def default_format(messages, tools):
         elif m["role"] == "tool":
             m = {"role": "user", "content": "<tool_response>\n" + m["content"] + "\n</tool_response>"}
         out.append(m)
-    if out[0]["role"] in ("system", "developer"):
+    if not system_role:  # the tools go in front of the first user message
+        first_user = next(m for m in out if m["role"] == "user")
+        first_user["content"] = text + "\n\n" + first_user["content"]
+    elif out[0]["role"] in ("system", "developer"):
         out[0]["content"] = out[0]["content"] + "\n\n" + text
     else:
         out.insert(0, {"role": "system", "content": text})
     return out
 
 
-# (template file, style, bos, eos, extra variables)
+# (template file, style, bos, eos, extra variables, whether the template writes system messages)
 TEMPLATES = [
-    ("Qwen-Qwen2.5-7B-Instruct.jinja", "hermes", "", "<|im_end|>", {}),
-    ("Qwen-Qwen3-0.6B.jinja", "hermes", "", "<|im_end|>", {}),
+    ("Qwen-Qwen2.5-7B-Instruct.jinja", "hermes", "", "<|im_end|>", {}, True),
+    ("Qwen-Qwen3-0.6B.jinja", "hermes", "", "<|im_end|>", {}, True),
     ("meta-llama-Llama-3.2-3B-Instruct.jinja", "llama3", "<|begin_of_text|>", "<|eot_id|>",
-     {"date_string": "14 Mar 2025"}),
+     {"date_string": "14 Mar 2025"}, True),
     ("meta-llama-Llama-3.1-8B-Instruct.jinja", "llama3", "<|begin_of_text|>", "<|eot_id|>",
-     {"date_string": "14 Mar 2025"}),
-    ("mistralai-Mistral-Nemo-Instruct-2407.jinja", "mistral", "<s>", "</s>", {}),
-    ("llama3-tokenizer_config.jinja", "default", "<|begin_of_text|>", "<|eot_id|>", {}),
+     {"date_string": "14 Mar 2025"}, True),
+    ("mistralai-Mistral-Nemo-Instruct-2407.jinja", "mistral", "<s>", "</s>", {}, True),
+    ("llama3-tokenizer_config.jinja", "default", "<|begin_of_text|>", "<|eot_id|>", {}, True),
+    ("phi-3.jinja", "default", "<s>", "<|endoftext|>", {}, False),
 ]
 
 
 def main():
     cases = []
-    for name, style, bos, eos, extra in TEMPLATES:
+    for name, style, bos, eos, extra, system_role in TEMPLATES:
         src = open(os.path.join(HERE, "templates", name), encoding="utf-8").read()
         tpl = gen_jinja_cases.env.from_string(src)
         # Mistral Nemo's template has no system turn of its own before the last user message.
         conv = CONVERSATION[1:] if style == "mistral" else CONVERSATION
         if style == "default":
-            msgs, tools = default_format(conv, TOOLS), None
+            msgs, tools = default_format(conv, TOOLS, system_role), None
         else:
             msgs, tools = for_template(conv), sorted_keys(TOOLS)
         variables = {"messages": msgs, "tools": tools, "add_generation_prompt": True,
                      "bos_token": bos, "eos_token": eos}
         variables.update(extra)
         cases.append({"template": name, "style": style, "bos": bos, "eos": eos, "extra": extra,
+                      "system_role": system_role,
                       "tools": TOOLS, "messages": conv, "expected": tpl.render(**variables)})
     json.dump(cases, sys.stdout, indent=1, ensure_ascii=False)
     sys.stdout.write("\n")
