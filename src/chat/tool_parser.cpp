@@ -27,6 +27,11 @@ std::optional<json> parse_json(std::string_view s) {
   return std::nullopt;
 }
 
+std::string_view rtrim(std::string_view s) {
+  const size_t e = s.find_last_not_of(kSpace);
+  return e == std::string_view::npos ? std::string_view{} : s.substr(0, e + 1);
+}
+
 std::string_view trim(std::string_view s) {
   const size_t b = s.find_first_not_of(kSpace);
   if (b == std::string_view::npos) return {};
@@ -53,7 +58,7 @@ ParsedAnswer parse_hermes(std::string_view text) {
   constexpr std::string_view open = "<tool_call>", close = "</tool_call>";
   const size_t first = text.find(open);
   if (first == std::string_view::npos) return {std::string(text), {}};
-  ParsedAnswer a{std::string(trim(text.substr(0, first))), {}};
+  ParsedAnswer a{std::string(rtrim(text.substr(0, first))), {}};
   std::string_view rest = text.substr(first);
   while (!trim(rest).empty()) {
     rest = rest.substr(rest.find_first_not_of(kSpace));
@@ -97,7 +102,7 @@ ParsedAnswer parse_mistral(std::string_view text) {
   const std::string_view body = trim(at == std::string_view::npos ? text : text.substr(at + marker.size()));
   auto j = body.starts_with("[") ? parse_json(body) : std::nullopt;
   if (!j || !j->is_array() || j->empty()) return {std::string(text), {}};
-  ParsedAnswer a{std::string(trim(before)), {}};
+  ParsedAnswer a{std::string(rtrim(before)), {}};
   for (const json& c : *j) {
     auto call = call_of(c, "arguments");
     if (!call) return {std::string(text), {}};

@@ -17,7 +17,8 @@ struct ToolCall {
 };
 
 struct ParsedAnswer {
-  std::string content;  // the text around the calls (the whole answer when there are none)
+  // The text before the calls, trailing whitespace dropped (the whole answer when there are none).
+  std::string content;
   std::vector<ToolCall> calls;
 };
 

@@ -95,7 +95,11 @@ json full_answer(const AnswerHeader& h, const ParsedRequest& pr, const Tokenizer
 
 SseAnswer::SseAnswer(AnswerHeader h, ParsedRequest pr, const Tokenizer& tok,
                      std::shared_ptr<RequestHandle> handle)
-    : h_(std::move(h)), pr_(std::move(pr)), tok_(tok), handle_(std::move(handle)) {}
+    : h_(std::move(h)),
+      pr_(std::move(pr)),
+      tok_(tok),
+      handle_(std::move(handle)),
+      splitter_(pr_.tool_style, pr_.tools.forced()) {}
 
 void SseAnswer::chunk(std::string& out, json choices, json usage) const {
   json j = {{"id", h_.id},
@@ -146,15 +150,10 @@ bool SseAnswer::next(std::string& out) {
   return false;
 }
 
-// With tools, the answer is held back until it ends, then sent as its content (if any) and one
-// delta.tool_calls chunk per call: a call's text is not shown as content on the way.
+// With tools, content is sent as far as it cannot be the start of a call (chat/tool_stream.h);
+// at the end the answer is parsed and its calls sent as delta.tool_calls chunks, one per call.
 bool SseAnswer::tool_chunks(std::string& out, RequestEvent& e) {
-  held_text_ += e.text;
   for (auto& l : e.logprobs) held_logprobs_.push_back(std::move(l));
-  if (!e.finished) return true;
-  if (e.finish_reason == "error")
-    out += "data: " + body_text(error_json(e.error, "server_error", "", "")) + "\n\n";
-  const ToolAnswer a = tool_answer(pr_.tool_style, pr_.tools, held_text_);
   auto delta_chunk = [&](json delta) {
     json c = {{"index", 0}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
     if (pr_.logprobs && !held_logprobs_.empty()) {
@@ -163,14 +162,21 @@ bool SseAnswer::tool_chunks(std::string& out, RequestEvent& e) {
     }
     chunk(out, json::array({c}), nullptr);
   };
-  if (a.content.is_string() && !a.content.get_ref<const std::string&>().empty())
-    delta_chunk({{"content", a.content}});
+  const std::string content = splitter_.push(e.text);
+  if (!content.empty()) delta_chunk({{"content", content}});
+  if (!e.finished) return true;
+  if (e.finish_reason == "error")
+    out += "data: " + body_text(error_json(e.error, "server_error", "", "")) + "\n\n";
+  const ToolAnswer a = tool_answer(pr_.tool_style, pr_.tools, splitter_.text());
+  const std::string rest = a.content.is_string() ? a.content.get<std::string>() : "";
+  if (rest.size() > splitter_.released()) delta_chunk({{"content", rest.substr(splitter_.released())}});
   for (size_t i = 0; i < a.tool_calls.size(); ++i) {
     json call = a.tool_calls[i];
     call["index"] = i;
     delta_chunk({{"tool_calls", json::array({call})}});
   }
   json last = {{"index", 0}, {"delta", json::object()}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  if (pr_.logprobs && !held_logprobs_.empty()) last["logprobs"] = chat_logprobs(tok_, held_logprobs_);
   if (e.finish_reason != "error" && e.finish_reason != "cancelled")
     last["finish_reason"] = tool_finish_reason(a, e.finish_reason);
   chunk(out, json::array({last}), nullptr);

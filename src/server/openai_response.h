@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/tool_stream.h"
 #include "engine/request.h"
 #include "ferrum/tokenizer.h"
 #include "server/openai_request.h"
@@ -51,7 +52,7 @@ class SseAnswer {
   std::shared_ptr<RequestHandle> handle_;
   bool started_ = false, finished_ = false;
   size_t text_offset_ = 0;
-  std::string held_text_;  // with tools: the answer so far (sent when it ends)
+  chat::ToolStreamSplitter splitter_;  // with tools: the answer so far, and how much was sent
   std::vector<TokenLogprob> held_logprobs_;
 };
 

@@ -158,6 +158,22 @@ INSTANTIATE_TEST_SUITE_P(Styles, ToolCalls,
                            return f.empty() ? std::string("Default") : f.substr(0, f.find_first_of("-."));
                          });
 
+TEST(ToolCallRequests, AutoChoiceStreamsTheSameAnswer) {
+  server::ServerOptions so;
+  so.chat_template = template_text("Qwen-Qwen2.5-7B-Instruct.jinja");
+  TestServer ts(stories_gguf(), so, {}, 2048);
+  auto c = ts.client();
+  const json body = {{"messages", kQuestion}, {"tools", kTools}, {"max_tokens", 30}, {"temperature", 0}};
+  int status = 0;
+  const json r = post(c, body, &status);
+  ASSERT_EQ(status, 200) << r.dump();
+  const json& msg = r["choices"][0]["message"];
+  const StreamedAnswer s = post_stream(c, body);
+  EXPECT_EQ(s.finish_reason, r["choices"][0]["finish_reason"].get<std::string>());
+  EXPECT_EQ(s.content, msg["content"].is_string() ? msg["content"].get<std::string>() : "");
+  EXPECT_EQ(s.calls.size(), msg.contains("tool_calls") ? msg["tool_calls"].size() : 0u);
+}
+
 TEST(ToolCallRequests, BadToolFieldsAreNamed) {
   TestServer ts(stories_gguf());
   auto c = ts.client();
