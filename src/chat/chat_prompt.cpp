@@ -115,6 +115,7 @@ ojson ChatPrompt::checked_messages(const json& messages, bool mark) const {
     if (has_calls && role != "assistant")
       bad(where + ".tool_calls", "only assistant messages carry tool_calls");
     ojson om = request_value(m, mark);
+    if (om.contains("tool_calls")) order_tool_call_keys(om["tool_calls"]);
     const json c = m.contains("content") ? m["content"] : json();
     if (c.is_null()) {
       if (!has_calls) bad(where + ".content", where + ".content is required (a string or text parts)");
@@ -136,7 +137,10 @@ ChatPrompt::Rendered ChatPrompt::render(const json& messages, const json& tools,
   opt.add_generation_prompt = true;
   opt.bos_token = tok_.bos_text();
   opt.eos_token = tok_.eos_text();
-  if (!tools.is_null()) opt.tools = request_value(tools, mark);
+  if (!tools.is_null()) {
+    opt.tools = request_value(tools, mark);
+    order_tool_keys(opt.tools);
+  }
   if (template_kwargs.is_object()) opt.extra = request_value(template_kwargs, mark);
   std::string text;
   try {

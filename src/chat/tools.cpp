@@ -73,7 +73,35 @@ ToolChoice checked_choice(const json& c, const ToolRequest& r) {
   return choice;
 }
 
+// `o` with the keys `first` in front, in that order (an object; anything else is left alone).
+void put_first(nlohmann::ordered_json& o, std::initializer_list<const char*> first) {
+  if (!o.is_object()) return;
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const char* k : first)
+    if (o.contains(k)) out[k] = std::move(o[k]);
+  for (auto& [k, v] : o.items())
+    if (!out.contains(k)) out[k] = std::move(v);
+  o = std::move(out);
+}
+
 }  // namespace
+
+void order_tool_keys(nlohmann::ordered_json& tools) {
+  if (!tools.is_array()) return;
+  for (auto& t : tools) {
+    put_first(t, {"type", "function"});
+    if (t.is_object() && t.contains("function"))
+      put_first(t["function"], {"name", "description", "parameters"});
+  }
+}
+
+void order_tool_call_keys(nlohmann::ordered_json& calls) {
+  if (!calls.is_array()) return;
+  for (auto& c : calls) {
+    put_first(c, {"id", "type", "function"});
+    if (c.is_object() && c.contains("function")) put_first(c["function"], {"name", "arguments"});
+  }
+}
 
 ToolStyle detect_tool_style(std::string_view t) {
   if (t.find("<tool_call>") != std::string_view::npos) return ToolStyle::Hermes;

@@ -47,6 +47,14 @@ struct ToolRequest {
   const nlohmann::json* function(const std::string& name) const;
 };
 
+// Request JSON reaches templates with its object keys sorted (the body parser's order). Tools and
+// tool calls get back the order in which OpenAI documents them and models write them (tools:
+// type, function; functions: name, description, parameters; calls: id, type, function; a call's
+// function: name, arguments), other keys after those in sorted order. The values inside are not
+// touched.
+void order_tool_keys(nlohmann::ordered_json& tools);       // a `tools` array
+void order_tool_call_keys(nlohmann::ordered_json& calls);  // an assistant message's `tool_calls`
+
 // `tools`, `tool_choice` and `parallel_tool_calls` of a chat request body. Throws ChatError
 // (chat_prompt.h) naming the field: "tools[1].function.name", "tool_choice", ...
 ToolRequest parse_tool_request(const nlohmann::json& body);

@@ -39,12 +39,37 @@ CONVERSATION = [
 
 def sorted_keys(x):
     """ferrum parses request bodies into JSON objects with sorted keys, so templates see the keys of
-    messages, tool calls and tools in that order (Python keeps the client's order)."""
+    messages, arguments and parameter schemas in that order (Python keeps the client's order)..."""
     if isinstance(x, dict):
         return {k: sorted_keys(x[k]) for k in sorted(x)}
     if isinstance(x, list):
         return [sorted_keys(v) for v in x]
     return x
+
+
+def put_first(d, first):
+    out = {k: d[k] for k in first if k in d}
+    out.update({k: v for k, v in d.items() if k not in out})
+    return out
+
+
+def tool_order(tools):
+    """...except tools and tool calls, whose keys ferrum puts back in OpenAI's documented order."""
+    out = []
+    for t in tools:
+        t = put_first(t, ["type", "function"])
+        t["function"] = put_first(t["function"], ["name", "description", "parameters"])
+        out.append(t)
+    return out
+
+
+def call_order(calls):
+    out = []
+    for c in calls:
+        c = put_first(c, ["id", "type", "function"])
+        c["function"] = put_first(c["function"], ["name", "arguments"])
+        out.append(c)
+    return out
 
 
 def for_template(messages):
@@ -54,6 +79,8 @@ def for_template(messages):
             m["content"] = ""  # ferrum's rule for a message with only tool calls (chat_prompt.cpp)
         for c in m.get("tool_calls") or []:
             c["function"]["arguments"] = sorted_keys(json.loads(c["function"]["arguments"]))
+        if m.get("tool_calls"):
+            m["tool_calls"] = call_order(m["tool_calls"])
     return out
 
 
@@ -110,7 +137,7 @@ def main():
         if style == "default":
             msgs, tools = default_format(conv, TOOLS, system_role), None
         else:
-            msgs, tools = for_template(conv), sorted_keys(TOOLS)
+            msgs, tools = for_template(conv), tool_order(sorted_keys(TOOLS))
         variables = {"messages": msgs, "tools": tools, "add_generation_prompt": True,
                      "bos_token": bos, "eos_token": eos}
         variables.update(extra)
