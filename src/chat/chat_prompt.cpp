@@ -48,12 +48,30 @@ std::string content_text(const json& c, const std::string& where) {
   return text;
 }
 
+// Renders a system message with a probe text: a template that raises on it or leaves it out has
+// no system role (llama.cpp probes templates the same way).
+bool renders_system(const ChatTemplate& tpl, const Tokenizer& tok) {
+  const std::string probe = "ferrum system probe 7f3a";
+  const ojson msgs =
+      ojson::array({{{"role", "system"}, {"content", probe}}, {{"role", "user"}, {"content", "hi"}}});
+  ChatTemplateOptions opt;
+  opt.bos_token = tok.bos_text();
+  opt.eos_token = tok.eos_text();
+  try {
+    return tpl.render(msgs, opt).find(probe) != std::string::npos;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 }  // namespace
 
-ChatPrompt::ChatPrompt(const Tokenizer& tok) : tok_(tok), literal_(tok) {
-  if (!tok.chat_template().empty()) {
-    tpl_ = std::make_unique<ChatTemplate>(tok.chat_template());
+ChatPrompt::ChatPrompt(const Tokenizer& tok, const std::string& chat_template) : tok_(tok), literal_(tok) {
+  const std::string& source = chat_template.empty() ? tok.chat_template() : chat_template;
+  if (!source.empty()) {
+    tpl_ = std::make_unique<ChatTemplate>(source);
     kind_ = "model";
+    tool_style_ = detect_tool_style(source);
   } else if (has_token(tok, "<|im_start|>") && has_token(tok, "<|im_end|>")) {
     tpl_ = std::make_unique<ChatTemplate>(kChatML, "chatml");
     kind_ = "chatml";
@@ -61,6 +79,7 @@ ChatPrompt::ChatPrompt(const Tokenizer& tok) : tok_(tok), literal_(tok) {
     tpl_ = std::make_unique<ChatTemplate>(kPlain, "plain");
     kind_ = "plain";
   }
+  system_role_ = renders_system(*tpl_, tok);
 }
 
 // A request value as a template value; its strings (keys too) marked when `mark`. The depth is
@@ -96,6 +115,7 @@ ojson ChatPrompt::checked_messages(const json& messages, bool mark) const {
     if (has_calls && role != "assistant")
       bad(where + ".tool_calls", "only assistant messages carry tool_calls");
     ojson om = request_value(m, mark);
+    if (om.contains("tool_calls")) order_tool_call_keys(om["tool_calls"]);
     const json c = m.contains("content") ? m["content"] : json();
     if (c.is_null()) {
       if (!has_calls) bad(where + ".content", where + ".content is required (a string or text parts)");
@@ -117,7 +137,10 @@ ChatPrompt::Rendered ChatPrompt::render(const json& messages, const json& tools,
   opt.add_generation_prompt = true;
   opt.bos_token = tok_.bos_text();
   opt.eos_token = tok_.eos_text();
-  if (!tools.is_null()) opt.tools = request_value(tools, mark);
+  if (!tools.is_null()) {
+    opt.tools = request_value(tools, mark);
+    order_tool_keys(opt.tools);
+  }
   if (template_kwargs.is_object()) opt.extra = request_value(template_kwargs, mark);
   std::string text;
   try {

@@ -11,23 +11,19 @@
 #include <string>
 #include <vector>
 
+#include "chat/chat_error.h"
 #include "chat/chat_literal.h"
+#include "chat/tools.h"
 #include "core/fail.h"
 #include "ferrum/tokenizer.h"
 #include "tokenizer/chat_template.h"
 
 namespace ferrum::chat {
 
-// A malformed message or a template that raises; `param` names the field ("messages[2].role").
-class ChatError : public Error {
- public:
-  ChatError(std::string param, const std::string& message) : Error(message), param(std::move(param)) {}
-  std::string param;
-};
-
 class ChatPrompt {
  public:
-  explicit ChatPrompt(const Tokenizer& tok);
+  // `chat_template`: Jinja text used instead of the tokenizer's ("" = the tokenizer's).
+  explicit ChatPrompt(const Tokenizer& tok, const std::string& chat_template = "");
   // The rendered prompt and the spans of it that are request text to be read literally.
   struct Rendered {
     std::string text;
@@ -41,6 +37,10 @@ class ChatPrompt {
                               const nlohmann::json& template_kwargs,
                               bool special_tokens_in_messages = false) const;
   const std::string& kind() const { return kind_; }  // "model", "chatml", "plain"
+  // How the template writes tool calls (Default for the ChatML and plain fallbacks).
+  ToolStyle tool_style() const { return tool_style_; }
+  // Whether the template writes a system message's content (Phi-3's drops system messages).
+  bool system_role() const { return system_role_; }
 
  private:
   nlohmann::ordered_json checked_messages(const nlohmann::json& messages, bool mark) const;
@@ -49,6 +49,8 @@ class ChatPrompt {
   ChatLiteral literal_;
   std::unique_ptr<ChatTemplate> tpl_;
   std::string kind_;
+  ToolStyle tool_style_ = ToolStyle::Default;
+  bool system_role_ = true;
 };
 
 }  // namespace ferrum::chat

@@ -3,6 +3,8 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "cli/commands.h"
@@ -25,8 +27,18 @@ struct ServeFlags {
   EngineOptions engine;
   size_t max_body_mb = 8;
   bool layout_given = false;
-  std::string pooling;  // /v1/embeddings; empty: the encoder's own setting, last for a decoder
+  std::string pooling;             // /v1/embeddings; empty: the encoder's own setting, last for a decoder
+  std::string chat_template_file;  // in place of the model's chat template
 };
+
+std::string read_template(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("--chat-template-file: cannot read '{}'", path);
+  std::stringstream s;
+  s << in.rdbuf();
+  if (s.str().empty()) fail("--chat-template-file: '{}' is empty", path);
+  return s.str();
+}
 
 // Set by the handler, which may run on any thread (an HTTP thread too): a lock-free atomic is
 // both async-signal-safe and race-free.
@@ -101,6 +113,7 @@ int serve(ServeFlags& f) {
   // Serving many sequences wants the paged pool unless the user chose otherwise.
   f.engine.kv = f.model.kv_options();
   if (!f.layout_given && std::getenv("FERRUM_KV_LAYOUT") == nullptr) f.engine.kv.layout = "paged";
+  if (!f.chat_template_file.empty()) f.http.chat_template = read_template(f.chat_template_file);
   LoadedModel lm = load_model(path, mo, f.model.tokenizer);
   if (f.http.model_name.empty()) f.http.model_name = std::filesystem::path(lm.path).stem().string();
   SpecSetup spec = make_spec(f.spec, f.model, lm);
@@ -144,6 +157,8 @@ Runner add_serve(CLI::App& app) {
   sub->add_flag(
       "--special-tokens-in-messages", f->http.special_tokens_in_messages,
       "read control-token texts in chat messages as tokens (trusted clients only; default: as text)");
+  sub->add_option("--chat-template-file", f->chat_template_file,
+                  "Jinja chat template to use instead of the model's (its tool-call style comes with it)");
   sub->add_option("--model-name", f->http.model_name, "model id reported by /v1/models (default: file name)");
   sub->add_option(
       "--lora", f->http.lora_modules,

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <random>
 
+#include "chat/tool_grammar.h"
+#include "chat/tool_prompt.h"
 #include "server/api_error.h"
 
 namespace ferrum::server {
@@ -94,6 +96,19 @@ void parse_grammar(const json& b, ParsedRequest& r) {
     bad("response_format.json_schema.schema", "response_format json_schema needs a 'schema' object");
   r.grammar = grammar::GrammarSpec{Kind::JsonSchema, js["schema"].dump()};
   r.grammar_param = "response_format.json_schema.schema";
+}
+
+// tool_choice "required" or a named function: the grammar of the style's call syntax makes the
+// answer a call whose arguments follow the function's parameter schema.
+void parse_forced_tool_call(ParsedRequest& r) {
+  if (r.grammar)
+    bad("tool_choice",
+        fmt::format("tool_choice '{}' forces a tool call, which excludes '{}'",
+                    r.tools.choice.mode == chat::ToolChoice::Mode::Named ? r.tools.choice.name : "required",
+                    r.grammar_param == "grammar" ? "grammar" : "response_format"));
+  r.grammar =
+      grammar::GrammarSpec{grammar::GrammarSpec::Kind::Gbnf, chat::tool_call_gbnf(r.tool_style, r.tools)};
+  r.grammar_param = "tools";
 }
 
 // Fields shared by both endpoints. OpenAI defaults: temperature 1, top_p 1, no top-k / min-p.
@@ -203,13 +218,15 @@ ParsedRequest parse_chat_request(const json& b, const Tokenizer& tok, const chat
     if (!r.logprobs) bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
   }
   r.params.logprobs = r.logprobs ? top : -1;
-  const json tools = b.contains("tools") ? b["tools"] : json();
   const json kwargs = b.contains("chat_template_kwargs") ? b["chat_template_kwargs"] : json();
-  if (!tools.is_null() && !tools.is_array()) bad("tools", "'tools' must be an array");
   if (!kwargs.is_null() && !kwargs.is_object())
     bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
   try {
-    r.params.prompt = prompt.tokens(b["messages"], tools, kwargs, special_tokens_in_messages);
+    r.tools = chat::parse_tool_request(b);
+    r.tool_style = prompt.tool_style();
+    const chat::ToolPrompt tp = chat::tool_prompt(r.tool_style, b["messages"], r.tools, prompt.system_role());
+    r.params.prompt = prompt.tokens(tp.messages, tp.tools, kwargs, special_tokens_in_messages);
+    if (r.tools.forced()) parse_forced_tool_call(r);
   } catch (const chat::ChatError& e) {
     bad(e.param, e.what());
   }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "chat/chat_prompt.h"
+#include "chat/tools.h"
 #include "engine/request.h"
 #include "ferrum/tokenizer.h"
 #include "grammar/grammar_cache.h"
@@ -25,6 +26,9 @@ struct ParsedRequest {
   // `grammar` (GBNF); compiled by the server (grammar_param names the field for a 400).
   std::optional<grammar::GrammarSpec> grammar;
   std::string grammar_param;
+  // Chat `tools`: the answer is parsed for calls in the template's style when tools.active().
+  chat::ToolRequest tools;
+  chat::ToolStyle tool_style = chat::ToolStyle::Default;
 };
 
 // `served_names`: model ids this server answers to (an unknown `model` is a 404).

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "server/api_error.h"
+#include "server/tool_answer.h"
 
 namespace ferrum::server {
 namespace {
@@ -71,6 +72,12 @@ json full_answer(const AnswerHeader& h, const ParsedRequest& pr, const Tokenizer
   json choice = {{"index", 0}, {"finish_reason", c.finish_reason}, {"logprobs", nullptr}};
   if (h.chat) {
     choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    if (pr.tools.active()) {
+      const ToolAnswer a = tool_answer(pr.tool_style, pr.tools, c.text);
+      choice["message"]["content"] = a.content;
+      if (a.called()) choice["message"]["tool_calls"] = a.tool_calls;
+      choice["finish_reason"] = tool_finish_reason(a, c.finish_reason);
+    }
     if (pr.logprobs) choice["logprobs"] = chat_logprobs(tok, c.logprobs);
   } else {
     choice["text"] = c.text;
@@ -88,7 +95,11 @@ json full_answer(const AnswerHeader& h, const ParsedRequest& pr, const Tokenizer
 
 SseAnswer::SseAnswer(AnswerHeader h, ParsedRequest pr, const Tokenizer& tok,
                      std::shared_ptr<RequestHandle> handle)
-    : h_(std::move(h)), pr_(std::move(pr)), tok_(tok), handle_(std::move(handle)) {}
+    : h_(std::move(h)),
+      pr_(std::move(pr)),
+      tok_(tok),
+      handle_(std::move(handle)),
+      splitter_(pr_.tool_style, pr_.tools.forced()) {}
 
 void SseAnswer::chunk(std::string& out, json choices, json usage) const {
   json j = {{"id", h_.id},
@@ -115,6 +126,7 @@ bool SseAnswer::next(std::string& out) {
   auto e = handle_->next(kPoll);
   if (!e) return true;
   completion_tokens_ += static_cast<int>(e->tokens.size());
+  if (h_.chat && pr_.tools.active()) return tool_chunks(out, *e);
   if (e->finished && e->finish_reason == "error")
     out += "data: " + body_text(error_json(e->error, "server_error", "", "")) + "\n\n";
   if (!e->text.empty() || !e->logprobs.empty() || e->finished) {
@@ -135,6 +147,43 @@ bool SseAnswer::next(std::string& out) {
   finished_ = true;
   if (pr_.include_usage)
     chunk(out, json::array(), usage_json(e->prompt_tokens, e->completion_tokens, e->cached_tokens));
+  out += "data: [DONE]\n\n";
+  return false;
+}
+
+// With tools, content is sent as far as it cannot be the start of a call (chat/tool_stream.h);
+// at the end the answer is parsed and its calls sent as delta.tool_calls chunks, one per call.
+bool SseAnswer::tool_chunks(std::string& out, RequestEvent& e) {
+  for (auto& l : e.logprobs) held_logprobs_.push_back(std::move(l));
+  auto delta_chunk = [&](json delta) {
+    json c = {{"index", 0}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+    if (pr_.logprobs && !held_logprobs_.empty()) {
+      c["logprobs"] = chat_logprobs(tok_, held_logprobs_);
+      held_logprobs_.clear();
+    }
+    chunk(out, json::array({c}), nullptr);
+  };
+  const std::string content = splitter_.push(e.text);
+  if (!content.empty()) delta_chunk({{"content", content}});
+  if (!e.finished) return true;
+  if (e.finish_reason == "error")
+    out += "data: " + body_text(error_json(e.error, "server_error", "", "")) + "\n\n";
+  const ToolAnswer a = tool_answer(pr_.tool_style, pr_.tools, splitter_.text());
+  const std::string rest = a.content.is_string() ? a.content.get<std::string>() : "";
+  if (rest.size() > splitter_.released()) delta_chunk({{"content", rest.substr(splitter_.released())}});
+  for (size_t i = 0; i < a.tool_calls.size(); ++i) {
+    json call = a.tool_calls[i];
+    call["index"] = i;
+    delta_chunk({{"tool_calls", json::array({call})}});
+  }
+  json last = {{"index", 0}, {"delta", json::object()}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  if (pr_.logprobs && !held_logprobs_.empty()) last["logprobs"] = chat_logprobs(tok_, held_logprobs_);
+  if (e.finish_reason != "error" && e.finish_reason != "cancelled")
+    last["finish_reason"] = tool_finish_reason(a, e.finish_reason);
+  chunk(out, json::array({last}), nullptr);
+  finished_ = true;
+  if (pr_.include_usage)
+    chunk(out, json::array(), usage_json(e.prompt_tokens, e.completion_tokens, e.cached_tokens));
   out += "data: [DONE]\n\n";
   return false;
 }

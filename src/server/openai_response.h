@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/tool_stream.h"
 #include "engine/request.h"
 #include "ferrum/tokenizer.h"
 #include "server/openai_request.h"
@@ -45,6 +46,7 @@ class SseAnswer {
 
  private:
   void chunk(std::string& out, nlohmann::json choices, nlohmann::json usage) const;
+  bool tool_chunks(std::string& out, RequestEvent& e);
   AnswerHeader h_;
   ParsedRequest pr_;
   const Tokenizer& tok_;
@@ -52,6 +54,8 @@ class SseAnswer {
   bool started_ = false, finished_ = false;
   int completion_tokens_ = 0;
   size_t text_offset_ = 0;
+  chat::ToolStreamSplitter splitter_;  // with tools: the answer so far, and how much was sent
+  std::vector<TokenLogprob> held_logprobs_;
 };
 
 }  // namespace ferrum::server

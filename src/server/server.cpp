@@ -64,7 +64,7 @@ Server::Server(Engine* engine, Embedder* embedder, ServerOptions opt)
   const std::string& cfg_name = engine_ ? engine_->model().config().name : embedder_->config().name;
   if (opt_.model_name.empty()) opt_.model_name = cfg_name.empty() ? "ferrum" : cfg_name;
   names_ = {opt_.model_name, "ferrum"};
-  if (engine_) chat_ = std::make_unique<chat::ChatPrompt>(engine_->tokenizer());
+  if (engine_) chat_ = std::make_unique<chat::ChatPrompt>(engine_->tokenizer(), opt_.chat_template);
   if (engine_) grammars_ = std::make_unique<grammar::GrammarCache>(engine_->tokenizer());
   if (engine_) lora_ = std::make_unique<LoraRegistry>(engine_->model());
   for (const std::string& m : opt_.lora_modules) {

@@ -44,6 +44,7 @@ struct ServerOptions {
   // LoRA adapters served as models "name" (vLLM's --lora-modules): "name=PATH[:scale]" each.
   std::vector<std::string> lora_modules;
   bool allow_runtime_lora = false;  // POST /v1/load_lora_adapter, /v1/unload_lora_adapter
+  std::string chat_template;  // Jinja text used instead of the model's chat template ("" = the model's)
 };
 
 class Server {

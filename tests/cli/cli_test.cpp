@@ -128,6 +128,14 @@ TEST_F(BadInput, MissingFile) {
   expect_clean_error(run_ferrum("run /nonexistent.gguf"), {"/nonexistent.gguf"});
 }
 
+TEST_F(BadInput, ServeChatTemplateFile) {
+  expect_clean_error(run_ferrum("serve --port 0 --chat-template-file " + path("none.jinja")),
+                     {"--chat-template-file", path("none.jinja")});
+  std::ofstream(path("bad.jinja")) << "{% if %}";
+  expect_clean_error(run_ferrum("serve --port 0 --chat-template-file " + path("bad.jinja")),
+                     {"chat_template:1:"});
+}
+
 TEST_F(BadInput, WrongMagic) {
   std::string data = read_file(bundled());
   data[0] = 'X';

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "server_fixture.h"
 #include "test_util.h"
@@ -55,6 +56,38 @@ void run_client(const std::string& model_path, const std::string& api_key) {
                     &out);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("ALL OK"), std::string::npos) << out;
+}
+
+// The two-turn tool loop (openai_tools_test.mjs) with a chat template of each tool style served in
+// place of stories260K's (none: the default format).
+void run_tools_client(const std::string& template_file) {
+  ensure_node();
+  if (testing::Test::IsSkipped() || testing::Test::HasFatalFailure()) return;
+  server::ServerOptions so;
+  if (!template_file.empty()) {
+    std::ifstream f(test::data_path("chat/templates/" + template_file), std::ios::binary);
+    so.chat_template.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  test::TestServer ts(test::stories_gguf(), so, {}, 2048);
+  std::string out;
+  const int rc =
+      sh("timeout 300 node '" + (kDir / "openai_tools_test.mjs").string() + "' " + ts.url() + " test-model",
+         &out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("ALL OK"), std::string::npos) << out;
+}
+
+TEST(NodeOpenAIClient, ToolLoopHermesTemplate) {
+  run_tools_client("Qwen-Qwen2.5-7B-Instruct.jinja");
+}
+TEST(NodeOpenAIClient, ToolLoopLlama3Template) {
+  run_tools_client("meta-llama-Llama-3.2-3B-Instruct.jinja");
+}
+TEST(NodeOpenAIClient, ToolLoopMistralTemplate) {
+  run_tools_client("mistralai-Mistral-Nemo-Instruct-2407.jinja");
+}
+TEST(NodeOpenAIClient, ToolLoopDefaultFormat) {
+  run_tools_client("");
 }
 
 TEST(NodeOpenAIClient, StoriesBundledModel) {

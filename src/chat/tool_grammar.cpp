@@ -1,0 +1,54 @@
+#include "chat/tool_grammar.h"
+
+#include <fmt/format.h>
+
+#include "chat/chat_error.h"
+#include "grammar/json_schema.h"
+
+namespace ferrum::chat {
+namespace {
+
+using json = nlohmann::json;
+using grammar::gbnf_literal;
+
+// A function's parameters schema; none means any object.
+json parameters_of(const json& f) {
+  if (f.contains("parameters") && f["parameters"].is_object()) return f["parameters"];
+  return {{"type", "object"}, {"additionalProperties", true}};
+}
+
+}  // namespace
+
+std::string tool_call_gbnf(ToolStyle style, const ToolRequest& req) {
+  const char* args_key = style == ToolStyle::Llama3 ? "parameters" : "arguments";
+  std::string rules, calls;
+  for (size_t i = 0; i < req.tools.size(); ++i) {
+    const json& f = req.tools[i]["function"];
+    const std::string name = f["name"].get<std::string>();
+    if (req.choice.mode == ToolChoice::Mode::Named && name != req.choice.name) continue;
+    const std::string args = fmt::format("args{}", i);
+    try {
+      rules += grammar::json_schema_gbnf(parameters_of(f), args) + "\n";
+    } catch (const Error& e) {
+      const std::string where = fmt::format("tools[{}].function.parameters", i);
+      throw ChatError(where, fmt::format("{}: {}", where, e.what()));
+    }
+    const std::string head = fmt::format("{{\"name\": \"{}\", \"{}\": ", name, args_key);
+    calls += fmt::format("{}{} {} \"}}\"", calls.empty() ? "" : " | ", gbnf_literal(head), args);
+  }
+  rules += "call ::= " + calls + "\n";
+  switch (style) {
+    case ToolStyle::Llama3:
+      return "root ::= call\n" + rules;
+    case ToolStyle::Mistral:
+      return fmt::format("root ::= \"[\" call {}\"]\"\n", req.parallel ? "(\", \" call)* " : "") + rules;
+    case ToolStyle::Hermes:
+    case ToolStyle::Default:
+      break;
+  }
+  return fmt::format("root ::= block {}\nblock ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\n",
+                     req.parallel ? "(\"\\n\" block)*" : "") +
+         rules;
+}
+
+}  // namespace ferrum::chat

@@ -1,0 +1,129 @@
+#include "chat/tool_parser.h"
+
+#include <nlohmann/json.hpp>
+#include <optional>
+
+namespace ferrum::chat {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr int kMaxDepth = 64;  // model output is untrusted: bound the nesting before recursing on it
+constexpr std::string_view kSpace = " \t\r\n";
+
+struct TooDeep {};
+
+// `s` as JSON, or nothing when it is not (or nests deeper than kMaxDepth).
+std::optional<json> parse_json(std::string_view s) {
+  const json::parser_callback_t limit = [](int depth, json::parse_event_t, json&) {
+    if (depth > kMaxDepth) throw TooDeep{};
+    return true;
+  };
+  try {
+    return json::parse(s.begin(), s.end(), limit);
+  } catch (const TooDeep&) {
+  } catch (const json::exception&) {
+  }
+  return std::nullopt;
+}
+
+std::string_view rtrim(std::string_view s) {
+  const size_t e = s.find_last_not_of(kSpace);
+  return e == std::string_view::npos ? std::string_view{} : s.substr(0, e + 1);
+}
+
+std::string_view trim(std::string_view s) {
+  const size_t b = s.find_first_not_of(kSpace);
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(kSpace) - b + 1);
+}
+
+// {"name": "...", <args_key>: {...}} (the arguments may also be a JSON string holding the object).
+std::optional<ToolCall> call_of(const json& j, const char* args_key) {
+  if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return std::nullopt;
+  const char* key = j.contains(args_key) ? args_key : "arguments";
+  if (!j.contains(key)) return std::nullopt;
+  json args = j[key];
+  if (args.is_string()) {
+    auto inner = parse_json(args.get<std::string>());
+    if (!inner) return std::nullopt;
+    args = std::move(*inner);
+  }
+  if (!args.is_object()) return std::nullopt;
+  return ToolCall{j["name"].get<std::string>(), args.dump()};
+}
+
+// <tool_call>JSON</tool_call>, repeated; the last closing tag may be missing (stopped at EOS).
+ParsedAnswer parse_hermes(std::string_view text) {
+  constexpr std::string_view open = "<tool_call>", close = "</tool_call>";
+  const size_t first = text.find(open);
+  if (first == std::string_view::npos) return {std::string(text), {}};
+  ParsedAnswer a{std::string(rtrim(text.substr(0, first))), {}};
+  std::string_view rest = text.substr(first);
+  while (!trim(rest).empty()) {
+    rest = rest.substr(rest.find_first_not_of(kSpace));
+    if (!rest.starts_with(open)) return {std::string(text), {}};
+    rest.remove_prefix(open.size());
+    // The first closing tag after which the body is valid JSON (a tag inside a string value is not one).
+    std::optional<ToolCall> call;
+    size_t end = rest.find(close);
+    while (end != std::string_view::npos) {
+      if (auto j = parse_json(rest.substr(0, end))) call = call_of(*j, "arguments");
+      if (call) break;
+      end = rest.find(close, end + 1);
+    }
+    if (!call) {  // no closing tag: the rest is the call
+      if (auto j = parse_json(rest)) call = call_of(*j, "arguments");
+      if (!call) return {std::string(text), {}};
+      end = rest.size();
+    }
+    a.calls.push_back(std::move(*call));
+    rest = end + close.size() <= rest.size() ? rest.substr(end + close.size()) : std::string_view{};
+  }
+  return a;
+}
+
+// The whole answer is one {"name": ..., "parameters": {...}}, optionally after <|python_tag|>.
+ParsedAnswer parse_llama3(std::string_view text) {
+  std::string_view body = trim(text);
+  if (body.starts_with("<|python_tag|>")) body = trim(body.substr(14));
+  if (body.starts_with("{"))
+    if (auto j = parse_json(body))
+      if (auto call = call_of(*j, "parameters")) return {"", {std::move(*call)}};
+  return {std::string(text), {}};
+}
+
+// [TOOL_CALLS][{...}, ...]; the marker is a control token a detokenizer may leave out, so an
+// answer that is only such an array counts too.
+ParsedAnswer parse_mistral(std::string_view text) {
+  constexpr std::string_view marker = "[TOOL_CALLS]";
+  const size_t at = text.find(marker);
+  const std::string_view before = at == std::string_view::npos ? std::string_view{} : text.substr(0, at);
+  const std::string_view body = trim(at == std::string_view::npos ? text : text.substr(at + marker.size()));
+  auto j = body.starts_with("[") ? parse_json(body) : std::nullopt;
+  if (!j || !j->is_array() || j->empty()) return {std::string(text), {}};
+  ParsedAnswer a{std::string(rtrim(before)), {}};
+  for (const json& c : *j) {
+    auto call = call_of(c, "arguments");
+    if (!call) return {std::string(text), {}};
+    a.calls.push_back(std::move(*call));
+  }
+  return a;
+}
+
+}  // namespace
+
+ParsedAnswer parse_tool_answer(ToolStyle style, std::string_view text) {
+  switch (style) {
+    case ToolStyle::Llama3:
+      return parse_llama3(text);
+    case ToolStyle::Mistral:
+      return parse_mistral(text);
+    case ToolStyle::Hermes:
+    case ToolStyle::Default:
+      break;
+  }
+  return parse_hermes(text);
+}
+
+}  // namespace ferrum::chat
