@@ -5,6 +5,7 @@
 
 #include <thread>
 
+#include "raw_http.h"
 #include "server_fixture.h"
 #include "test_util.h"
 
@@ -66,7 +67,14 @@ TEST(LoraServer, AdaptersAreModelsAndRunConcurrently) {
   std::vector<std::string> got(6);
   std::vector<std::thread> th;
   const std::vector<std::string> names = {"a", "b", "test-model", "b", "a", "test-model"};
-  for (size_t i = 0; i < names.size(); ++i) th.emplace_back([&, i] { got[i] = complete(ts, names[i]); });
+  for (size_t i = 0; i < names.size(); ++i)
+    th.emplace_back([&, i] {  // raw sockets: see post_json_raw
+      const json j = test::post_json_raw(
+          ts.port, "/v1/completions",
+          json{{"model", names[i]}, {"prompt", "Once upon a time"}, {"max_tokens", 12}, {"temperature", 0}}
+              .dump());
+      if (j.is_object() && j.contains("choices")) got[i] = j["choices"][0]["text"];
+    });
   for (auto& t : th) t.join();
   for (size_t i = 0; i < names.size(); ++i)
     EXPECT_EQ(got[i], names[i] == "a" ? a : names[i] == "b" ? b : base) << names[i];

@@ -2,12 +2,14 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace ferrum::test {
@@ -79,6 +81,38 @@ class RawConn {
 inline int status_of(const std::string& response) {
   if (response.rfind("HTTP/1.", 0) != 0 || response.size() < 12) return 0;
   return std::atoi(response.c_str() + 9);
+}
+
+// POST over a raw socket (Connection: close): the answer's JSON body, null when there is none (a
+// failure is added). For requests from several threads at once: httplib's client shares regex
+// state across threads, which ThreadSanitizer reports inside the uninstrumented library.
+inline nlohmann::json post_json_raw(int port, const std::string& path, const std::string& body) {
+  RawConn conn(port);
+  if (!conn.ok()) return nullptr;
+  conn.send("POST " + path +
+            " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+            std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+  const std::string r = conn.recv_all(std::chrono::seconds(300), 16 << 20);
+  const size_t head = r.find("\r\n\r\n");
+  if (status_of(r) != 200 || head == std::string::npos) {
+    ADD_FAILURE() << r.substr(0, 500);
+    return nullptr;
+  }
+  std::string payload = r.substr(head + 4);
+  if (r.substr(0, head).find("chunked") != std::string::npos) {  // de-chunk
+    std::string plain;
+    size_t at = 0;
+    while (at < payload.size()) {
+      const size_t eol = payload.find("\r\n", at);
+      if (eol == std::string::npos) break;
+      const size_t n = std::stoul(payload.substr(at, eol - at), nullptr, 16);
+      if (n == 0) break;
+      plain += payload.substr(eol + 2, n);
+      at = eol + 2 + n + 2;
+    }
+    payload = plain;
+  }
+  return nlohmann::json::parse(payload, nullptr, false);
 }
 
 }  // namespace ferrum::test
