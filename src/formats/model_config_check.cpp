@@ -40,7 +40,7 @@ void validate_config(const ModelConfig& c, const std::string& source, const Conf
     fail("{}: {} {} is not a multiple of {} {}", source,
          field(f, "attention.head_count", "num_attention_heads"), c.n_head,
          field(f, "attention.head_count_kv", "num_key_value_heads"), c.n_head_kv);
-  in_range(c.head_dim, 1, kMaxWidth, "attention.key_length", "head_dim");
+  in_range(c.head_dim, 1, 1024, "attention.key_length", "head_dim");  // kernels/cpu/attention_tile.h
   if (static_cast<int64_t>(c.n_head) * c.head_dim > kMaxWidth)
     fail("{}: {} heads of {} dimensions ({} / {}) are too wide (at most {} in all)", source, c.n_head,
          c.head_dim, field(f, "attention.head_count", "num_attention_heads"),

@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "kernels/cpu/attention.h"
+#include "kernels/cpu/kv_format.h"
 #include "runtime/block_allocator.h"
 
 namespace ferrum::runtime {

@@ -77,9 +77,12 @@ TEST(ConfigCheck, GgufOverflowingSizesAreErrors) {
   msg = load_error("wide", [](gguf::Writer& w) {
     w.set_u32("llama.attention.head_count", 65536);
     w.set_u32("llama.attention.head_count_kv", 65536);
-    w.set_u32("llama.attention.key_length", 65536);
+    w.set_u32("llama.attention.key_length", 1024);
   });
   EXPECT_NE(msg.find("too wide"), std::string::npos) << msg;
+  // Head sizes past the attention kernels' limit.
+  msg = load_error("head", [](gguf::Writer& w) { w.set_u32("llama.attention.key_length", 65536); });
+  EXPECT_NE(msg.find("llama.attention.key_length is 65536, expected a value in [1, 1024]"), std::string::npos) << msg;
   msg = load_error("layers", [](gguf::Writer& w) { w.set_u32("llama.block_count", 1u << 30); });
   EXPECT_NE(msg.find("llama.block_count is 1073741824"), std::string::npos) << msg;
 }

@@ -1,39 +1,21 @@
 // Causal (optionally sliding-window) multi-head attention of a chunk of query tokens against one
-// sequence's KV cache, GQA-aware: each K/V row is read (and converted) once per KV head and used
-// by every query head of its group. The cache may be contiguous or paged (a block table), and
-// hold F32, F16, BF16 or INT8 (per token and head scale) elements. Scores are F32, softmax sums
-// in double.
+// sequence's KV cache, tiled with an online softmax (flash-attention style): a work item is one
+// block of query tokens x one KV head (all query heads of its GQA group), which reads its keys and
+// values tile by tile straight from the cache (contiguous or paged; F32, F16, BF16 or INT8,
+// converted in registers), so memory stays O(tile) at any context length. A query's keys are cut
+// into chunks of kAttentionChunk at fixed positions, each chunk's softmax state is computed on its
+// own and the states are merged in order: long decodes split their chunks over threads (split-K)
+// and get exactly the same numbers as when one thread does them all, so results do not depend on
+// batching, chunking or the number of threads.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "kernels/cpu/kv_format.h"
 
 namespace ferrum::kernels {
-
-enum class KvType : int { F32 = 0, F16 = 1, BF16 = 2, INT8 = 3 };
-const char* kv_type_name(KvType t);
-// Bytes of one cached row (all KV heads of one token); INT8 rows carry one float scale per head.
-size_t kv_row_bytes(KvType t, int n_head_kv, int head_dim);
-// Converts a row of n_head_kv*head_dim floats into the cache format (dst: kv_row_bytes bytes).
-void kv_store_row(KvType t, const float* src, uint8_t* dst, int n_head_kv, int head_dim);
-// Reads head h of a cached row back as floats.
-void kv_load_head(KvType t, const uint8_t* row, int h, int n_head_kv, int head_dim, float* out);
-
-// One sequence's K or V rows for one layer: row j lives in block table[j / block_tokens] at
-// offset (j % block_tokens) * row_bytes from base + block * block_bytes.
-struct KvSeqView {
-  const uint8_t* k_base = nullptr;
-  const uint8_t* v_base = nullptr;
-  const int32_t* table = nullptr;
-  int64_t block_tokens = 0;
-  size_t block_bytes = 0;
-  size_t row_bytes = 0;
-  KvType type = KvType::F32;
-  const uint8_t* k_row(int64_t j) const { return k_base + table[j / block_tokens] * block_bytes + (j % block_tokens) * row_bytes; }
-  const uint8_t* v_row(int64_t j) const { return v_base + table[j / block_tokens] * block_bytes + (j % block_tokens) * row_bytes; }
-};
 
 struct AttentionParams {
   int n_head = 0;
@@ -43,8 +25,20 @@ struct AttentionParams {
   int sliding_window = 0;  // 0 = full causal; else a query at p sees keys at p-window < j <= p
 };
 
-struct AttentionScratch {
-  std::vector<float> buf;  // per thread: scores (group x kv_len) + K/V row + accumulators; grow-only
+constexpr int64_t kAttentionChunk = 1024;  // keys per softmax chunk (a multiple of the key tile)
+
+// One unit of work: query tokens [t0, t1) of a job, KV head hk, key chunks [c0, c1); `partial` >= 0
+// stores the (single) chunk's state in that slot for a later merge instead of writing the output.
+struct AttentionItem {
+  int job = 0, hk = 0;
+  int64_t t0 = 0, t1 = 0, c0 = 0, c1 = 0, partial = -1;
+};
+
+struct AttentionScratch {            // grow-only buffers reused across calls
+  std::vector<float> buf;            // per thread: query rows, K/V tile, scores, softmax states
+  std::vector<const uint8_t*> rows;  // per thread: the tile's K and V row pointers
+  std::vector<float> partials;       // split chunks' states
+  std::vector<AttentionItem> items, merges;
 };
 
 // One query chunk of one sequence: query t (row t of q, stride ldq) is at position pos0 + t and

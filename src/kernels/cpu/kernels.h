@@ -49,13 +49,6 @@ struct IsaKernels {
   void (*quantize_q8_k)(const float* x, BlockQ8_K* y, int64_t n);
   // Exact F16 -> F32 row conversion (the Exact path's dequantization of F16 weights, F16 KV rows).
   void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
-  // Attention inner loops: scores against transposed keys, and out[i] = sum_j w[j] * v[j*ld + i]
-  // for i < hd, j < n (accumulated in order of j, one fused multiply-add per term).
-  // Attention scores against keys stored transposed (kt[d*ldk + j], ldk a multiple of 16 with the
-  // columns past n finite): out[j] = scale * sum_d q[d] kt[d*ldk + j] for j < round_up(n, 16), each
-  // sum taken in order of d with one fused multiply-add per term.
-  void (*scores_t)(const float* q, const float* kt, int64_t ldk, int64_t n, int64_t hd, float scale, float* out);
-  void (*weighted_sum)(const float* w, const float* v, int64_t ld, int64_t n, int64_t hd, float* out);
   // x = softmax(x) in place (exponentials summed in double); out = silu(gate) * up.
   void (*softmax)(float* x, int64_t n);
   void (*swiglu)(const float* gate, const float* up, float* out, int64_t n);

@@ -3,7 +3,6 @@
 #include <immintrin.h>
 
 #include <cmath>
-
 #include <cstring>
 
 #include "core/fp16.h"
@@ -334,58 +333,6 @@ void row_fn(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int 
   tile_dispatch<K>(nt, w, n, act, stride, y, ldy);
 }
 
-// 32 keys (4 ymm accumulators) at a time so the FMA chains overlap; then 8 at a time.
-void scores_t8(const float* q, const float* kt, int64_t ldk, int64_t n, int64_t hd, float scale, float* out) {
-  const int64_t n16 = (n + 15) / 16 * 16;
-  const __m256 vs = _mm256_set1_ps(scale);
-  int64_t j = 0;
-  for (; j + 32 <= n16; j += 32) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (int64_t d = 0; d < hd; ++d) {
-      const __m256 qd = _mm256_set1_ps(q[d]);
-      const float* r = kt + d * ldk + j;
-      a0 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(r), a0);
-      a1 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(r + 8), a1);
-      a2 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(r + 16), a2);
-      a3 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(r + 24), a3);
-    }
-    _mm256_storeu_ps(out + j, _mm256_mul_ps(a0, vs));
-    _mm256_storeu_ps(out + j + 8, _mm256_mul_ps(a1, vs));
-    _mm256_storeu_ps(out + j + 16, _mm256_mul_ps(a2, vs));
-    _mm256_storeu_ps(out + j + 24, _mm256_mul_ps(a3, vs));
-  }
-  for (; j < n16; j += 8) {
-    __m256 a = _mm256_setzero_ps();
-    for (int64_t d = 0; d < hd; ++d) a = _mm256_fmadd_ps(_mm256_set1_ps(q[d]), _mm256_loadu_ps(kt + d * ldk + j), a);
-    _mm256_storeu_ps(out + j, _mm256_mul_ps(a, vs));
-  }
-}
-
-// Output columns in register blocks of 32 (4 ymm), rows j streamed through them.
-void weighted_sum8(const float* w, const float* v, int64_t ld, int64_t n, int64_t hd, float* out) {
-  int64_t i = 0;
-  for (; i + 32 <= hd; i += 32) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (int64_t j = 0; j < n; ++j) {
-      const __m256 s = _mm256_set1_ps(w[j]);
-      const float* r = v + j * ld + i;
-      a0 = _mm256_fmadd_ps(s, _mm256_loadu_ps(r), a0);
-      a1 = _mm256_fmadd_ps(s, _mm256_loadu_ps(r + 8), a1);
-      a2 = _mm256_fmadd_ps(s, _mm256_loadu_ps(r + 16), a2);
-      a3 = _mm256_fmadd_ps(s, _mm256_loadu_ps(r + 24), a3);
-    }
-    _mm256_storeu_ps(out + i, a0);
-    _mm256_storeu_ps(out + i + 8, a1);
-    _mm256_storeu_ps(out + i + 16, a2);
-    _mm256_storeu_ps(out + i + 24, a3);
-  }
-  for (; i < hd; ++i) {
-    float a = 0.0f;
-    for (int64_t j = 0; j < n; ++j) a = std::fma(w[j], v[j * ld + i], a);
-    out[i] = a;
-  }
-}
-
 }  // namespace
 
 const IsaKernels& avx2_kernels() {
@@ -404,8 +351,6 @@ const IsaKernels& avx2_kernels() {
                                scalar_kernels().quantize_q8_1f,
                                scalar_kernels().quantize_q8_k,
                                f16_row,
-                               scores_t8,
-                               weighted_sum8,
                                scalar_kernels().softmax,
                                scalar_kernels().swiglu};
   return k;

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/fp16.h"
+#include "kernels/cpu/exp_avx512.h"
 #include "kernels/cpu/kernels.h"
 
 namespace ferrum::kernels {
@@ -483,81 +484,9 @@ void f16_row(const uint16_t* x, float* y, int64_t n) {
   }
 }
 
-// 64 keys (4 zmm accumulators) at a time so the FMA chains overlap; then 16 at a time.
-void scores_t16(const float* q, const float* kt, int64_t ldk, int64_t n, int64_t hd, float scale, float* out) {
-  const int64_t n16 = (n + 15) / 16 * 16;
-  const __m512 vs = _mm512_set1_ps(scale);
-  int64_t j = 0;
-  for (; j + 64 <= n16; j += 64) {
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (int64_t d = 0; d < hd; ++d) {
-      const __m512 qd = _mm512_set1_ps(q[d]);
-      const float* r = kt + d * ldk + j;
-      a0 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(r), a0);
-      a1 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(r + 16), a1);
-      a2 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(r + 32), a2);
-      a3 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(r + 48), a3);
-    }
-    _mm512_storeu_ps(out + j, _mm512_mul_ps(a0, vs));
-    _mm512_storeu_ps(out + j + 16, _mm512_mul_ps(a1, vs));
-    _mm512_storeu_ps(out + j + 32, _mm512_mul_ps(a2, vs));
-    _mm512_storeu_ps(out + j + 48, _mm512_mul_ps(a3, vs));
-  }
-  for (; j < n16; j += 16) {
-    __m512 a = _mm512_setzero_ps();
-    for (int64_t d = 0; d < hd; ++d) a = _mm512_fmadd_ps(_mm512_set1_ps(q[d]), _mm512_loadu_ps(kt + d * ldk + j), a);
-    _mm512_storeu_ps(out + j, _mm512_mul_ps(a, vs));
-  }
-}
-
-// Output columns in register blocks of 64 (4 zmm), rows j streamed through them.
-void weighted_sum16(const float* w, const float* v, int64_t ld, int64_t n, int64_t hd, float* out) {
-  for (int64_t i = 0; i < hd; i += 64) {
-    __mmask16 m[4];
-    for (int c = 0; c < 4; ++c) {
-      const int64_t left = hd - i - 16 * c;
-      m[c] = left >= 16 ? 0xFFFF : left <= 0 ? 0 : static_cast<__mmask16>((1u << left) - 1);
-    }
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (int64_t j = 0; j < n; ++j) {
-      const __m512 s = _mm512_set1_ps(w[j]);
-      const float* r = v + j * ld + i;
-      a0 = _mm512_fmadd_ps(s, _mm512_maskz_loadu_ps(m[0], r), a0);
-      a1 = _mm512_fmadd_ps(s, _mm512_maskz_loadu_ps(m[1], r + 16), a1);
-      a2 = _mm512_fmadd_ps(s, _mm512_maskz_loadu_ps(m[2], r + 32), a2);
-      a3 = _mm512_fmadd_ps(s, _mm512_maskz_loadu_ps(m[3], r + 48), a3);
-    }
-    _mm512_mask_storeu_ps(out + i, m[0], a0);
-    _mm512_mask_storeu_ps(out + i + 16, m[1], a1);
-    _mm512_mask_storeu_ps(out + i + 32, m[2], a2);
-    _mm512_mask_storeu_ps(out + i + 48, m[3], a3);
-  }
-}
-
 template <template <int> class K>
 void row_fn(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
   tile_dispatch<K>(nt, w, n, act, stride, y, ldy);
-}
-
-// e^x for 16 lanes: x = n ln2 + r (|r| <= ln2/2, ln2 in two parts), e^r by its Taylor polynomial to
-// degree 7 (truncation < 2^-26 relative), times 2^n by vscalefps. Below -87.3 (where e^x leaves the
-// normal floats) the result is 0, so exp(-inf) = 0 as softmax masks need; above 88.7 it saturates.
-inline __m512 exp16(__m512 x) {
-  const __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_GE_OQ);
-  x = _mm512_min_ps(x, _mm512_set1_ps(88.7f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723212e-6f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 5040);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_maskz_scalef_ps(live, p, n);
 }
 
 void softmax16(float* x, int64_t n) {
@@ -606,8 +535,6 @@ const IsaKernels kAvx512 = {"avx512",
                             quantize_q8_1f,
                             quantize_q8_k,
                             f16_row,
-                            scores_t16,
-                            weighted_sum16,
                             softmax16,
                             swiglu16};
 

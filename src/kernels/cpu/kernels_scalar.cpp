@@ -224,21 +224,6 @@ void f16_row(const uint16_t* x, float* y, int64_t n) {
   dequantize_row(DType::F16, x, y, n);
 }
 
-void scores_t(const float* q, const float* kt, int64_t ldk, int64_t n, int64_t hd, float scale, float* out) {
-  const int64_t n16 = (n + 15) / 16 * 16;
-  for (int64_t j = 0; j < n16; ++j) {
-    float a = 0.0f;
-    for (int64_t d = 0; d < hd; ++d) a = std::fma(q[d], kt[d * ldk + j], a);
-    out[j] = a * scale;
-  }
-}
-
-void weighted_sum(const float* w, const float* v, int64_t ld, int64_t n, int64_t hd, float* out) {
-  std::fill_n(out, hd, 0.0f);
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t i = 0; i < hd; ++i) out[i] = std::fma(w[j], v[j * ld + i], out[i]);
-}
-
 void softmax(float* x, int64_t n) {
   float mx = -INFINITY;
   for (int64_t i = 0; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
@@ -262,7 +247,7 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n) {
 const IsaKernels kScalar = {
     "scalar",           rows_of<q4_0>, rows_of<q5_0>, rows_of<q5_1>, rows_of<q8_0>, rows_of<qk4<false>>,
     rows_of<qk4<true>>, rows_of<q6_k>, rows_of<bf16>, rows_of<f16>,  rows_of<f32>,  quantize_q8_1f,
-    quantize_q8_k,      f16_row,       scores_t,      weighted_sum, softmax, swiglu};
+    quantize_q8_k,      f16_row,       softmax,       swiglu};
 
 }  // namespace
 

@@ -1,0 +1,80 @@
+// Generic C++ attention tile steps (scalar and AVX2 machines, head sizes the AVX-512 steps do not
+// take), and the choice of the steps for the active ISA.
+#include "kernels/cpu/attention_tile.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cpu/kernels.h"
+
+namespace ferrum::kernels {
+namespace {
+
+void load_keys(const uint8_t* const* rows, int a, int b, KvType t, int h, int n_head_kv, int hd, float* kt) {
+  float row[kMaxHeadDim];
+  for (int j = 0; j < kKeyTile; ++j) {
+    if (j >= a && j < b) kv_load_head(t, rows[j], h, n_head_kv, hd, row);
+    for (int d = 0; d < hd; ++d) kt[d * kKeyTile + j] = j >= a && j < b ? row[d] : 0.0f;
+  }
+}
+
+void load_values(const uint8_t* const* rows, int a, int b, KvType t, int h, int n_head_kv, int hd,
+                 float* vt) {
+  for (int j = 0; j < b; ++j) {
+    if (j < a)
+      std::memset(vt + j * hd, 0, hd * sizeof(float));
+    else
+      kv_load_head(t, rows[j], h, n_head_kv, hd, vt + j * hd);
+  }
+}
+
+void scores(const float* q, int R, const float* kt, int hd, float scale, float* s) {
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < kKeyTile; ++j) {
+      float acc = 0.0f;
+      for (int d = 0; d < hd; ++d) acc = std::fma(q[r * hd + d], kt[d * kKeyTile + j], acc);
+      s[r * kKeyTile + j] = acc * scale;
+    }
+}
+
+void softmax_step(float* s, int R, float* m, float* l, float* c) {
+  for (int r = 0; r < R; ++r) {
+    float* x = s + r * kKeyTile;
+    float mx = m[r];
+    for (int j = 0; j < kKeyTile; ++j) mx = x[j] > mx ? x[j] : mx;
+    float sum = 0.0f;
+    for (int j = 0; j < kKeyTile; ++j) {
+      x[j] = std::exp(x[j] - mx);
+      sum += x[j];
+    }
+    c[r] = std::exp(m[r] - mx);
+    l[r] = l[r] * c[r] + sum;
+    m[r] = mx;
+  }
+}
+
+void accumulate(const float* p, int R, const float* vt, int n, int hd, const float* c, float* acc) {
+  for (int r = 0; r < R; ++r) {
+    float* o = acc + r * hd;
+    for (int i = 0; i < hd; ++i) o[i] *= c[r];
+    for (int j = 0; j < n; ++j) {
+      const float w = p[r * kKeyTile + j];
+      for (int i = 0; i < hd; ++i) o[i] = std::fma(w, vt[j * hd + i], o[i]);
+    }
+  }
+}
+
+const AttentionTileOps kGeneric = {load_keys, load_values, scores, softmax_step, accumulate};
+
+}  // namespace
+
+const AttentionTileOps& generic_tile_ops() {
+  return kGeneric;
+}
+
+const AttentionTileOps& attention_tile_ops(int head_dim) {
+  if (head_dim % 16 == 0 && std::strcmp(active_kernels().name, "avx512") == 0) return avx512_tile_ops();
+  return kGeneric;
+}
+
+}  // namespace ferrum::kernels

@@ -1,0 +1,41 @@
+// The inner steps of tiled (online-softmax) attention over one KV head: load a tile of up to
+// kKeyTile cached keys and values (converted from the cache type in registers), score R query rows
+// against it, update each row's running max / sum / output. Per ISA (generic C++ and AVX-512); the
+// driver (attention.cpp) decides which rows and tiles to run.
+//
+// Every row's arithmetic is the same whatever the other rows of the call (R, blocking): each
+// score is one chain of fused multiply-adds in order of the head dimension, each output element one
+// chain in order of the key, so a token's result does not depend on how tokens are batched.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/kv_format.h"
+
+namespace ferrum::kernels {
+
+constexpr int kKeyTile = 64;  // keys per tile: 64 x head_dim floats of K and of V stay in L1
+constexpr int kMaxHeadDim = 1024;
+
+struct AttentionTileOps {
+  // Head h of cache rows rows[j] for tile columns j in [a, b) (other columns: zeros), F32 out:
+  // keys transposed, kt[d * kKeyTile + j] for j < kKeyTile; values as rows, vt[j * hd + d] for j < b.
+  void (*load_keys)(const uint8_t* const* rows, int a, int b, KvType t, int h, int n_head_kv, int hd,
+                    float* kt);
+  void (*load_values)(const uint8_t* const* rows, int a, int b, KvType t, int h, int n_head_kv, int hd,
+                      float* vt);
+  // s[r * kKeyTile + j] = scale * sum_d q[r * hd + d] * kt[d * kKeyTile + j] for r < R, j < kKeyTile.
+  void (*scores)(const float* q, int R, const float* kt, int hd, float scale, float* s);
+  // One online-softmax step over R rows of s (masked entries -inf, at least one finite per row):
+  // m' = max(m, max_j s), c = e^(m - m'), s = e^(s - m'), l = l * c + sum_j s, m = m'.
+  void (*softmax_step)(float* s, int R, float* m, float* l, float* c);
+  // acc[r * hd + i] = acc[r * hd + i] * c[r] + sum_{j < n} p[r * kKeyTile + j] * vt[j * hd + i].
+  void (*accumulate)(const float* p, int R, const float* vt, int n, int hd, const float* c, float* acc);
+};
+
+const AttentionTileOps& generic_tile_ops();
+const AttentionTileOps& avx512_tile_ops();
+// The ops for the active ISA (kernels.h) and this head size (AVX-512 needs hd % 16 == 0).
+const AttentionTileOps& attention_tile_ops(int head_dim);
+
+}  // namespace ferrum::kernels

@@ -1,0 +1,252 @@
+// The tiled online-softmax attention kernel against a float64 reference (computed here from the
+// cache's own stored values, so only the kernel's arithmetic is measured) for every cache type,
+// GQA ratios 1/4/8, head sizes 64/128 (AVX-512 steps) and 40 (generic steps), sliding windows,
+// paged and contiguous caches, lengths that are not multiples of the tile or the chunk, decode at
+// depth (chunks split over threads) and prefill; and bitwise invariance: a token's output is the
+// same alone, in a block of a longer prompt, next to other sequences and with 1 or 3 threads.
+#include "kernels/cpu/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernel_test_util.h"
+#include "kernels/cpu/attention_tile.h"
+#include "kernels/cpu/matmul.h"
+
+namespace ferrum::kernels {
+namespace {
+
+struct IsaGuard {
+  std::string saved = active_isa();
+  ~IsaGuard() { force_isa(saved.c_str()); }
+};
+
+// Uniform in [-amp, amp] (cheaper than test::gaussian for the long caches here).
+std::vector<float> random_values(size_t n, uint32_t seed, float amp = 1.7f) {
+  std::mt19937 rng(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) x = amp * (static_cast<float>(rng()) / 2147483648.0f - 1.0f);
+  return v;
+}
+
+struct Shape {
+  int n_head, n_head_kv, hd, window = 0;
+};
+
+// One sequence's cache of len tokens, contiguous or paged (16-token blocks in shuffled order).
+struct TestCache {
+  KvType type;
+  int n_head_kv, hd;
+  int64_t len;
+  bool paged;
+  size_t row_bytes;
+  std::vector<uint8_t> k, v;
+  std::vector<int32_t> table;
+  std::vector<float> kf, vf;  // the stored values read back: kf[(j * n_head_kv + h) * hd + d]
+
+  TestCache(KvType t, int nkv, int hd_, int64_t len_, bool paged_, uint32_t seed)
+      : type(t), n_head_kv(nkv), hd(hd_), len(len_), paged(paged_), row_bytes(kv_row_bytes(t, nkv, hd_)) {
+    const int64_t bt = 16, n_blocks = (len + bt - 1) / bt + 3;
+    const int64_t slots = paged ? n_blocks * bt : len;
+    k.assign(slots * row_bytes, 0xFF);  // unused rows hold NaN patterns for F32/F16/BF16
+    v.assign(slots * row_bytes, 0xFF);
+    table.resize(paged ? n_blocks : 1);
+    std::iota(table.begin(), table.end(), 0);
+    if (paged) std::shuffle(table.begin(), table.end(), std::mt19937(seed));
+    const auto src_k = random_values(static_cast<size_t>(len) * nkv * hd, seed + 1);
+    const auto src_v = random_values(static_cast<size_t>(len) * nkv * hd, seed + 2);
+    kf.resize(src_k.size());
+    vf.resize(src_v.size());
+    const KvSeqView view = this->view();
+    for (int64_t j = 0; j < len; ++j) {
+      kv_store_row(t, &src_k[j * nkv * hd], const_cast<uint8_t*>(view.k_row(j)), nkv, hd);
+      kv_store_row(t, &src_v[j * nkv * hd], const_cast<uint8_t*>(view.v_row(j)), nkv, hd);
+      for (int h = 0; h < nkv; ++h) {
+        kv_load_head(t, view.k_row(j), h, nkv, hd, &kf[(j * nkv + h) * hd]);
+        kv_load_head(t, view.v_row(j), h, nkv, hd, &vf[(j * nkv + h) * hd]);
+      }
+    }
+  }
+  KvSeqView view() const {
+    KvSeqView s;
+    s.k_base = k.data();
+    s.v_base = v.data();
+    s.table = table.data();
+    s.block_tokens = paged ? 16 : len;
+    s.block_bytes = paged ? 16 * row_bytes : 0;
+    s.row_bytes = row_bytes;
+    s.type = type;
+    return s;
+  }
+};
+
+AttentionParams params(const Shape& s) {
+  AttentionParams p;
+  p.n_head = s.n_head;
+  p.n_head_kv = s.n_head_kv;
+  p.head_dim = s.hd;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(s.hd));
+  p.sliding_window = s.window;
+  return p;
+}
+
+// Float64 attention of query rows q (n_tok x n_head*hd) at positions pos0.. against the cache.
+std::vector<double> reference(const Shape& s, const TestCache& c, const std::vector<float>& q, int64_t n_tok,
+                              int64_t pos0) {
+  const int group = s.n_head / s.n_head_kv, hd = s.hd;
+  std::vector<double> out(static_cast<size_t>(n_tok) * s.n_head * hd, 0.0);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const int64_t pos = pos0 + t, lo = s.window > 0 ? std::max<int64_t>(0, pos - s.window + 1) : 0;
+    for (int h = 0; h < s.n_head; ++h) {
+      const int hk = h / group;
+      std::vector<double> sc(pos - lo + 1);
+      for (int64_t j = lo; j <= pos; ++j) {
+        double dot = 0;
+        for (int d = 0; d < hd; ++d)
+          dot += double(q[(t * s.n_head + h) * hd + d]) * c.kf[(j * s.n_head_kv + hk) * hd + d];
+        sc[j - lo] = dot / std::sqrt(double(hd));
+      }
+      const double mx = *std::max_element(sc.begin(), sc.end());
+      double sum = 0;
+      for (double& x : sc) sum += (x = std::exp(x - mx));
+      for (int64_t j = lo; j <= pos; ++j)
+        for (int d = 0; d < hd; ++d)
+          out[(t * s.n_head + h) * hd + d] += sc[j - lo] / sum * c.vf[(j * s.n_head_kv + hk) * hd + d];
+    }
+  }
+  return out;
+}
+
+std::vector<float> run(const Shape& s, const TestCache& c, const std::vector<float>& q, int64_t n_tok,
+                       int64_t pos0, int threads) {
+  std::vector<float> out(static_cast<size_t>(n_tok) * s.n_head * s.hd, NAN);
+  AttentionJob job;
+  job.q = q.data();
+  job.ldq = s.n_head * s.hd;
+  job.n_tok = n_tok;
+  job.pos0 = pos0;
+  job.kv = c.view();
+  job.out = out.data();
+  job.ldo = s.n_head * s.hd;
+  ThreadPool pool(threads);
+  AttentionScratch scratch;
+  attention(params(s), &job, 1, pool, scratch);
+  return out;
+}
+
+// Largest |got - want| over the outputs, relative to the outputs' largest magnitude.
+double rel_error(const std::vector<float>& got, const std::vector<double>& want) {
+  double err = 0, mag = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err = std::max(err, std::fabs(got[i] - want[i]));
+    mag = std::max(mag, std::fabs(want[i]));
+  }
+  return err / mag;
+}
+
+struct Case {
+  Shape shape;
+  KvType type;
+  bool paged;
+  int64_t len;    // tokens in the cache after the call
+  int64_t n_tok;  // query tokens of the call (the last n_tok positions)
+};
+
+void check(const Case& k, int threads, double tol) {
+  const TestCache c(k.type, k.shape.n_head_kv, k.shape.hd, k.len, k.paged, 7 + static_cast<uint32_t>(k.len));
+  const auto q = random_values(static_cast<size_t>(k.n_tok) * k.shape.n_head * k.shape.hd, 99, 2.0f);
+  const int64_t pos0 = k.len - k.n_tok;
+  const auto got = run(k.shape, c, q, k.n_tok, pos0, threads);
+  const double err = rel_error(got, reference(k.shape, c, q, k.n_tok, pos0));
+  if (std::getenv("FERRUM_TEST_PRINT_ERR"))
+    std::printf("%s %s hd %d len %ld ntok %ld: %.3g\n", kv_type_name(k.type), active_isa(), k.shape.hd,
+                (long)k.len, (long)k.n_tok, err);
+  EXPECT_LT(err, tol) << kv_type_name(k.type) << (k.paged ? " paged" : " contiguous") << " heads "
+                      << k.shape.n_head << "/" << k.shape.n_head_kv << " hd " << k.shape.hd << " window "
+                      << k.shape.window << " len " << k.len << " n_tok " << k.n_tok << " threads " << threads;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  const Shape shapes[] = {{4, 4, 64}, {8, 2, 128}, {16, 2, 64}, {4, 1, 40}, {8, 2, 64, 100}};
+  const KvType types[] = {KvType::F32, KvType::F16, KvType::BF16, KvType::INT8};
+  for (const Shape& s : shapes)
+    for (KvType t : types)
+      for (bool paged : {false, true}) {
+        out.push_back({s, t, paged, 1, 1});      // first token
+        out.push_back({s, t, paged, 77, 77});    // prefill, not a multiple of the tile
+        out.push_back({s, t, paged, 1300, 1});   // decode past a chunk boundary
+        out.push_back({s, t, paged, 1100, 40});  // a prompt chunk at depth, across the chunk boundary
+      }
+  return out;
+}
+
+TEST(Attention, MatchesFloat64ReferenceOnEveryIsa) {
+  IsaGuard guard;
+  for (const char* isa : {"scalar", "avx2", "avx512"}) {
+    try {
+      force_isa(isa);
+    } catch (const std::exception&) {
+      continue;  // not on this CPU
+    }
+    for (const Case& k : cases()) {
+      if (std::string(isa) != "avx512" && k.len > 200) continue;  // the generic steps: short cases only
+      check(k, 3, 1e-5);
+    }
+  }
+}
+
+TEST(Attention, LongDecodeSplitOverThreads) {
+  for (KvType t : {KvType::F32, KvType::F16, KvType::INT8})
+    for (bool paged : {false, true}) check({{32, 8, 64}, t, paged, 4500, 1}, 2, 1e-5);
+}
+
+// A token's output is bitwise the same however the call is made up.
+TEST(Attention, TokenResultDoesNotDependOnBatching) {
+  const Shape s{8, 2, 64};
+  const int64_t len = 2100;
+  const TestCache c(KvType::F16, s.n_head_kv, s.hd, len, true, 5);
+  const TestCache other(KvType::F16, s.n_head_kv, s.hd, 300, false, 6);
+  const int64_t width = s.n_head * s.hd, n_tok = 37, pos0 = len - n_tok;
+  const auto q = random_values(static_cast<size_t>(n_tok) * width, 11);
+  const auto whole = run(s, c, q, n_tok, pos0, 1);
+  for (int threads : {1, 3}) {
+    // Each token alone, as a decode step at its position (split into chunks with several threads).
+    for (int64_t t = 0; t < n_tok; t += 5) {
+      const std::vector<float> qt(q.begin() + t * width, q.begin() + (t + 1) * width);
+      const auto alone = run(s, c, qt, 1, pos0 + t, threads);
+      ASSERT_EQ(0, std::memcmp(alone.data(), &whole[t * width], width * sizeof(float))) << "token " << t;
+    }
+    // Next to another sequence's prefill in one call.
+    const auto q2 = random_values(static_cast<size_t>(300) * width, 12);
+    std::vector<float> out1(whole.size()), out2(q2.size());
+    AttentionJob jobs[2];
+    jobs[0] = {q2.data(), width, 300, 0, other.view(), out2.data(), width};
+    jobs[1] = {q.data(), width, n_tok, pos0, c.view(), out1.data(), width};
+    ThreadPool pool(threads);
+    AttentionScratch scratch;
+    attention(params(s), jobs, 2, pool, scratch);
+    EXPECT_EQ(0, std::memcmp(out1.data(), whole.data(), whole.size() * sizeof(float)))
+        << threads << " threads";
+    EXPECT_EQ(out2, run(s, other, q2, 300, 0, 1));
+  }
+}
+
+TEST(Attention, RejectsHeadSizesPastTheLimit) {
+  const Shape s{1, 1, kMaxHeadDim + 16};
+  AttentionJob job;
+  job.n_tok = 1;
+  ThreadPool pool(1);
+  AttentionScratch scratch;
+  EXPECT_THROW(attention(params(s), &job, 1, pool, scratch), std::exception);
+}
+
+}  // namespace
+}  // namespace ferrum::kernels
