@@ -72,19 +72,6 @@ void merge_states(int R, int hd, const RowStates& part, const RowStates& into) {
   }
 }
 
-// Writes the merged rows of an item, normalised, into the job's output.
-void write_output(const AttentionParams& p, const AttentionJob& J, const AttentionItem& it,
-                  const RowStates& st) {
-  const int group = p.n_head / p.n_head_kv, hd = p.head_dim;
-  for (int64_t t = it.t0; t < it.t1; ++t)
-    for (int g = 0; g < group; ++g) {
-      const int64_t r = (t - it.t0) * group + g;
-      float* out = J.out + t * J.ldo + (static_cast<int64_t>(it.hk) * group + g) * hd;
-      const float l = st.l[r];
-      for (int i = 0; i < hd; ++i) out[i] = st.acc[r * hd + i] / l;
-    }
-}
-
 // Pointers to the K and V rows of tile columns [a, b) (key jt + column), walking the block table.
 void tile_rows(const KvSeqView& kv, int64_t jt, int a, int b, const uint8_t** kr, const uint8_t** vr) {
   int64_t blk = (jt + a) / kv.block_tokens, off = (jt + a) % kv.block_tokens;
@@ -97,6 +84,21 @@ void tile_rows(const KvSeqView& kv, int64_t jt, int a, int b, const uint8_t** kr
   }
 }
 
+// Asks for bytes [off, off + bytes) of the K and V rows [j0, j1) ahead of use (the next tile, while
+// this one is computed): a decode at depth otherwise waits on memory latency, not bandwidth.
+void prefetch_rows(const KvSeqView& kv, int64_t j0, int64_t j1, size_t off, size_t bytes) {
+  int64_t blk = j0 / kv.block_tokens, in = j0 % kv.block_tokens;
+  for (int64_t j = j0; j < j1; ++j) {
+    const size_t o =
+        static_cast<size_t>(kv.table[blk]) * kv.block_bytes + static_cast<size_t>(in) * kv.row_bytes + off;
+    for (size_t b = 0; b < bytes; b += 64) {
+      __builtin_prefetch(kv.k_base + o + b);
+      __builtin_prefetch(kv.v_base + o + b);
+    }
+    if (++in == kv.block_tokens) in = 0, ++blk;
+  }
+}
+
 struct ItemRunner {
   const AttentionParams& p;
   const AttentionTileOps& ops;
@@ -106,6 +108,19 @@ struct ItemRunner {
   std::pair<int64_t, int64_t> keys_of(const AttentionJob& J, int64_t t, int64_t ks, int64_t ke) const {
     const int64_t pos = J.pos0 + t;
     return {std::max(first_key(p, pos), ks), std::min(pos + 1, ke)};
+  }
+  // The item's rows: head by head, token by token, query head of the group.
+  int64_t row(const AttentionItem& it, int hk, int64_t t) const {
+    return ((hk - it.h0) * (it.t1 - it.t0) + (t - it.t0)) * group;
+  }
+
+  void prefetch_next(const AttentionJob& J, const AttentionItem& it, int64_t j0, int64_t j1) const {
+    const size_t elem = J.kv.type == KvType::F32 ? 4 : J.kv.type == KvType::INT8 ? 1 : 2;
+    if (it.h1 - it.h0 == p.n_head_kv)  // whole rows
+      prefetch_rows(J.kv, j0, j1, 0, J.kv.row_bytes);
+    else
+      prefetch_rows(J.kv, j0, j1, static_cast<size_t>(it.h0) * hd * elem,
+                    static_cast<size_t>(it.h1 - it.h0) * hd * elem);
   }
 
   // Key tile [jt, jt + kKeyTile) of chunk [ks, ke) for the item's rows that see any of its keys.
@@ -122,34 +137,38 @@ struct ItemRunner {
     if (ta < 0) return;
     const int a = static_cast<int>(std::max(ks, jt) - jt),
               bb = static_cast<int>(std::min(ke, jt + kKeyTile) - jt);
+    if (jt + kKeyTile < ke) prefetch_next(J, it, jt + kKeyTile, std::min(ke, jt + 2 * kKeyTile));
     tile_rows(J.kv, jt, a, bb, b.krows, b.vrows);
-    ops.load_keys(b.krows, a, bb, J.kv.type, it.hk, p.n_head_kv, hd, b.kt);
-    ops.load_values(b.vrows, a, bb, J.kv.type, it.hk, p.n_head_kv, hd, b.vt);
-    const int r0 = static_cast<int>((ta - it.t0) * group), nr = static_cast<int>((tb - ta) * group);
-    float* s = b.s + static_cast<size_t>(r0) * kKeyTile;
-    ops.scores(b.q + static_cast<size_t>(r0) * hd, nr, b.kt, hd, p.scale, s);
-    for (int64_t t = ta; t < tb; ++t) {  // mask keys outside each token's range
-      const auto [lo, hi] = keys_of(J, t, ks, ke);
-      const int64_t ca = std::clamp<int64_t>(lo - jt, 0, kKeyTile),
-                    cb = std::clamp<int64_t>(hi - jt, 0, kKeyTile);
-      if (ca == 0 && cb == kKeyTile) continue;
-      for (int g = 0; g < group; ++g) {
-        float* row = s + ((t - ta) * group + g) * kKeyTile;
-        std::fill(row, row + ca, -INFINITY);
-        std::fill(row + cb, row + kKeyTile, -INFINITY);
+    for (int hk = it.h0; hk < it.h1; ++hk) {
+      ops.load_keys(b.krows, a, bb, J.kv.type, hk, p.n_head_kv, hd, b.kt);
+      ops.load_values(b.vrows, a, bb, J.kv.type, hk, p.n_head_kv, hd, b.vt);
+      const int64_t r0 = row(it, hk, ta);
+      const int nr = static_cast<int>((tb - ta) * group);
+      float* s = b.s + r0 * kKeyTile;
+      ops.scores(b.q + r0 * hd, nr, b.kt, hd, p.scale, s);
+      for (int64_t t = ta; t < tb; ++t) {  // mask keys outside each token's range
+        const auto [lo, hi] = keys_of(J, t, ks, ke);
+        const int64_t ca = std::clamp<int64_t>(lo - jt, 0, kKeyTile),
+                      cb = std::clamp<int64_t>(hi - jt, 0, kKeyTile);
+        if (ca == 0 && cb == kKeyTile) continue;
+        for (int g = 0; g < group; ++g) {
+          float* r = s + ((t - ta) * group + g) * kKeyTile;
+          std::fill(r, r + ca, -INFINITY);
+          std::fill(r + cb, r + kKeyTile, -INFINITY);
+        }
       }
+      ops.softmax_step(s, nr, st.m + r0, st.l + r0, b.c + r0);
+      ops.accumulate(s, nr, b.vt, bb, hd, b.c + r0, st.acc + r0 * hd);
     }
-    ops.softmax_step(s, nr, st.m + r0, st.l + r0, b.c + r0);
-    ops.accumulate(s, nr, b.vt, bb, hd, b.c + r0, st.acc + static_cast<size_t>(r0) * hd);
   }
 
   // An item: its chunks in order, each computed on its own and merged (or stored as a partial).
   void run(const AttentionJob& J, const AttentionItem& it, ThreadBuf& b, float* partials, size_t slot) const {
-    const int R = static_cast<int>((it.t1 - it.t0) * group);
-    for (int64_t t = it.t0; t < it.t1; ++t)
-      for (int g = 0; g < group; ++g)
-        std::copy_n(J.q + t * J.ldq + (static_cast<int64_t>(it.hk) * group + g) * hd, hd,
-                    b.q + ((t - it.t0) * group + g) * hd);
+    const int R = rows_of(it);
+    for (int hk = it.h0; hk < it.h1; ++hk)
+      for (int64_t t = it.t0; t < it.t1; ++t)
+        std::copy_n(J.q + t * J.ldq + static_cast<int64_t>(hk) * group * hd, group * hd,
+                    b.q + row(it, hk, t) * hd);
     b.merged.clear(R, hd);
     const int64_t jlo = first_key(p, J.pos0 + it.t0), jhi = J.pos0 + it.t1;
     for (int64_t c = it.c0; c < it.c1; ++c) {
@@ -164,33 +183,71 @@ struct ItemRunner {
       if (it.partial >= 0) return;
       merge_states(R, hd, st, b.merged);
     }
-    write_output(p, J, it, b.merged);
+    write_output(J, it, b.merged);
+  }
+
+  int rows_of(const AttentionItem& it) const {
+    return static_cast<int>((it.h1 - it.h0) * (it.t1 - it.t0) * group);
+  }
+
+  // Writes the merged rows of an item, normalised, into the job's output.
+  void write_output(const AttentionJob& J, const AttentionItem& it, const RowStates& st) const {
+    for (int hk = it.h0; hk < it.h1; ++hk)
+      for (int64_t t = it.t0; t < it.t1; ++t)
+        for (int g = 0; g < group; ++g) {
+          const int64_t r = row(it, hk, t) + g;
+          float* out = J.out + t * J.ldo + (static_cast<int64_t>(hk) * group + g) * hd;
+          for (int i = 0; i < hd; ++i) out[i] = st.acc[r * hd + i] / st.l[r];
+        }
   }
 };
 
-// Work items: each job's query blocks (last, longest, first) x KV heads. When there are few of them
-// (a decode at depth), a block's key chunks become items of their own, merged afterwards.
+constexpr int64_t kDecodeTokens = 4;  // jobs this short read whole K/V rows: all heads in one item
+
+// Work items. A prompt chunk: its query blocks (last, longest, first) x KV heads, each reading its
+// head's slices of the K/V rows. A decode (or a short verify chunk): all heads at once, so whole rows
+// stream from memory, its key chunks split into items of their own (merged afterwards) and its heads
+// into groups when that is needed to give every thread work. When prompt items are few, their key
+// chunks are split the same way.
 void plan_items(const AttentionParams& p, const AttentionJob* jobs, int n_jobs, int n_threads,
                 AttentionScratch& sc) {
   sc.items.clear();
   sc.merges.clear();
-  int64_t base = 0;
-  for (int i = 0; i < n_jobs; ++i) base += (jobs[i].n_tok + kQueryBlock - 1) / kQueryBlock * p.n_head_kv;
-  const bool split = base < 4 * static_cast<int64_t>(n_threads);
-  int64_t slots = 0;
+  int64_t base = 0, decode_chunks = 0;
   for (int i = 0; i < n_jobs; ++i) {
     const AttentionJob& J = jobs[i];
-    for (int64_t blk = (J.n_tok + kQueryBlock - 1) / kQueryBlock - 1; blk >= 0; --blk) {
-      const int64_t t0 = blk * kQueryBlock, t1 = std::min(J.n_tok, t0 + kQueryBlock);
+    if (J.n_tok <= kDecodeTokens)
+      decode_chunks += (J.pos0 + J.n_tok - 1) / kAttentionChunk - first_key(p, J.pos0) / kAttentionChunk + 1;
+    else
+      base += (J.n_tok + kQueryBlock - 1) / kQueryBlock * p.n_head_kv;
+  }
+  const bool split = base + decode_chunks < 4 * static_cast<int64_t>(n_threads);
+  const int64_t want = 2 * static_cast<int64_t>(n_threads);
+  const int head_groups =
+      base > 0 || decode_chunks >= want
+          ? 1
+          : static_cast<int>(std::min<int64_t>(p.n_head_kv, (want + decode_chunks - 1) / decode_chunks));
+  int64_t slots = 0;
+  auto add = [&](int job, int h0, int h1, int64_t t0, int64_t t1, int64_t c0, int64_t c1, bool split_chunks) {
+    if (!split_chunks || c1 - c0 == 1) {
+      sc.items.push_back({job, h0, h1, t0, t1, c0, c1, -1});
+      return;
+    }
+    sc.merges.push_back({job, h0, h1, t0, t1, c0, c1, slots});
+    for (int64_t c = c0; c < c1; ++c) sc.items.push_back({job, h0, h1, t0, t1, c, c + 1, slots++});
+  };
+  for (int i = 0; i < n_jobs; ++i) {
+    const AttentionJob& J = jobs[i];
+    const int64_t qb = J.n_tok <= kDecodeTokens ? J.n_tok : kQueryBlock;
+    for (int64_t blk = (J.n_tok + qb - 1) / qb - 1; blk >= 0; --blk) {
+      const int64_t t0 = blk * qb, t1 = std::min(J.n_tok, t0 + qb);
       const int64_t c0 = first_key(p, J.pos0 + t0) / kAttentionChunk,
                     c1 = (J.pos0 + t1 - 1) / kAttentionChunk + 1;
-      for (int hk = 0; hk < p.n_head_kv; ++hk) {
-        if (!split || c1 - c0 == 1) {
-          sc.items.push_back({i, hk, t0, t1, c0, c1, -1});
-          continue;
-        }
-        sc.merges.push_back({i, hk, t0, t1, c0, c1, slots});
-        for (int64_t c = c0; c < c1; ++c) sc.items.push_back({i, hk, t0, t1, c, c + 1, slots++});
+      if (J.n_tok <= kDecodeTokens) {
+        for (int g = 0; g < head_groups; ++g)
+          add(i, p.n_head_kv * g / head_groups, p.n_head_kv * (g + 1) / head_groups, t0, t1, c0, c1, true);
+      } else {
+        for (int hk = 0; hk < p.n_head_kv; ++hk) add(i, hk, hk + 1, t0, t1, c0, c1, split);
       }
     }
   }
@@ -217,19 +274,18 @@ void attention(const AttentionParams& p, const AttentionJob* jobs, int n_jobs, T
                AttentionScratch& sc) {
   if (p.head_dim > kMaxHeadDim) fail("attention: head size {} is more than {}", p.head_dim, kMaxHeadDim);
   const int group = p.n_head / p.n_head_kv, hd = p.head_dim;
-  int64_t max_tok = 0;
-  for (int i = 0; i < n_jobs; ++i) max_tok = std::max(max_tok, jobs[i].n_tok);
-  const int64_t R = std::min(max_tok, kQueryBlock) * group;
+  const ItemRunner runner{p, attention_tile_ops(hd), group, hd};
+  plan_items(p, jobs, n_jobs, pool.size(), sc);
+  int R = 0;  // rows of the largest item
+  for (const AttentionItem& it : sc.items) R = std::max(R, runner.rows_of(it));
   const size_t per_thread = ThreadBuf::floats(R, hd), slot = static_cast<size_t>(R) * (hd + 2);
   const size_t n_threads = static_cast<size_t>(pool.size());
   if (sc.buf.size() < per_thread * n_threads) sc.buf.resize(per_thread * n_threads);
   if (sc.rows.size() < 2 * kKeyTile * n_threads) sc.rows.resize(2 * kKeyTile * n_threads);
-  plan_items(p, jobs, n_jobs, pool.size(), sc);
   size_t slots = 0;
   for (const AttentionItem& m : sc.merges) slots += m.c1 - m.c0;
   if (sc.partials.size() < slots * slot) sc.partials.resize(slots * slot);
 
-  const ItemRunner runner{p, attention_tile_ops(hd), group, hd};
   auto buf_of = [&](int ith) {
     return ThreadBuf(sc.buf.data() + per_thread * ith, sc.rows.data() + 2 * kKeyTile * ith, R, hd);
   };
@@ -241,13 +297,13 @@ void attention(const AttentionParams& p, const AttentionJob* jobs, int n_jobs, T
   for_each_item(pool, sc.merges.size(), [&](size_t i, int ith) {
     ThreadBuf b = buf_of(ith);
     const AttentionItem& m = sc.merges[i];
-    const int rows = static_cast<int>((m.t1 - m.t0) * group);
+    const int rows = runner.rows_of(m);
     b.merged.clear(rows, hd);
     for (int64_t c = 0; c < m.c1 - m.c0; ++c) {
       float* o = sc.partials.data() + slot * (m.partial + c);
       merge_states(rows, hd, RowStates{o, o + rows, o + 2 * rows}, b.merged);
     }
-    write_output(p, jobs[m.job], m, b.merged);
+    runner.write_output(jobs[m.job], m, b.merged);
   });
 }
 

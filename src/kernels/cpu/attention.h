@@ -27,10 +27,11 @@ struct AttentionParams {
 
 constexpr int64_t kAttentionChunk = 1024;  // keys per softmax chunk (a multiple of the key tile)
 
-// One unit of work: query tokens [t0, t1) of a job, KV head hk, key chunks [c0, c1); `partial` >= 0
-// stores the (single) chunk's state in that slot for a later merge instead of writing the output.
+// One unit of work: query tokens [t0, t1) of a job, KV heads [h0, h1), key chunks [c0, c1);
+// `partial` >= 0 stores the (single) chunk's state in that slot for a later merge instead of
+// writing the output.
 struct AttentionItem {
-  int job = 0, hk = 0;
+  int job = 0, h0 = 0, h1 = 0;
   int64_t t0 = 0, t1 = 0, c0 = 0, c1 = 0, partial = -1;
 };
 
