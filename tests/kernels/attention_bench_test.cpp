@@ -42,6 +42,7 @@ TEST(AttentionBench, DISABLED_DecodeAndChunkAtDepth) {
   for (KvType t : {KvType::F32, KvType::F16, KvType::BF16, KvType::INT8}) {
     if (const char* only = std::getenv("FERRUM_BENCH_KV"); only && std::string(only) != kv_type_name(t)) continue;
     for (int64_t depth : {1024, 4096, 16384}) {
+      if (const char* only = std::getenv("FERRUM_BENCH_DEPTH"); only && std::atol(only) != depth) continue;
       const size_t rb = kv_row_bytes(t, n_kv, hd), bytes = rb * (depth + 16);
       auto alloc = [](size_t n) {
         const size_t huge = size_t{2} << 20, rounded = (n + huge - 1) / huge * huge;

@@ -84,21 +84,6 @@ void tile_rows(const KvSeqView& kv, int64_t jt, int a, int b, const uint8_t** kr
   }
 }
 
-// Asks for bytes [off, off + bytes) of the K and V rows [j0, j1) ahead of use (the next tile, while
-// this one is computed): a decode at depth otherwise waits on memory latency, not bandwidth.
-void prefetch_rows(const KvSeqView& kv, int64_t j0, int64_t j1, size_t off, size_t bytes) {
-  int64_t blk = j0 / kv.block_tokens, in = j0 % kv.block_tokens;
-  for (int64_t j = j0; j < j1; ++j) {
-    const size_t o =
-        static_cast<size_t>(kv.table[blk]) * kv.block_bytes + static_cast<size_t>(in) * kv.row_bytes + off;
-    for (size_t b = 0; b < bytes; b += 64) {
-      __builtin_prefetch(kv.k_base + o + b);
-      __builtin_prefetch(kv.v_base + o + b);
-    }
-    if (++in == kv.block_tokens) in = 0, ++blk;
-  }
-}
-
 struct ItemRunner {
   const AttentionParams& p;
   const AttentionTileOps& ops;
@@ -112,15 +97,6 @@ struct ItemRunner {
   // The item's rows: head by head, token by token, query head of the group.
   int64_t row(const AttentionItem& it, int hk, int64_t t) const {
     return ((hk - it.h0) * (it.t1 - it.t0) + (t - it.t0)) * group;
-  }
-
-  void prefetch_next(const AttentionJob& J, const AttentionItem& it, int64_t j0, int64_t j1) const {
-    const size_t elem = J.kv.type == KvType::F32 ? 4 : J.kv.type == KvType::INT8 ? 1 : 2;
-    if (it.h1 - it.h0 == p.n_head_kv)  // whole rows
-      prefetch_rows(J.kv, j0, j1, 0, J.kv.row_bytes);
-    else
-      prefetch_rows(J.kv, j0, j1, static_cast<size_t>(it.h0) * hd * elem,
-                    static_cast<size_t>(it.h1 - it.h0) * hd * elem);
   }
 
   // Key tile [jt, jt + kKeyTile) of chunk [ks, ke) for the item's rows that see any of its keys.
@@ -137,7 +113,6 @@ struct ItemRunner {
     if (ta < 0) return;
     const int a = static_cast<int>(std::max(ks, jt) - jt),
               bb = static_cast<int>(std::min(ke, jt + kKeyTile) - jt);
-    if (jt + kKeyTile < ke) prefetch_next(J, it, jt + kKeyTile, std::min(ke, jt + 2 * kKeyTile));
     tile_rows(J.kv, jt, a, bb, b.krows, b.vrows);
     for (int hk = it.h0; hk < it.h1; ++hk) {
       ops.load_keys(b.krows, a, bb, J.kv.type, hk, p.n_head_kv, hd, b.kt);
