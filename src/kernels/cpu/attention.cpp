@@ -84,6 +84,10 @@ void tile_rows(const KvSeqView& kv, int64_t jt, int a, int b, const uint8_t** kr
   }
 }
 
+// Up to this many query rows per KV head read the values straight from the cache (each value row
+// is converted once per 4 rows either way); more rows convert the tile once into a buffer.
+constexpr int kRowsFromCache = 4;
+
 struct ItemRunner {
   const AttentionParams& p;
   const AttentionTileOps& ops;
@@ -116,7 +120,6 @@ struct ItemRunner {
     tile_rows(J.kv, jt, a, bb, b.krows, b.vrows);
     for (int hk = it.h0; hk < it.h1; ++hk) {
       ops.load_keys(b.krows, a, bb, J.kv.type, hk, p.n_head_kv, hd, b.kt);
-      ops.load_values(b.vrows, a, bb, J.kv.type, hk, p.n_head_kv, hd, b.vt);
       const int64_t r0 = row(it, hk, ta);
       const int nr = static_cast<int>((tb - ta) * group);
       float* s = b.s + r0 * kKeyTile;
@@ -133,7 +136,13 @@ struct ItemRunner {
         }
       }
       ops.softmax_step(s, nr, st.m + r0, st.l + r0, b.c + r0);
-      ops.accumulate(s, nr, b.vt, bb, hd, b.c + r0, st.acc + r0 * hd);
+      if (nr <= kRowsFromCache) {
+        ops.accumulate_rows(s, nr, b.vrows, a, bb, J.kv.type, hk, p.n_head_kv, hd, b.c + r0,
+                            st.acc + r0 * hd);
+      } else {
+        ops.load_values(b.vrows, a, bb, J.kv.type, hk, p.n_head_kv, hd, b.vt);
+        ops.accumulate(s, nr, b.vt, bb, hd, b.c + r0, st.acc + r0 * hd);
+      }
     }
   }
 

@@ -64,7 +64,21 @@ void accumulate(const float* p, int R, const float* vt, int n, int hd, const flo
   }
 }
 
-const AttentionTileOps kGeneric = {load_keys, load_values, scores, softmax_step, accumulate};
+void accumulate_rows(const float* p, int R, const uint8_t* const* rows, int a, int n, KvType t, int h,
+                     int n_head_kv, int hd, const float* c, float* acc) {
+  float v[kMaxHeadDim];
+  for (int r = 0; r < R; ++r)
+    for (int i = 0; i < hd; ++i) acc[r * hd + i] *= c[r];
+  for (int j = a; j < n; ++j) {
+    kv_load_head(t, rows[j], h, n_head_kv, hd, v);
+    for (int r = 0; r < R; ++r) {
+      const float w = p[r * kKeyTile + j];
+      for (int i = 0; i < hd; ++i) acc[r * hd + i] = std::fma(w, v[i], acc[r * hd + i]);
+    }
+  }
+}
+
+const AttentionTileOps kGeneric = {load_keys, load_values, scores, softmax_step, accumulate, accumulate_rows};
 
 }  // namespace
 

@@ -31,6 +31,10 @@ struct AttentionTileOps {
   void (*softmax_step)(float* s, int R, float* m, float* l, float* c);
   // acc[r * hd + i] = acc[r * hd + i] * c[r] + sum_{j < n} p[r * kKeyTile + j] * vt[j * hd + i].
   void (*accumulate)(const float* p, int R, const float* vt, int n, int hd, const float* c, float* acc);
+  // The same with values read (and converted) straight from cache rows rows[j], j in [a, n) (the
+  // columns before a have p = 0): for few rows, where each value row is used once anyway.
+  void (*accumulate_rows)(const float* p, int R, const uint8_t* const* rows, int a, int n, KvType t, int h,
+                          int n_head_kv, int hd, const float* c, float* acc);
 };
 
 const AttentionTileOps& generic_tile_ops();

@@ -4,6 +4,7 @@
 // alone (see attention_tile.h).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -178,7 +179,39 @@ void accumulate(const float* p, int R, const float* vt, int n, int hd, const flo
   }
 }
 
-const AttentionTileOps kAvx512 = {load_keys, load_values, scores, softmax_step, accumulate};
+// Up to 4 rows x 64 output columns from column i, value rows converted from the cache in registers.
+template <int NR>
+void accumulate_cached(const float* p, const uint8_t* const* rows, int a, int n, KvType t, int h,
+                       int n_head_kv, int hd, int i, const float* c, float* acc) {
+  const int nv = std::min(4, (hd - i) / 16);  // hd is a multiple of 16 here
+  __m512 acc_r[NR][4];
+  for (int r = 0; r < NR; ++r)
+    for (int k = 0; k < nv; ++k)
+      acc_r[r][k] = _mm512_mul_ps(_mm512_loadu_ps(acc + r * hd + i + 16 * k), _mm512_set1_ps(c[r]));
+  for (int j = a; j < n; ++j) {
+    __m512 v[4];
+    for (int k = 0; k < nv; ++k) v[k] = load16(rows[j], t, h, n_head_kv, hd, i + 16 * k);
+    for (int r = 0; r < NR; ++r) {
+      const __m512 w = _mm512_set1_ps(p[r * kKeyTile + j]);
+      for (int k = 0; k < nv; ++k) acc_r[r][k] = _mm512_fmadd_ps(w, v[k], acc_r[r][k]);
+    }
+  }
+  for (int r = 0; r < NR; ++r)
+    for (int k = 0; k < nv; ++k) _mm512_storeu_ps(acc + r * hd + i + 16 * k, acc_r[r][k]);
+}
+
+void accumulate_rows(const float* p, int R, const uint8_t* const* rows, int a, int n, KvType t, int h,
+                     int n_head_kv, int hd, const float* c, float* acc) {
+  for (int i = 0; i < hd; i += 64) {
+    int r = 0;
+    for (; r + 4 <= R; r += 4)
+      accumulate_cached<4>(p + r * kKeyTile, rows, a, n, t, h, n_head_kv, hd, i, c + r, acc + r * hd);
+    for (; r < R; ++r)
+      accumulate_cached<1>(p + r * kKeyTile, rows, a, n, t, h, n_head_kv, hd, i, c + r, acc + r * hd);
+  }
+}
+
+const AttentionTileOps kAvx512 = {load_keys, load_values, scores, softmax_step, accumulate, accumulate_rows};
 
 }  // namespace
 
