@@ -6,11 +6,11 @@
 // sequence's next token plus the whole new prompt (with nothing running a request is admitted
 // anyway). A step holds one decode token per decoding sequence (decodes are never starved: the
 // budget is at least one token per sequence), then prefill in admission order within the token
-// budget. With several prompts pending, the step ends at a prompt's end chosen to minimise the
-// sum of their times to first token under a step cost of `step_overhead_tokens` + tokens
-// (prefill_plan.h); a prompt longer than the budget left is chunked. A decoding sequence with draft tokens
-// (its `verify` list) runs them all when the budget leaves room for every other decode, else decodes one
-// token as usual. When a step does not fit, the newest prefill (or,
+// budget. With several prompts pending, the step ends at the prompt end that minimises the sum
+// of their times to first token, a step costing `step_overhead_tokens` + its tokens
+// (prefill_plan.h); a prompt longer than the budget left is chunked. A decoding sequence with
+// draft tokens (its `verify` list) runs them all when the budget leaves room for every other
+// decode, else decodes one token as usual. When a step does not fit, the newest prefill (or,
 // with decodes only, the newest sequence) is preempted: its cache is released and it is
 // recomputed from prompt + output when admitted again.
 #pragma once
