@@ -8,7 +8,8 @@
 #   LLAMA_CPP_BIN=/tmp/llama.cpp/build/bin bench/serve_compare.sh MODEL.gguf
 #
 # Environment: FERRUM=build/ferrum  N=32 (requests = slots)  MAX_TOKENS=32  THREADS=<all cores>
-#   CTX=256 (KV tokens per sequence / per llama-server slot)  BUDGET=512 (ferrum --max-batched-tokens)
+#   CTX=256 (KV tokens per sequence / per llama-server slot; both servers get N*CTX KV tokens in all)
+#   BUDGET=512 (ferrum --max-batched-tokens)
 #   ROUNDS=1 (alternate ferrum / llama-server this many times)
 set -euo pipefail
 
@@ -64,7 +65,7 @@ echo "|---|---|---|---|---|---|---|---|---|"
 for round in $(seq 1 "$ROUNDS"); do
   log=/tmp/serve_compare_ferrum.log
   "$FERRUM" serve "$MODEL" --port "$PORT_F" -t "$THREADS" --max-num-seqs "$N" --max-batched-tokens "$BUDGET" \
-    --kv-capacity "$CTX" >"$log" 2>&1 &
+    --kv-capacity "$CTX" --kv-pool $((N * CTX)) >"$log" 2>&1 &
   pid=$!
   wait_ready "$PORT_F" "$log"
   node "$ROOT/bench/serve_load.mjs" "http://127.0.0.1:$PORT_F" "$N" "$MAX_TOKENS" "$NAME" >/tmp/serve_compare_ferrum.json || true

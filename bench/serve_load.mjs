@@ -30,6 +30,7 @@ async function streamed(prompt) {
     let k;
     while ((k = buf.indexOf('\n\n')) >= 0) {
       const ev = buf.slice(0, k); buf = buf.slice(k + 2);
+      if (!ev.startsWith('data: ')) continue;  // an SSE comment (keep-alive)
       const data = ev.slice(6);
       if (data === '[DONE]') { done = true; continue; }
       const j = JSON.parse(data);

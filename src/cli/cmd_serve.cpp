@@ -174,6 +174,11 @@ Runner add_serve(CLI::App& app) {
                   "tokens per scheduler step (decodes + prefill chunks)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
+  sub->add_option("--step-overhead-tokens", f->engine.step_overhead_tokens,
+                  "a step's fixed cost in tokens' worth of compute: with several prompts pending, steps end "
+                  "where the summed time to first token is least (0: every step fills --max-batched-tokens)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   sub->add_option("--max-waiting", f->engine.max_waiting,
                   "queued requests beyond which new ones get HTTP 503")
       ->capture_default_str()

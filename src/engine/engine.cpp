@@ -48,6 +48,8 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
         "max_batched_tokens ({}) must be >= max_num_seqs ({}): every running sequence decodes one token per "
         "step",
         opt_.max_batched_tokens, opt_.max_num_seqs);
+  if (opt_.step_overhead_tokens < 0)
+    fail("step_overhead_tokens must be >= 0 (got {})", opt_.step_overhead_tokens);
   if (opt_.max_waiting < 0) fail("max_waiting must be >= 0 (got {})", opt_.max_waiting);
   const KvUsage kv = kv_->usage();
   pool_tokens_ = kv.total_blocks * kv.block_tokens;
@@ -59,7 +61,8 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
   std::vector<double> accepted_buckets;
   for (int i = 0; i <= opt_.spec.draft_max; ++i) accepted_buckets.push_back(i);
   stats_.spec_accepted_per_step = Histogram(accepted_buckets);
-  policy_ = std::make_unique<SchedulePolicy>(*kv_, opt_.max_num_seqs, opt_.max_batched_tokens);
+  policy_ = std::make_unique<SchedulePolicy>(*kv_, opt_.max_num_seqs, opt_.max_batched_tokens,
+                                             opt_.step_overhead_tokens);
   if (opt_.spec.proposer) opt_.spec.proposer->start(kv_->options(), opt_.max_num_seqs);
   // One row per sequence, or with speculation one per pending and draft token.
   const int rows_per_seq = opt_.spec.proposer ? opt_.spec.draft_max + 1 : 1;

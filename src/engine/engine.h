@@ -53,7 +53,11 @@ struct EngineOptions {
   SpecOptions spec;
   int max_num_seqs = 16;         // sequences decoding at once
   int max_batched_tokens = 512;  // tokens per step (decodes + prefill chunks)
-  int max_waiting = 256;         // queued requests beyond which submit() throws BusyError
+  // A step's fixed cost in tokens' worth of compute: with several prompts pending, steps end at
+  // prompt ends chosen to minimise their summed time to first token (schedule_policy.h); 0 fills
+  // the budget.
+  int step_overhead_tokens = 32;
+  int max_waiting = 256;  // queued requests beyond which submit() throws BusyError
 };
 
 struct EngineStats {

@@ -39,13 +39,19 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> history) {
 
 std::span<const TokenProb> Sampler::distribution(const float* logits, std::span<const int32_t> history) {
   dist_.clear();
+  const bool penalties =
+      p_.repeat_penalty != 1.0f || p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f;
+  // Greedy with the logits as they are: the argmax straight from them (no copy of the vocabulary;
+  // this runs for every sequence of every step on the engine thread).
+  if (p_.temperature <= 0.0f && p_.logit_bias.empty() && (!penalties || history.empty())) {
+    dist_.push_back({argmax(logits, n_vocab_), 1.0f});
+    return dist_;
+  }
   cand_.clear();
   for (int i = 0; i < n_vocab_; ++i) cand_.emplace_back(logits[i], i);
   for (const auto& [id, bias] : p_.logit_bias)
     if (id >= 0 && id < n_vocab_) cand_[id].first += bias;
 
-  const bool penalties =
-      p_.repeat_penalty != 1.0f || p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f;
   if (penalties && !history.empty()) {
     counts_.clear();
     const size_t n =

@@ -1,14 +1,20 @@
 #include "engine/schedule_policy.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "core/fail.h"
+#include "engine/prefill_plan.h"
 #include "ferrum/lora.h"
 
 namespace ferrum {
 
-SchedulePolicy::SchedulePolicy(KvCache& kv, int max_num_seqs, int max_batched_tokens)
-    : kv_(kv), max_num_seqs_(max_num_seqs), max_batched_tokens_(max_batched_tokens) {
+SchedulePolicy::SchedulePolicy(KvCache& kv, int max_num_seqs, int max_batched_tokens,
+                               int step_overhead_tokens)
+    : kv_(kv),
+      max_num_seqs_(max_num_seqs),
+      max_batched_tokens_(max_batched_tokens),
+      step_overhead_tokens_(step_overhead_tokens) {
   for (int i = max_num_seqs - 1; i >= 0; --i) free_ids_.push_back(i);
   items_.reserve(max_num_seqs);
   owners_.reserve(max_num_seqs);
@@ -52,15 +58,25 @@ std::vector<ScheduledSeq*> SchedulePolicy::admit() {
   return first_time;
 }
 
+namespace {
+
+bool decoding(const ScheduledSeq* r) {
+  return r->n_generated() > 0 && static_cast<int64_t>(r->tokens.size()) - r->n_computed == 1;
+}
+
+}  // namespace
+
 void SchedulePolicy::plan() {
   items_.clear();
   owners_.clear();
   int budget = max_batched_tokens_;
-  auto decoding = [](const ScheduledSeq* r) {
-    return r->n_generated() > 0 && static_cast<int64_t>(r->tokens.size()) - r->n_computed == 1;
-  };
+  plan_decodes(budget);
+  plan_prefills(budget, static_cast<int>(items_.size()));
+}
+
+// One pending token per decoding sequence, or it and its drafts when the budget leaves room.
+void SchedulePolicy::plan_decodes(int& budget) {
   int decodes_left = static_cast<int>(std::count_if(running_.begin(), running_.end(), decoding));
-  // Decodes first (one pending token, or it and its drafts), then prefill chunks in admission order.
   for (ScheduledSeq* r : running_) {
     if (!decoding(r)) continue;
     --decodes_left;
@@ -79,10 +95,25 @@ void SchedulePolicy::plan() {
     items_.push_back(it);
     owners_.push_back(r);
   }
+}
+
+// Prefill chunks in admission order; with several prompts pending the step stops at the end of
+// the prompt prefill_completions() picks.
+void SchedulePolicy::plan_prefills(int budget, int n_decodes) {
+  auto pending = [](const ScheduledSeq* r) { return static_cast<int64_t>(r->tokens.size()) - r->n_computed; };
+  if (step_overhead_tokens_ > 0 && budget > 0) {
+    pending_.clear();
+    for (const ScheduledSeq* r : running_)
+      if (!decoding(r) && pending(r) > 0) pending_.push_back(pending(r));
+    if (pending_.size() > 1) {
+      const size_t k = prefill_completions(pending_, budget, n_decodes, step_overhead_tokens_);
+      if (k > 0)
+        budget = static_cast<int>(std::accumulate(pending_.begin(), pending_.begin() + k, int64_t{0}));
+    }
+  }
   for (ScheduledSeq* r : running_) {
-    const int64_t pending = static_cast<int64_t>(r->tokens.size()) - r->n_computed;
-    if (decoding(r) || pending <= 0 || budget <= 0) continue;
-    const int64_t n = std::min<int64_t>(pending, budget);
+    if (decoding(r) || pending(r) <= 0 || budget <= 0) continue;
+    const int64_t n = std::min<int64_t>(pending(r), budget);
     budget -= static_cast<int>(n);
     SeqInput it;
     it.seq = r->seq_id;

@@ -4,10 +4,13 @@
 //
 // Admission is FIFO while a sequence slot is free and the cache can hold every running
 // sequence's next token plus the whole new prompt (with nothing running a request is admitted
-// anyway). A step holds one decode token per decoding sequence, then prefill chunks in
-// admission order within the token budget. A decoding sequence with draft tokens (its `verify`
-// list) runs them all when the budget leaves room for every other decode, else decodes one
-// token as usual. When a step does not fit, the newest prefill (or,
+// anyway). A step holds one decode token per decoding sequence (decodes are never starved: the
+// budget is at least one token per sequence), then prefill in admission order within the token
+// budget. With several prompts pending, the step ends at the prompt end that minimises the sum
+// of their times to first token, a step costing `step_overhead_tokens` + its tokens
+// (prefill_plan.h); a prompt longer than the budget left is chunked. A decoding sequence with
+// draft tokens (its `verify` list) runs them all when the budget leaves room for every other
+// decode, else decodes one token as usual. When a step does not fit, the newest prefill (or,
 // with decodes only, the newest sequence) is preempted: its cache is released and it is
 // recomputed from prompt + output when admitted again.
 #pragma once
@@ -39,7 +42,8 @@ struct ScheduledSeq {
 
 class SchedulePolicy {
  public:
-  SchedulePolicy(KvCache& kv, int max_num_seqs, int max_batched_tokens);
+  // step_overhead_tokens: a step's fixed cost in tokens' worth of compute (0: fill the budget).
+  SchedulePolicy(KvCache& kv, int max_num_seqs, int max_batched_tokens, int step_overhead_tokens = 0);
 
   void enqueue(ScheduledSeq* s);  // at the back of the waiting queue
   // Admits what fits now; returns the sequences admitted for the first time (their prompt and
@@ -68,17 +72,20 @@ class SchedulePolicy {
 
  private:
   bool fits_with_running(int id, const ScheduledSeq& s) const;
+  void plan_decodes(int& budget);
+  void plan_prefills(int budget, int n_decodes);
   void preempt(ScheduledSeq* s);
   void release(ScheduledSeq& s);
 
   KvCache& kv_;
-  int max_num_seqs_, max_batched_tokens_;
+  int max_num_seqs_, max_batched_tokens_, step_overhead_tokens_;
   std::deque<ScheduledSeq*> waiting_;
   std::vector<ScheduledSeq*> running_;  // admission order
   std::vector<int> free_ids_;
   std::vector<SeqInput> items_;
   std::vector<ScheduledSeq*> owners_;
   mutable std::vector<std::pair<int, int64_t>> need_;
+  std::vector<int64_t> pending_;  // prefill tokens left per prefilling sequence (plan's scratch)
   uint64_t preemptions_ = 0;
 };
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdarg>
 #include <cstring>
 #include <memory>
@@ -70,9 +71,11 @@ void log_nothing(void*, const char*, va_list) {}
 struct StreamCtx {
   HttpStream stream;
   ClientProbe probe;
+  std::chrono::milliseconds keepalive_every;
   std::string pending;
   size_t off = 0;
   bool done = false;
+  std::chrono::steady_clock::time_point last_sent = std::chrono::steady_clock::now();
 };
 
 ssize_t read_stream(void* cls, uint64_t, char* buf, size_t max) {
@@ -86,8 +89,13 @@ ssize_t read_stream(void* cls, uint64_t, char* buf, size_t max) {
     } catch (...) {
       return MHD_CONTENT_READER_END_WITH_ERROR;
     }
-    if (s.pending.empty() && !s.done && s.probe.gone()) return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (s.pending.empty() && !s.done) {
+      if (s.probe.gone()) return MHD_CONTENT_READER_END_WITH_ERROR;
+      if (!s.stream.keepalive.empty() && std::chrono::steady_clock::now() - s.last_sent >= s.keepalive_every)
+        s.pending = s.stream.keepalive;
+    }
   }
+  s.last_sent = std::chrono::steady_clock::now();
   const size_t n = std::min(max, s.pending.size() - s.off);
   std::memcpy(buf, s.pending.data() + s.off, n);
   s.off += n;
@@ -126,7 +134,7 @@ struct HttpGlue {
           },
           &call->req);
       HttpResponse res;
-      if (early_answer(srv, *call, res)) return queue(c, res);
+      if (early_answer(srv, *call, res)) return queue(srv, c, res);
       return MHD_YES;  // the body (if any) follows
     }
     if (*upload_size > 0) {
@@ -156,7 +164,7 @@ struct HttpGlue {
     }
     release_body(srv, *call);
     if (res.abort) return MHD_NO;
-    return queue(c, res);
+    return queue(srv, c, res);
   }
 
   // Answers decided on the headers alone: too many connections, a body above the limit, the gate.
@@ -192,10 +200,13 @@ struct HttpGlue {
     std::string().swap(call.req.body);
   }
 
-  static MHD_Result queue(MHD_Connection* c, HttpResponse& res) {
+  static MHD_Result queue(const HttpServer& srv, MHD_Connection* c, HttpResponse& res) {
     MHD_Response* r = nullptr;
     if (res.stream.next) {
-      auto* ctx = new StreamCtx{std::move(res.stream), ClientProbe(client_fd(c)), {}, 0, false};
+      const auto every = std::chrono::milliseconds(static_cast<int64_t>(srv.limits_.idle_timeout_s) * 500);
+      auto* ctx =
+          new StreamCtx{std::move(res.stream),           ClientProbe(client_fd(c)), every, {}, 0, false,
+                        std::chrono::steady_clock::now()};
       r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 << 10, &read_stream, ctx, &free_stream);
       if (!r) free_stream(ctx);
     } else {

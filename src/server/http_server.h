@@ -48,9 +48,12 @@ struct HttpRequest {
 // A body produced piece by piece (server-sent events). `next` appends the bytes that are ready to
 // `out`, waiting briefly (about 100 ms) when none are; it returns false once `out` holds the last
 // bytes. `closed(completed)` runs exactly once: completed=false when the client went away first.
+// `keepalive` (e.g. an SSE comment) is sent whenever nothing was sent for half the idle timeout,
+// so a stream with nothing to say yet (a request queued behind others) is not closed as idle.
 struct HttpStream {
   std::function<bool(std::string& out)> next;
   std::function<void(bool completed)> closed;
+  std::string keepalive;
 };
 
 struct HttpResponse {

@@ -283,6 +283,7 @@ void Server::generate(const HttpRequest& req, HttpResponse& res, const ClientPro
     res.content_type = "text/event-stream";
     res.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
     res.stream.next = [sse](std::string& out) { return sse->next(out); };
+    res.stream.keepalive = ": keep-alive\n\n";  // an SSE comment: clients skip it
     res.stream.closed = [sse, counters](bool) {
       if (!sse->finished()) sse->handle().cancel();  // the client went away first
       if (counters) counters->completion_tokens += sse->completion_tokens();
