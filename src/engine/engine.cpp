@@ -301,7 +301,7 @@ void Engine::propose_drafts() {
     s.draft.slot = s.seq_id;
     s.draft.tokens = s.tokens;
     s.draft.sampling = &s.p.sampling;
-    if (s.n_generated() == 0 || n - s.n_computed != 1) {  // in prefill: a costly proposer gets ahead
+    if (!s.decoding()) {  // in prefill: a costly proposer gets ahead
       if (opt_.spec.proposer->costly()) draft_requests_.push_back(&s.draft);
       continue;
     }

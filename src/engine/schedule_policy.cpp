@@ -61,7 +61,7 @@ std::vector<ScheduledSeq*> SchedulePolicy::admit() {
 namespace {
 
 bool decoding(const ScheduledSeq* r) {
-  return r->n_generated() > 0 && static_cast<int64_t>(r->tokens.size()) - r->n_computed == 1;
+  return r->decoding();
 }
 
 }  // namespace

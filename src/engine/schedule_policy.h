@@ -38,6 +38,8 @@ struct ScheduledSeq {
   const LoraAdapter* lora = nullptr;  // the adapter of its forward items (owned by the request)
 
   int64_t n_generated() const { return static_cast<int64_t>(tokens.size() - n_prompt); }
+  // Past its prompt with one token to compute: the next step is a decode (or a verify).
+  bool decoding() const { return n_generated() > 0 && static_cast<int64_t>(tokens.size()) - n_computed == 1; }
 };
 
 class SchedulePolicy {
