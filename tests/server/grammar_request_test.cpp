@@ -10,16 +10,6 @@ namespace {
 
 using json = nlohmann::json;
 
-json post(httplib::Client& c, const std::string& path, const json& body, int* status) {
-  auto r = c.Post(path, body.dump(), "application/json");
-  if (!r) {
-    ADD_FAILURE() << "no response for " << path;
-    return {};
-  }
-  *status = r->status;
-  return json::parse(r->body, nullptr, false);
-}
-
 const json kMessages = json::array({{{"role", "user"}, {"content", "Tell me about a cat."}}});
 
 json schema_format(const json& schema) {
@@ -37,12 +27,12 @@ TEST(GrammarRequests, ResponseFormatsAndGrammarConstrainTheOutput) {
       {"required", {"n", "ok"}}};
   for (uint64_t seed = 1; seed <= 3; ++seed) {
     int status = 0;
-    json r = post(c, "/v1/chat/completions",
-                  {{"messages", kMessages},
-                   {"max_tokens", 60},
-                   {"seed", seed},
-                   {"response_format", schema_format(schema)}},
-                  &status);
+    json r = test::post_json(c, "/v1/chat/completions",
+                             {{"messages", kMessages},
+                              {"max_tokens", 60},
+                              {"seed", seed},
+                              {"response_format", schema_format(schema)}},
+                             &status);
     ASSERT_EQ(status, 200) << r.dump();
     EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
     const json out = json::parse(r["choices"][0]["message"]["content"].get<std::string>());
@@ -51,7 +41,7 @@ TEST(GrammarRequests, ResponseFormatsAndGrammarConstrainTheOutput) {
     EXPECT_EQ(out.size(), 2u) << out;
   }
   int status = 0;
-  json r = post(
+  json r = test::post_json(
       c, "/v1/completions",
       {{"prompt", "Once upon a time"}, {"max_tokens", 30}, {"grammar", "root ::= (\"yes\" | \"no\") \"!\""}},
       &status);
@@ -60,12 +50,12 @@ TEST(GrammarRequests, ResponseFormatsAndGrammarConstrainTheOutput) {
   EXPECT_TRUE(text == "yes!" || text == "no!") << text;
   EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
 
-  r = post(c, "/v1/chat/completions",
-           {{"messages", kMessages},
-            {"max_tokens", 200},
-            {"seed", 7},
-            {"response_format", {{"type", "json_object"}}}},
-           &status);
+  r = test::post_json(c, "/v1/chat/completions",
+                      {{"messages", kMessages},
+                       {"max_tokens", 200},
+                       {"seed", 7},
+                       {"response_format", {{"type", "json_object"}}}},
+                      &status);
   ASSERT_EQ(status, 200) << r.dump();
   if (r["choices"][0]["finish_reason"] == "stop")
     EXPECT_TRUE(json::parse(r["choices"][0]["message"]["content"].get<std::string>()).is_object());
@@ -75,9 +65,9 @@ TEST(GrammarRequests, GrammarThatCannotEndWithinMaxTokensFinishesWithLength) {
   TestServer ts(stories_gguf());
   auto c = ts.client();
   int status = 0;
-  json r =
-      post(c, "/v1/completions",
-           {{"prompt", "Once"}, {"max_tokens", 3}, {"grammar", "root ::= \"[\" [a-z]{40} \"]\""}}, &status);
+  json r = test::post_json(
+      c, "/v1/completions",
+      {{"prompt", "Once"}, {"max_tokens", 3}, {"grammar", "root ::= \"[\" [a-z]{40} \"]\""}}, &status);
   ASSERT_EQ(status, 200) << r.dump();
   EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(r["usage"]["completion_tokens"], 3);
@@ -116,14 +106,14 @@ TEST(GrammarRequests, InvalidGrammarsAndSchemasAre400sNamingTheProblem) {
     json body = {{"messages", kMessages}, {"max_tokens", 4}};
     body.update(k.extra);
     int status = 0;
-    json r = post(c, "/v1/chat/completions", body, &status);
+    json r = test::post_json(c, "/v1/chat/completions", body, &status);
     EXPECT_EQ(status, 400) << k.extra.dump() << " -> " << r.dump();
     EXPECT_EQ(r["error"]["param"], k.param) << r.dump();
     EXPECT_NE(r["error"]["message"].get<std::string>().find(k.message_part), std::string::npos) << r.dump();
   }
   // The server still answers.
   int status = 0;
-  post(c, "/v1/chat/completions", {{"messages", kMessages}, {"max_tokens", 2}}, &status);
+  test::post_json(c, "/v1/chat/completions", {{"messages", kMessages}, {"max_tokens", 2}}, &status);
   EXPECT_EQ(status, 200);
 }
 

@@ -1,14 +1,15 @@
 // An in-process `ferrum serve` on 127.0.0.1 with a free port, for the HTTP tests.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "engine/loader.h"
 #include "engine/engine.h"
+#include "engine/loader.h"
 #include "server/server.h"
 
 namespace ferrum::test {
@@ -45,6 +46,19 @@ struct TestServer {
     return c;
   }
 };
+
+// POSTs a JSON body with the given client; *status gets the HTTP status, the result the parsed
+// answer (discarded JSON on a body that is not JSON; a test failure and {} without a response).
+inline nlohmann::json post_json(httplib::Client& c, const std::string& path, const nlohmann::json& body,
+                                int* status) {
+  auto r = c.Post(path, body.dump(), "application/json");
+  if (!r) {
+    ADD_FAILURE() << "no response for " << path;
+    return {};
+  }
+  *status = r->status;
+  return nlohmann::json::parse(r->body, nullptr, false);
+}
 
 inline std::string stories_gguf() {
   return std::string(FERRUM_SOURCE_DIR) + "/models/stories260K.gguf";
