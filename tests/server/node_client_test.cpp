@@ -31,12 +31,14 @@ void ensure_node() {
   if (std::getenv("FERRUM_SKIP_NODE_TESTS")) GTEST_SKIP() << "FERRUM_SKIP_NODE_TESTS is set";
   std::string out;
   ASSERT_EQ(sh("node --version", &out), 0) << "Node.js is needed for the OpenAI client test: " << out;
-  if (!fs::exists(kDir / "node_modules" / "openai" / "package.json")) {
-    // flock: CTest may run both client tests at once; only one installs.
+  // A marker written after `npm ci` has finished: a package's own files appear while npm is still
+  // extracting the rest, so a test that saw them could start node on a half-installed package.
+  // flock: CTest runs several client tests at once; one installs, the others wait for it.
+  if (!fs::exists(kDir / "node_modules" / ".ferrum-npm-ok")) {
     out.clear();
     ASSERT_EQ(sh("cd '" + kDir.string() +
-                     "' && flock .npm-install.lock sh -c '[ -f node_modules/openai/package.json ] || "
-                     "timeout 300 npm ci --no-audit --no-fund'",
+                     "' && flock .npm-install.lock sh -c '[ -f node_modules/.ferrum-npm-ok ] || "
+                     "{ timeout 300 npm ci --no-audit --no-fund && touch node_modules/.ferrum-npm-ok; }'",
                  &out),
               0)
         << "npm ci failed (set FERRUM_SKIP_NODE_TESTS=1 to skip on an offline machine):\n"
