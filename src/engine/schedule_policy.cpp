@@ -58,14 +58,6 @@ std::vector<ScheduledSeq*> SchedulePolicy::admit() {
   return first_time;
 }
 
-namespace {
-
-bool decoding(const ScheduledSeq* r) {
-  return r->decoding();
-}
-
-}  // namespace
-
 void SchedulePolicy::plan() {
   items_.clear();
   owners_.clear();
@@ -76,9 +68,10 @@ void SchedulePolicy::plan() {
 
 // One pending token per decoding sequence, or it and its drafts when the budget leaves room.
 void SchedulePolicy::plan_decodes(int& budget) {
-  int decodes_left = static_cast<int>(std::count_if(running_.begin(), running_.end(), decoding));
+  int decodes_left = static_cast<int>(
+      std::count_if(running_.begin(), running_.end(), [](const ScheduledSeq* r) { return r->decoding(); }));
   for (ScheduledSeq* r : running_) {
-    if (!decoding(r)) continue;
+    if (!r->decoding()) continue;
     --decodes_left;
     SeqInput it;
     it.seq = r->seq_id;
@@ -104,7 +97,7 @@ void SchedulePolicy::plan_prefills(int budget, int n_decodes) {
   if (step_overhead_tokens_ > 0 && budget > 0) {
     pending_.clear();
     for (const ScheduledSeq* r : running_)
-      if (!decoding(r) && pending(r) > 0) pending_.push_back(pending(r));
+      if (!r->decoding() && pending(r) > 0) pending_.push_back(pending(r));
     if (pending_.size() > 1) {
       const size_t k = prefill_completions(pending_, budget, n_decodes, step_overhead_tokens_);
       if (k > 0)
@@ -112,7 +105,7 @@ void SchedulePolicy::plan_prefills(int budget, int n_decodes) {
     }
   }
   for (ScheduledSeq* r : running_) {
-    if (decoding(r) || pending(r) <= 0 || budget <= 0) continue;
+    if (r->decoding() || pending(r) <= 0 || budget <= 0) continue;
     const int64_t n = std::min<int64_t>(pending(r), budget);
     budget -= static_cast<int>(n);
     SeqInput it;

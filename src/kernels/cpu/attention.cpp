@@ -22,6 +22,8 @@ int64_t first_key(const AttentionParams& p, int64_t pos) {
 // Softmax state of R query rows: running max, sum of exponentials, unnormalised output (R x hd).
 struct RowStates {
   float *m, *l, *acc;
+  // The states of R rows laid out at f: m (R), l (R), acc (R x hd).
+  static RowStates at(float* f, int64_t R) { return {f, f + R, f + 2 * R}; }
   void clear(int R, int hd) const {
     std::fill_n(m, R, -INFINITY);
     std::fill_n(l, R, 0.0f);
@@ -44,8 +46,8 @@ struct ThreadBuf {
     vt = kt + kKeyTile * hd;
     s = vt + kKeyTile * hd;
     c = s + R * kKeyTile;
-    chunk = {c + R, c + 2 * R, c + 3 * R};
-    merged = {chunk.acc + R * hd, chunk.acc + R * hd + R, chunk.acc + R * hd + 2 * R};
+    chunk = RowStates::at(c + R, R);
+    merged = RowStates::at(chunk.acc + R * hd, R);
     krows = rows;
     vrows = rows + kKeyTile;
   }
@@ -160,7 +162,7 @@ struct ItemRunner {
       RowStates st = b.chunk;
       if (it.partial >= 0) {  // the chunk's state goes straight to its slot
         float* o = partials + slot * it.partial;
-        st = {o, o + R, o + 2 * R};
+        st = RowStates::at(o, R);
       }
       st.clear(R, hd);
       for (int64_t jt = ks / kKeyTile * kKeyTile; jt < ke; jt += kKeyTile) tile(J, it, jt, ks, ke, b, st);
@@ -186,6 +188,12 @@ struct ItemRunner {
   }
 };
 
+// The key chunks [c0, c1) that query tokens [t0, t1) of a job see.
+std::pair<int64_t, int64_t> chunks_of(const AttentionParams& p, const AttentionJob& J, int64_t t0,
+                                      int64_t t1) {
+  return {first_key(p, J.pos0 + t0) / kAttentionChunk, (J.pos0 + t1 - 1) / kAttentionChunk + 1};
+}
+
 constexpr int64_t kDecodeTokens = 4;  // jobs this short read whole K/V rows: all heads in one item
 
 // Work items. A prompt chunk: its query blocks (last, longest, first) x KV heads, each reading its
@@ -200,10 +208,12 @@ void plan_items(const AttentionParams& p, const AttentionJob* jobs, int n_jobs, 
   int64_t base = 0, decode_chunks = 0;
   for (int i = 0; i < n_jobs; ++i) {
     const AttentionJob& J = jobs[i];
-    if (J.n_tok <= kDecodeTokens)
-      decode_chunks += (J.pos0 + J.n_tok - 1) / kAttentionChunk - first_key(p, J.pos0) / kAttentionChunk + 1;
-    else
+    if (J.n_tok <= kDecodeTokens) {
+      const auto [c0, c1] = chunks_of(p, J, 0, J.n_tok);
+      decode_chunks += c1 - c0;
+    } else {
       base += (J.n_tok + kQueryBlock - 1) / kQueryBlock * p.n_head_kv;
+    }
   }
   const bool split = base + decode_chunks < 4 * static_cast<int64_t>(n_threads);
   const int64_t want = 2 * static_cast<int64_t>(n_threads);
@@ -225,8 +235,7 @@ void plan_items(const AttentionParams& p, const AttentionJob* jobs, int n_jobs, 
     const int64_t qb = J.n_tok <= kDecodeTokens ? J.n_tok : kQueryBlock;
     for (int64_t blk = (J.n_tok + qb - 1) / qb - 1; blk >= 0; --blk) {
       const int64_t t0 = blk * qb, t1 = std::min(J.n_tok, t0 + qb);
-      const int64_t c0 = first_key(p, J.pos0 + t0) / kAttentionChunk,
-                    c1 = (J.pos0 + t1 - 1) / kAttentionChunk + 1;
+      const auto [c0, c1] = chunks_of(p, J, t0, t1);
       if (J.n_tok <= kDecodeTokens) {
         for (int g = 0; g < head_groups; ++g)
           add(i, p.n_head_kv * g / head_groups, p.n_head_kv * (g + 1) / head_groups, t0, t1, c0, c1, true);
@@ -285,7 +294,7 @@ void attention(const AttentionParams& p, const AttentionJob* jobs, int n_jobs, T
     b.merged.clear(rows, hd);
     for (int64_t c = 0; c < m.c1 - m.c0; ++c) {
       float* o = sc.partials.data() + slot * (m.partial + c);
-      merge_states(rows, hd, RowStates{o, o + rows, o + 2 * rows}, b.merged);
+      merge_states(rows, hd, RowStates::at(o, rows), b.merged);
     }
     runner.write_output(jobs[m.job], m, b.merged);
   });
