@@ -40,7 +40,8 @@ uint64_t KvCache::chain_hash(uint64_t parent, const int32_t* tokens, int n) {
 KvCache::KvCache(int n_layer, int n_head_kv, int head_dim, KvCacheOptions opts)
     : n_layer_(n_layer), n_head_kv_(n_head_kv), head_dim_(head_dim), opts_(opts) {
   if (opts_.seq_capacity <= 0) fail("KV capacity must be positive, got {}", opts_.seq_capacity);
-  if (opts_.block_tokens <= 0) fail("KV block size must be positive, got {}", opts_.block_tokens);
+  if (opts_.block_tokens <= 0 || opts_.block_tokens % kernels::kKvGroup != 0)
+    fail("KV block size must be a positive multiple of {}, got {}", kernels::kKvGroup, opts_.block_tokens);
   row_bytes_ = kernels::kv_row_bytes(opts_.type, n_head_kv, head_dim);
   if (opts_.pool_tokens <= 0) {
     // Default: room for 4 full-length sequences, but at most a quarter of the free memory.
@@ -127,7 +128,8 @@ bool KvCache::can_reserve(std::span<const std::pair<int, int64_t>> requests) con
     if (!s) ++new_seqs;
     if (opts_.layout == KvLayout::Paged) need += blocks_needed(s, new_len);
   }
-  if (opts_.layout == KvLayout::Contiguous) return static_cast<int64_t>(seqs_.size()) + new_seqs <= max_contiguous_seqs_;
+  if (opts_.layout == KvLayout::Contiguous)
+    return static_cast<int64_t>(seqs_.size()) + new_seqs <= max_contiguous_seqs_;
   return need <= alloc_.free_count() + evictable();
 }
 
@@ -135,8 +137,9 @@ void KvCache::reserve(std::span<const std::pair<int, int64_t>> requests) {
   int64_t need = 0, new_seqs = 0;
   for (const auto& [seq, new_len] : requests) {
     if (new_len > opts_.seq_capacity)
-      throw CapacityError(fmt::format("sequence {}: {} tokens exceed the KV capacity of {} tokens per sequence", seq,
-                                      new_len, opts_.seq_capacity));
+      throw CapacityError(
+          fmt::format("sequence {}: {} tokens exceed the KV capacity of {} tokens per sequence", seq, new_len,
+                      opts_.seq_capacity));
     auto it = seqs_.find(seq);
     const Seq* s = it == seqs_.end() ? nullptr : &it->second;
     if (!s) ++new_seqs;
@@ -144,8 +147,9 @@ void KvCache::reserve(std::span<const std::pair<int, int64_t>> requests) {
   }
   if (opts_.layout == KvLayout::Contiguous) {
     if (static_cast<int64_t>(seqs_.size()) + new_seqs > max_contiguous_seqs_)
-      throw CapacityError(fmt::format("KV cache is full: {} sequences of {} tokens already held (pool of {} tokens)",
-                                      seqs_.size(), opts_.seq_capacity, opts_.pool_tokens));
+      throw CapacityError(
+          fmt::format("KV cache is full: {} sequences of {} tokens already held (pool of {} tokens)",
+                      seqs_.size(), opts_.seq_capacity, opts_.pool_tokens));
   } else if (!ensure_free(static_cast<int32_t>(need))) {
     throw CapacityError(fmt::format("KV pool exhausted: {} more blocks of {} tokens needed, {} free", need,
                                     opts_.block_tokens, alloc_.free_count()));
@@ -159,10 +163,12 @@ void KvCache::reserve(std::span<const std::pair<int, int64_t>> requests) {
         s.v.resize(n_layer_);
       }
       if (new_len > s.reserved) {
-        const int64_t rows = std::min<int64_t>(opts_.seq_capacity, std::max<int64_t>(new_len, s.reserved * 2));
+        const int64_t rows =
+            std::min<int64_t>(opts_.seq_capacity, std::max<int64_t>(new_len, s.reserved * 2));
+        const int64_t groups = (rows + kernels::kKvGroup - 1) / kernels::kKvGroup;  // whole groups
         for (int l = 0; l < n_layer_; ++l) {
-          s.k[l].resize(rows * row_bytes_);
-          s.v[l].resize(rows * row_bytes_);
+          s.k[l].resize(groups * kernels::kKvGroup * row_bytes_);
+          s.v[l].resize(groups * kernels::kKvGroup * row_bytes_);
         }
         s.reserved = rows;
       }
@@ -171,7 +177,8 @@ void KvCache::reserve(std::span<const std::pair<int, int64_t>> requests) {
     const int64_t len = s.tokens.size();
     if (new_len > len && len % opts_.block_tokens != 0) make_writable(s, len);
     const int64_t bt = opts_.block_tokens;
-    const int32_t more = static_cast<int32_t>(std::max<int64_t>(0, (new_len + bt - 1) / bt - static_cast<int64_t>(s.table.size())));
+    const int32_t more = static_cast<int32_t>(
+        std::max<int64_t>(0, (new_len + bt - 1) / bt - static_cast<int64_t>(s.table.size())));
     const bool ok = alloc_.allocate(more, s.table);
     FERRUM_ASSERT(ok, "block allocation failed after the free check");
     s.reserved = static_cast<int64_t>(s.table.size()) * bt;
@@ -186,25 +193,31 @@ void KvCache::make_writable(Seq& s, int64_t pos) {
   const bool ok = alloc_.allocate(1, fresh);
   FERRUM_ASSERT(ok, "no block for copy-on-write");
   for (int l = 0; l < n_layer_; ++l) {
-    std::memcpy(k_pool_[l].get() + fresh[0] * block_bytes_, k_pool_[l].get() + old * block_bytes_, block_bytes_);
-    std::memcpy(v_pool_[l].get() + fresh[0] * block_bytes_, v_pool_[l].get() + old * block_bytes_, block_bytes_);
+    std::memcpy(k_pool_[l].get() + fresh[0] * block_bytes_, k_pool_[l].get() + old * block_bytes_,
+                block_bytes_);
+    std::memcpy(v_pool_[l].get() + fresh[0] * block_bytes_, v_pool_[l].get() + old * block_bytes_,
+                block_bytes_);
   }
   alloc_.decref(old);
   s.table[bi] = fresh[0];
 }
 
-uint8_t* KvCache::row_ptr(int layer, bool is_k, Seq& s, int64_t pos) {
-  if (opts_.layout == KvLayout::Contiguous) return (is_k ? s.k : s.v)[layer].data() + pos * row_bytes_;
+uint8_t* KvCache::group_ptr(int layer, bool is_k, Seq& s, int64_t pos) {
+  const size_t group_bytes = kernels::kKvGroup * row_bytes_;
+  if (opts_.layout == KvLayout::Contiguous)
+    return (is_k ? s.k : s.v)[layer].data() + pos / kernels::kKvGroup * group_bytes;
   const int64_t bt = opts_.block_tokens;
   uint8_t* pool = (is_k ? k_pool_ : v_pool_)[layer].get();
-  return pool + s.table[pos / bt] * block_bytes_ + (pos % bt) * row_bytes_;
+  return pool + s.table[pos / bt] * block_bytes_ + (pos % bt) / kernels::kKvGroup * group_bytes;
 }
 
 void KvCache::write(int layer, int seq, int64_t pos, const float* k, const float* v) {
   Seq& s = get(seq);
-  FERRUM_ASSERT(pos < s.reserved, "write at position {} of sequence {} beyond its {} reserved rows", pos, seq, s.reserved);
-  kernels::kv_store_row(opts_.type, k, row_ptr(layer, true, s, pos), n_head_kv_, head_dim_);
-  kernels::kv_store_row(opts_.type, v, row_ptr(layer, false, s, pos), n_head_kv_, head_dim_);
+  FERRUM_ASSERT(pos < s.reserved, "write at position {} of sequence {} beyond its {} reserved rows", pos, seq,
+                s.reserved);
+  const int i = static_cast<int>(pos % kernels::kKvGroup);
+  kernels::kv_store_key(opts_.type, k, group_ptr(layer, true, s, pos), i, n_head_kv_, head_dim_);
+  kernels::kv_store_value(opts_.type, v, group_ptr(layer, false, s, pos), i, n_head_kv_, head_dim_);
 }
 
 uint64_t KvCache::ns(int seq) const {
@@ -218,7 +231,8 @@ void KvCache::append(int seq, std::span<const int32_t> ids, uint64_t ns) {
     s.ns = s.chain = ns;
   else if (s.ns != ns)
     fail("append: sequence {} continues in another prefix namespace (LoRA adapter) than it started in", seq);
-  FERRUM_ASSERT(static_cast<int64_t>(s.tokens.size() + ids.size()) <= s.reserved, "append beyond reserved rows");
+  FERRUM_ASSERT(static_cast<int64_t>(s.tokens.size() + ids.size()) <= s.reserved,
+                "append beyond reserved rows");
   s.tokens.insert(s.tokens.end(), ids.begin(), ids.end());
   if (opts_.prefix_cache) register_blocks(s);
 }
@@ -258,7 +272,8 @@ int64_t KvCache::reuse_prefix(int seq, std::span<const int32_t> prompt, uint64_t
     const int32_t* toks = prompt.data() + n * bt;
     const uint64_t h = chain_hash(chain, toks, bt);
     auto it = prefix_.find(h);
-    if (it == prefix_.end() || it->second.parent != chain || !std::equal(toks, toks + bt, it->second.tokens.begin()))
+    if (it == prefix_.end() || it->second.parent != chain ||
+        !std::equal(toks, toks + bt, it->second.tokens.begin()))
       break;
     alloc_.incref(it->second.block);
     s.table.push_back(it->second.block);
@@ -282,7 +297,8 @@ int64_t KvCache::reuse_prefix(int seq, std::span<const int32_t> prompt, uint64_t
 void KvCache::truncate(int seq, int64_t new_len) {
   Seq& s = get(seq);
   const int64_t len = s.tokens.size();
-  if (new_len < 0 || new_len > len) fail("truncate_kv: sequence {} has {} tokens, cannot truncate to {}", seq, len, new_len);
+  if (new_len < 0 || new_len > len)
+    fail("truncate_kv: sequence {} has {} tokens, cannot truncate to {}", seq, len, new_len);
   s.tokens.resize(new_len);
   if (opts_.layout == KvLayout::Paged) {
     const int64_t bt = opts_.block_tokens;
@@ -296,7 +312,8 @@ void KvCache::truncate(int seq, int64_t new_len) {
       s.registered = 0;
       s.chain = s.ns;
       // Recompute the chain of the blocks that stay registered.
-      for (int64_t b = 0; b < new_len / bt; ++b) s.chain = chain_hash(s.chain, s.tokens.data() + b * bt, static_cast<int>(bt));
+      for (int64_t b = 0; b < new_len / bt; ++b)
+        s.chain = chain_hash(s.chain, s.tokens.data() + b * bt, static_cast<int>(bt));
       s.registered = static_cast<int>(new_len / bt);
     }
   }

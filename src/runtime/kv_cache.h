@@ -94,12 +94,12 @@ class KvCache {
 
  private:
   struct Seq {
-    std::vector<int32_t> table;  // block ids (paged) or {0} with a private region (contiguous)
-    std::vector<int32_t> tokens;  // ids of cached positions
-    int64_t reserved = 0;         // rows with storage
-    int registered = 0;           // leading full blocks already offered to the prefix cache
-    uint64_t chain = 0;           // chain hash of those blocks
-    uint64_t ns = 0;              // prefix namespace (append): the chain's root
+    std::vector<int32_t> table;              // block ids (paged) or {0} with a private region (contiguous)
+    std::vector<int32_t> tokens;             // ids of cached positions
+    int64_t reserved = 0;                    // rows with storage
+    int registered = 0;                      // leading full blocks already offered to the prefix cache
+    uint64_t chain = 0;                      // chain hash of those blocks
+    uint64_t ns = 0;                         // prefix namespace (append): the chain's root
     std::vector<std::vector<uint8_t>> k, v;  // contiguous: per layer
   };
   struct PrefixEntry {
@@ -116,14 +116,15 @@ class KvCache {
   int32_t evictable() const;
   void make_writable(Seq& s, int64_t pos);
   void register_blocks(Seq& s);
-  uint8_t* row_ptr(int layer, bool is_k, Seq& s, int64_t pos);
+  uint8_t* group_ptr(int layer, bool is_k, Seq& s, int64_t pos);
   static uint64_t chain_hash(uint64_t parent, const int32_t* tokens, int n);
 
   int n_layer_, n_head_kv_, head_dim_;
   KvCacheOptions opts_;
   size_t row_bytes_, block_bytes_;
   BlockAllocator alloc_;
-  std::vector<std::unique_ptr<uint8_t[]>> k_pool_, v_pool_;  // paged: per layer (pages committed on first use)
+  std::vector<std::unique_ptr<uint8_t[]>> k_pool_,
+      v_pool_;  // paged: per layer (pages committed on first use)
   std::unordered_map<int, Seq> seqs_;
   int64_t max_contiguous_seqs_ = 0;
 

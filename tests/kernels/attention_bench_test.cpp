@@ -40,7 +40,8 @@ TEST(AttentionBench, DISABLED_DecodeAndChunkAtDepth) {
       "threads %d\n| kv | depth | tokens | ms per step (16 layers) | K/V GB/s |\n|---|---|---|---|---|\n",
       pool.size());
   for (KvType t : {KvType::F32, KvType::F16, KvType::BF16, KvType::INT8}) {
-    if (const char* only = std::getenv("FERRUM_BENCH_KV"); only && std::string(only) != kv_type_name(t)) continue;
+    if (const char* only = std::getenv("FERRUM_BENCH_KV"); only && std::string(only) != kv_type_name(t))
+      continue;
     for (int64_t depth : {1024, 4096, 16384}) {
       if (const char* only = std::getenv("FERRUM_BENCH_DEPTH"); only && std::atol(only) != depth) continue;
       const size_t rb = kv_row_bytes(t, n_kv, hd), bytes = rb * (depth + 16);
@@ -61,12 +62,14 @@ TEST(AttentionBench, DISABLED_DecodeAndChunkAtDepth) {
         v[l].reset(alloc(bytes));
         for (int64_t j = 0; j < depth + 16; ++j) {
           for (float& x : row) x = static_cast<float>(rng()) / 4294967296.0f - 0.5f;
-          kv_store_row(t, row.data(), k[l].get() + j * rb, n_kv, hd);
-          kv_store_row(t, row.data(), v[l].get() + j * rb, n_kv, hd);
+          const size_t g = j / kKvGroup * kKvGroup * rb;
+          kv_store_key(t, row.data(), k[l].get() + g, j % kKvGroup, n_kv, hd);
+          kv_store_value(t, row.data(), v[l].get() + g, j % kKvGroup, n_kv, hd);
         }
       }
       const int32_t table[1] = {0};
       for (int64_t n_tok : {1, 16}) {
+        if (const char* only = std::getenv("FERRUM_BENCH_TOKENS"); only && std::atol(only) != n_tok) continue;
         std::vector<float> q(n_tok * n_head * hd, 0.3f), out(q.size());
         auto step = [&] {
           for (int l = 0; l < layers; ++l) {

@@ -54,8 +54,8 @@ struct TestCache {
   TestCache(KvType t, int nkv, int hd_, int64_t len_, bool paged_, uint32_t seed)
       : type(t), n_head_kv(nkv), hd(hd_), len(len_), paged(paged_), row_bytes(kv_row_bytes(t, nkv, hd_)) {
     const int64_t bt = 16, n_blocks = (len + bt - 1) / bt + 3;
-    const int64_t slots = paged ? n_blocks * bt : len;
-    k.assign(slots * row_bytes, 0xFF);  // unused rows hold NaN patterns for F32/F16/BF16
+    const int64_t slots = paged ? n_blocks * bt : (len + kKvGroup - 1) / kKvGroup * kKvGroup;
+    k.assign(slots * row_bytes, 0xFF);  // unused slots hold NaN patterns for F32/F16/BF16
     v.assign(slots * row_bytes, 0xFF);
     table.resize(paged ? n_blocks : 1);
     std::iota(table.begin(), table.end(), 0);
@@ -66,11 +66,14 @@ struct TestCache {
     vf.resize(src_v.size());
     const KvSeqView view = this->view();
     for (int64_t j = 0; j < len; ++j) {
-      kv_store_row(t, &src_k[j * nkv * hd], const_cast<uint8_t*>(view.k_row(j)), nkv, hd);
-      kv_store_row(t, &src_v[j * nkv * hd], const_cast<uint8_t*>(view.v_row(j)), nkv, hd);
+      auto* kg = const_cast<uint8_t*>(view.k_group(j));
+      auto* vg = const_cast<uint8_t*>(view.v_group(j));
+      const int i = static_cast<int>(j % kKvGroup);
+      kv_store_key(t, &src_k[j * nkv * hd], kg, i, nkv, hd);
+      kv_store_value(t, &src_v[j * nkv * hd], vg, i, nkv, hd);
       for (int h = 0; h < nkv; ++h) {
-        kv_load_head(t, view.k_row(j), h, nkv, hd, &kf[(j * nkv + h) * hd]);
-        kv_load_head(t, view.v_row(j), h, nkv, hd, &vf[(j * nkv + h) * hd]);
+        kv_load_key(t, kg, i, h, nkv, hd, &kf[(j * nkv + h) * hd]);
+        kv_load_value(t, vg, i, h, nkv, hd, &vf[(j * nkv + h) * hd]);
       }
     }
   }

@@ -24,12 +24,14 @@ TEST(BlockAllocator, AllOrNothingAndRefcounts) {
   EXPECT_THROW(a.decref(got[0]), Error);  // already free
 }
 
+constexpr int kBlock = kernels::kKvGroup;  // the smallest paged block
+
 KvCacheOptions paged(int64_t pool, bool prefix) {
   KvCacheOptions o;
   o.layout = KvLayout::Paged;
-  o.seq_capacity = 64;
+  o.seq_capacity = 6 * kBlock;
   o.pool_tokens = pool;
-  o.block_tokens = 4;
+  o.block_tokens = kBlock;
   o.prefix_cache = prefix;
   return o;
 }
@@ -47,35 +49,46 @@ void fill(KvCache& kv, int seq, const std::vector<int32_t>& toks) {
 
 float k_at(const KvCache& kv, int seq, int64_t pos) {
   auto v = kv.view(0, seq);
-  return reinterpret_cast<const float*>(v.k_row(pos))[0];
+  float k[2];
+  kernels::kv_load_key(v.type, v.k_group(pos), static_cast<int>(pos % kernels::kKvGroup), 0, 1, 2, k);
+  return k[0];
 }
 
 TEST(KvCache, PrefixBlocksAreSharedEvictedLruAndNeverOverwritten) {
-  KvCache kv(1, 1, 2, paged(/*pool=*/24, true));  // 6 blocks of 4
-  std::vector<int32_t> a(9);
+  constexpr int B = kBlock;
+  KvCache kv(1, 1, 2, paged(/*pool=*/6 * B, true));  // 6 blocks
+  std::vector<int32_t> a(2 * B + 1);
   std::iota(a.begin(), a.end(), 100);
   fill(kv, 0, a);  // 3 blocks, 2 full ones registered
   EXPECT_EQ(kv.stats().prefix_entries, 2);
   kv.release(0);
   EXPECT_EQ(kv.stats().free_blocks, 6);  // cached blocks count as free (evictable)
-  // Same first 8 tokens: both cached blocks are reused.
-  EXPECT_EQ(kv.reuse_prefix(1, a), 8);
+  // Same first 2 blocks of tokens: both cached blocks are reused.
+  EXPECT_EQ(kv.reuse_prefix(1, a), 2 * B);
   EXPECT_EQ(k_at(kv, 1, 5), 105.0f);
   // Roll back into a shared block and write different tokens: copy on write keeps the cache intact.
-  kv.truncate(1, 6);
+  const int64_t mid = B + B / 2;
+  kv.truncate(1, mid);
   fill(kv, 1, {7, 7});
-  EXPECT_EQ(k_at(kv, 1, 6), 7.0f);
-  EXPECT_EQ(kv.reuse_prefix(2, a), 8);
-  EXPECT_EQ(k_at(kv, 2, 6), 106.0f);
+  EXPECT_EQ(k_at(kv, 1, mid), 7.0f);
+  EXPECT_EQ(k_at(kv, 1, mid - 1), 100.0f + mid - 1);
+  EXPECT_EQ(kv.reuse_prefix(2, a), 2 * B);
+  EXPECT_EQ(k_at(kv, 2, mid), 100.0f + mid);
   kv.release(1);
   kv.release(2);
   // Memory pressure: a long sequence needs every block, so the cached ones are evicted.
-  std::vector<int32_t> b(24, 3);
+  std::vector<int32_t> b(6 * B, 3);
   fill(kv, 3, b);
-  EXPECT_EQ(kv.len(3), 24);
+  EXPECT_EQ(kv.len(3), 6 * B);
   EXPECT_EQ(kv.stats().free_blocks, 0);
   EXPECT_THROW(fill(kv, 4, {1}), CapacityError);
   EXPECT_EQ(kv.len(4), 0);
+}
+
+TEST(KvCache, PagedBlocksAreWholeStorageGroups) {
+  KvCacheOptions o = paged(64, false);
+  o.block_tokens = kBlock / 2;
+  EXPECT_THROW(KvCache(1, 1, 2, o), Error);
 }
 
 TEST(KvCache, ContiguousLimitsSequencesAndCapacity) {
@@ -94,16 +107,30 @@ TEST(KvCache, ContiguousLimitsSequencesAndCapacity) {
 }
 
 TEST(KvCache, ElementTypesRoundTrip) {
+  // 2 heads x 4 dims, stored as keys (transposed) and as values at every index of a group.
+  const std::vector<float> row = {0.1f, -2.5f, 3.0f, 0.0f, 1e-3f, 7.25f, -7.0f, 2.0f};
   for (auto t : {kernels::KvType::F32, kernels::KvType::F16, kernels::KvType::BF16, kernels::KvType::INT8}) {
-    std::vector<float> row = {0.1f, -2.5f, 3.0f, 0.0f, 1e-3f, 7.25f, -7.0f, 2.0f};  // 2 heads x 4
-    std::vector<uint8_t> buf(kernels::kv_row_bytes(t, 2, 4));
-    kernels::kv_store_row(t, row.data(), buf.data(), 2, 4);
-    for (int h = 0; h < 2; ++h) {
-      float out[4];
-      kernels::kv_load_head(t, buf.data(), h, 2, 4, out);
-      const float tol = t == kernels::KvType::F32 ? 0 : t == kernels::KvType::INT8 ? 0.03f : 0.02f;
-      for (int i = 0; i < 4; ++i) EXPECT_NEAR(out[i], row[h * 4 + i], tol) << kernels::kv_type_name(t);
+    std::vector<uint8_t> k(kernels::kKvGroup * kernels::kv_row_bytes(t, 2, 4)), v(k.size());
+    for (int i = 0; i < kernels::kKvGroup; ++i) {
+      std::vector<float> r = row;
+      for (float& x : r) x *= 1.0f + i;  // each token its own values and INT8 scales
+      kernels::kv_store_key(t, r.data(), k.data(), i, 2, 4);
+      kernels::kv_store_value(t, r.data(), v.data(), i, 2, 4);
     }
+    for (int i = 0; i < kernels::kKvGroup; ++i)
+      for (int h = 0; h < 2; ++h) {
+        float ko[4], vo[4];
+        kernels::kv_load_key(t, k.data(), i, h, 2, 4, ko);
+        kernels::kv_load_value(t, v.data(), i, h, 2, 4, vo);
+        const float tol = (t == kernels::KvType::F32   ? 0
+                           : t == kernels::KvType::F16 ? 0.01f
+                                                       : 0.035f) *
+                          (1 + i);
+        for (int d = 0; d < 4; ++d) {
+          EXPECT_NEAR(ko[d], row[h * 4 + d] * (1 + i), tol) << kernels::kv_type_name(t);
+          EXPECT_NEAR(vo[d], row[h * 4 + d] * (1 + i), tol) << kernels::kv_type_name(t);
+        }
+      }
   }
 }
 

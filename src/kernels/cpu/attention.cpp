@@ -35,12 +35,12 @@ struct RowStates {
 struct ThreadBuf {
   float *q, *kt, *vt, *s, *c;
   RowStates chunk, merged;
-  const uint8_t** krows;
-  const uint8_t** vrows;
+  const uint8_t** kgroups;  // the current tile's cache groups
+  const uint8_t** vgroups;
   static size_t floats(int64_t R, int hd) {
     return R * hd + 2 * kKeyTile * hd + R * kKeyTile + R + 2 * (2 * R + R * hd);
   }
-  ThreadBuf(float* f, const uint8_t** rows, int64_t R, int hd) {
+  ThreadBuf(float* f, const uint8_t** groups, int64_t R, int hd) {
     q = f;
     kt = q + R * hd;
     vt = kt + kKeyTile * hd;
@@ -48,8 +48,8 @@ struct ThreadBuf {
     c = s + R * kKeyTile;
     chunk = RowStates::at(c + R, R);
     merged = RowStates::at(chunk.acc + R * hd, R);
-    krows = rows;
-    vrows = rows + kKeyTile;
+    kgroups = groups;
+    vgroups = groups + kTileGroups;
   }
 };
 
@@ -74,15 +74,12 @@ void merge_states(int R, int hd, const RowStates& part, const RowStates& into) {
   }
 }
 
-// Pointers to the K and V rows of tile columns [a, b) (key jt + column), walking the block table.
-void tile_rows(const KvSeqView& kv, int64_t jt, int a, int b, const uint8_t** kr, const uint8_t** vr) {
-  int64_t blk = (jt + a) / kv.block_tokens, off = (jt + a) % kv.block_tokens;
-  for (int i = a; i < b; ++i) {
-    const size_t o =
-        static_cast<size_t>(kv.table[blk]) * kv.block_bytes + static_cast<size_t>(off) * kv.row_bytes;
-    kr[i] = kv.k_base + o;
-    vr[i] = kv.v_base + o;
-    if (++off == kv.block_tokens) off = 0, ++blk;
+// The K and V groups of tile [jt, jt + kKeyTile) (jt a multiple of the tile), columns [a, b) used.
+void tile_groups(const KvSeqView& kv, int64_t jt, int a, int b, const uint8_t** kg, const uint8_t** vg) {
+  for (int g = 0; g < kTileGroups; ++g) {
+    const bool used = kKvGroup * g < b && kKvGroup * (g + 1) > a;
+    kg[g] = used ? kv.k_group(jt + kKvGroup * g) : nullptr;
+    vg[g] = used ? kv.v_group(jt + kKvGroup * g) : nullptr;
   }
 }
 
@@ -119,32 +116,85 @@ struct ItemRunner {
     if (ta < 0) return;
     const int a = static_cast<int>(std::max(ks, jt) - jt),
               bb = static_cast<int>(std::min(ke, jt + kKeyTile) - jt);
-    tile_rows(J.kv, jt, a, bb, b.krows, b.vrows);
-    for (int hk = it.h0; hk < it.h1; ++hk) {
-      ops.load_keys(b.krows, a, bb, J.kv.type, hk, p.n_head_kv, hd, b.kt);
-      const int64_t r0 = row(it, hk, ta);
-      const int nr = static_cast<int>((tb - ta) * group);
-      float* s = b.s + r0 * kKeyTile;
-      ops.scores(b.q + r0 * hd, nr, b.kt, hd, p.scale, s);
-      for (int64_t t = ta; t < tb; ++t) {  // mask keys outside each token's range
-        const auto [lo, hi] = keys_of(J, t, ks, ke);
-        const int64_t ca = std::clamp<int64_t>(lo - jt, 0, kKeyTile),
-                      cb = std::clamp<int64_t>(hi - jt, 0, kKeyTile);
-        if (ca == 0 && cb == kKeyTile) continue;
-        for (int g = 0; g < group; ++g) {
-          float* r = s + ((t - ta) * group + g) * kKeyTile;
-          std::fill(r, r + ca, -INFINITY);
-          std::fill(r + cb, r + kKeyTile, -INFINITY);
-        }
+    tile_groups(J.kv, jt, a, bb, b.kgroups, b.vgroups);
+    const Tile tl{J, it, jt, ks, ke, a, bb, ta, tb};
+    if (it.h1 - it.h0 > 1)
+      tile_in_memory_order(tl, b, st);
+    else
+      tile_by_head(tl, b, st);
+  }
+
+  // A tile as seen by an item: columns [a, b) in its chunk [ks, ke), rows of tokens [ta, tb).
+  struct Tile {
+    const AttentionJob& J;
+    const AttentionItem& it;
+    int64_t jt, ks, ke;
+    int a, b;
+    int64_t ta, tb;
+  };
+
+  // Scores of keys outside each token's range (head hk's rows) become -inf.
+  void mask(const Tile& tl, int hk, ThreadBuf& b) const {
+    for (int64_t t = tl.ta; t < tl.tb; ++t) {
+      const auto [lo, hi] = keys_of(tl.J, t, tl.ks, tl.ke);
+      const int64_t ca = std::clamp<int64_t>(lo - tl.jt, 0, kKeyTile),
+                    cb = std::clamp<int64_t>(hi - tl.jt, 0, kKeyTile);
+      if (ca == 0 && cb == kKeyTile) continue;
+      for (int g = 0; g < group; ++g) {
+        float* r = b.s + (row(tl.it, hk, t) + g) * kKeyTile;
+        std::fill(r, r + ca, -INFINITY);
+        std::fill(r + cb, r + kKeyTile, -INFINITY);
       }
-      ops.softmax_step(s, nr, st.m + r0, st.l + r0, b.c + r0);
-      if (nr <= kRowsFromCache) {
-        ops.accumulate_rows(s, nr, b.vrows, a, bb, J.kv.type, hk, p.n_head_kv, hd, b.c + r0,
-                            st.acc + r0 * hd);
-      } else {
-        ops.load_values(b.vrows, a, bb, J.kv.type, hk, p.n_head_kv, hd, b.vt);
-        ops.accumulate(s, nr, b.vt, bb, hd, b.c + r0, st.acc + r0 * hd);
+    }
+  }
+
+  // Many rows of one head: keys and values converted once into buffers and used by every row.
+  void tile_by_head(const Tile& tl, ThreadBuf& b, const RowStates& st) const {
+    const int hk = tl.it.h0;
+    const int64_t r0 = row(tl.it, hk, tl.ta);
+    const int nr = static_cast<int>((tl.tb - tl.ta) * group);
+    ops.load_keys(b.kgroups, tl.a, tl.b, tl.J.kv.type, hk, p.n_head_kv, hd, b.kt);
+    ops.scores(b.q + r0 * hd, nr, b.kt, hd, p.scale, b.s + r0 * kKeyTile);
+    mask(tl, hk, b);
+    ops.softmax_step(b.s + r0 * kKeyTile, nr, st.m + r0, st.l + r0, b.c + r0);
+    float* acc = st.acc + r0 * hd;
+    if (nr <= kRowsFromCache) {
+      ops.accumulate_rows(b.s + r0 * kKeyTile, nr, b.vgroups, tl.a, tl.b, tl.J.kv.type, hk, p.n_head_kv, hd,
+                          b.c + r0, acc);
+    } else {
+      ops.load_values(b.vgroups, tl.a, tl.b, tl.J.kv.type, hk, p.n_head_kv, hd, b.vt);
+      ops.accumulate(b.s + r0 * kKeyTile, nr, b.vt, tl.b, hd, b.c + r0, acc);
+    }
+  }
+
+  // Few rows of every head (a decode): the cache is read in its memory order, group by group and
+  // head by head within a group, so K and V stream; each row's arithmetic is that of tile_by_head.
+  void tile_in_memory_order(const Tile& tl, ThreadBuf& b, const RowStates& st) const {
+    const int nr = static_cast<int>((tl.tb - tl.ta) * group);
+    const KvType type = tl.J.kv.type;
+    for (int g = 0; g < kTileGroups; ++g) {
+      if (!b.kgroups[g]) continue;
+      for (int hk = tl.it.h0; hk < tl.it.h1; ++hk) {
+        const int64_t r0 = row(tl.it, hk, tl.ta);
+        ops.scores_group(b.q + r0 * hd, nr, b.kgroups[g], type, hk, p.n_head_kv, hd, p.scale,
+                         b.s + r0 * kKeyTile + kKvGroup * g);
       }
+    }
+    for (int hk = tl.it.h0; hk < tl.it.h1; ++hk) {
+      const int64_t r0 = row(tl.it, hk, tl.ta);
+      mask(tl, hk, b);
+      ops.softmax_step(b.s + r0 * kKeyTile, nr, st.m + r0, st.l + r0, b.c + r0);
+    }
+    bool first = true;  // the running outputs are rescaled before the tile's first value
+    for (int g = 0; g < kTileGroups; ++g) {
+      if (!b.vgroups[g]) continue;
+      const int ga = std::max(tl.a, kKvGroup * g), gb = std::min(tl.b, kKvGroup * (g + 1));
+      for (int hk = tl.it.h0; hk < tl.it.h1; ++hk) {
+        const int64_t r0 = row(tl.it, hk, tl.ta);
+        ops.accumulate_rows(b.s + r0 * kKeyTile, nr, b.vgroups, ga, gb, type, hk, p.n_head_kv, hd,
+                            first ? b.c + r0 : nullptr, st.acc + r0 * hd);
+      }
+      first = false;
     }
   }
 
@@ -274,13 +324,13 @@ void attention(const AttentionParams& p, const AttentionJob* jobs, int n_jobs, T
   const size_t per_thread = ThreadBuf::floats(R, hd), slot = static_cast<size_t>(R) * (hd + 2);
   const size_t n_threads = static_cast<size_t>(pool.size());
   if (sc.buf.size() < per_thread * n_threads) sc.buf.resize(per_thread * n_threads);
-  if (sc.rows.size() < 2 * kKeyTile * n_threads) sc.rows.resize(2 * kKeyTile * n_threads);
+  if (sc.groups.size() < 2 * kTileGroups * n_threads) sc.groups.resize(2 * kTileGroups * n_threads);
   size_t slots = 0;
   for (const AttentionItem& m : sc.merges) slots += m.c1 - m.c0;
   if (sc.partials.size() < slots * slot) sc.partials.resize(slots * slot);
 
   auto buf_of = [&](int ith) {
-    return ThreadBuf(sc.buf.data() + per_thread * ith, sc.rows.data() + 2 * kKeyTile * ith, R, hd);
+    return ThreadBuf(sc.buf.data() + per_thread * ith, sc.groups.data() + 2 * kTileGroups * ith, R, hd);
   };
   for_each_item(pool, sc.items.size(), [&](size_t i, int ith) {
     ThreadBuf b = buf_of(ith);

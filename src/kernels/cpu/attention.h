@@ -35,10 +35,10 @@ struct AttentionItem {
   int64_t t0 = 0, t1 = 0, c0 = 0, c1 = 0, partial = -1;
 };
 
-struct AttentionScratch {            // grow-only buffers reused across calls
-  std::vector<float> buf;            // per thread: query rows, K/V tile, scores, softmax states
-  std::vector<const uint8_t*> rows;  // per thread: the tile's K and V row pointers
-  std::vector<float> partials;       // split chunks' states
+struct AttentionScratch {              // grow-only buffers reused across calls
+  std::vector<float> buf;              // per thread: query rows, K/V tile, scores, softmax states
+  std::vector<const uint8_t*> groups;  // per thread: the tile's K and V cache groups
+  std::vector<float> partials;         // split chunks' states
   std::vector<AttentionItem> items, merges;
 };
 

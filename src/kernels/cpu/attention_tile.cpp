@@ -10,21 +10,23 @@
 namespace ferrum::kernels {
 namespace {
 
-void load_keys(const uint8_t* const* rows, int a, int b, KvType t, int h, int n_head_kv, int hd, float* kt) {
+void load_keys(const uint8_t* const* groups, int a, int b, KvType t, int h, int n_head_kv, int hd,
+               float* kt) {
   float row[kMaxHeadDim];
   for (int j = 0; j < kKeyTile; ++j) {
-    if (j >= a && j < b) kv_load_head(t, rows[j], h, n_head_kv, hd, row);
-    for (int d = 0; d < hd; ++d) kt[d * kKeyTile + j] = j >= a && j < b ? row[d] : 0.0f;
+    const bool used = j >= a && j < b;
+    if (used) kv_load_key(t, groups[j / kKvGroup], j % kKvGroup, h, n_head_kv, hd, row);
+    for (int d = 0; d < hd; ++d) kt[d * kKeyTile + j] = used ? row[d] : 0.0f;
   }
 }
 
-void load_values(const uint8_t* const* rows, int a, int b, KvType t, int h, int n_head_kv, int hd,
+void load_values(const uint8_t* const* groups, int a, int b, KvType t, int h, int n_head_kv, int hd,
                  float* vt) {
   for (int j = 0; j < b; ++j) {
     if (j < a)
       std::memset(vt + j * hd, 0, hd * sizeof(float));
     else
-      kv_load_head(t, rows[j], h, n_head_kv, hd, vt + j * hd);
+      kv_load_value(t, groups[j / kKvGroup], j % kKvGroup, h, n_head_kv, hd, vt + j * hd);
   }
 }
 
@@ -35,6 +37,19 @@ void scores(const float* q, int R, const float* kt, int hd, float scale, float* 
       for (int d = 0; d < hd; ++d) acc = std::fma(q[r * hd + d], kt[d * kKeyTile + j], acc);
       s[r * kKeyTile + j] = acc * scale;
     }
+}
+
+void scores_group(const float* q, int R, const uint8_t* group, KvType t, int h, int n_head_kv, int hd,
+                  float scale, float* s) {
+  float k[kMaxHeadDim];
+  for (int i = 0; i < kKvGroup; ++i) {
+    kv_load_key(t, group, i, h, n_head_kv, hd, k);
+    for (int r = 0; r < R; ++r) {
+      float acc = 0.0f;
+      for (int d = 0; d < hd; ++d) acc = std::fma(q[r * hd + d], k[d], acc);
+      s[r * kKeyTile + i] = acc * scale;
+    }
+  }
 }
 
 void softmax_step(float* s, int R, float* m, float* l, float* c) {
@@ -64,13 +79,14 @@ void accumulate(const float* p, int R, const float* vt, int n, int hd, const flo
   }
 }
 
-void accumulate_rows(const float* p, int R, const uint8_t* const* rows, int a, int n, KvType t, int h,
+void accumulate_rows(const float* p, int R, const uint8_t* const* groups, int a, int n, KvType t, int h,
                      int n_head_kv, int hd, const float* c, float* acc) {
   float v[kMaxHeadDim];
-  for (int r = 0; r < R; ++r)
-    for (int i = 0; i < hd; ++i) acc[r * hd + i] *= c[r];
+  if (c)
+    for (int r = 0; r < R; ++r)
+      for (int i = 0; i < hd; ++i) acc[r * hd + i] *= c[r];
   for (int j = a; j < n; ++j) {
-    kv_load_head(t, rows[j], h, n_head_kv, hd, v);
+    kv_load_value(t, groups[j / kKvGroup], j % kKvGroup, h, n_head_kv, hd, v);
     for (int r = 0; r < R; ++r) {
       const float w = p[r * kKeyTile + j];
       for (int i = 0; i < hd; ++i) acc[r * hd + i] = std::fma(w, v[i], acc[r * hd + i]);
@@ -78,7 +94,8 @@ void accumulate_rows(const float* p, int R, const uint8_t* const* rows, int a, i
   }
 }
 
-const AttentionTileOps kGeneric = {load_keys, load_values, scores, softmax_step, accumulate, accumulate_rows};
+const AttentionTileOps kGeneric = {load_keys,    load_values, scores,         scores_group,
+                                   softmax_step, accumulate,  accumulate_rows};
 
 }  // namespace
 

@@ -17,23 +17,32 @@ namespace ferrum::kernels {
 constexpr int kKeyTile = 64;  // keys per tile: 64 x head_dim floats of K and of V stay in L1
 constexpr int kMaxHeadDim = 1024;
 
+// A tile's keys come from kKeyTile / kKvGroup cache groups (kv_format.h): groups[g] holds tile
+// columns [16 g, 16 g + 16), nullptr when none of them is in the columns [a, b) used.
+constexpr int kTileGroups = kKeyTile / kKvGroup;
+
 struct AttentionTileOps {
-  // Head h of cache rows rows[j] for tile columns j in [a, b) (other columns: zeros), F32 out:
-  // keys transposed, kt[d * kKeyTile + j] for j < kKeyTile; values as rows, vt[j * hd + d] for j < b.
-  void (*load_keys)(const uint8_t* const* rows, int a, int b, KvType t, int h, int n_head_kv, int hd,
+  // Head h of tile columns j in [a, b) (other columns: zeros), F32 out: keys transposed,
+  // kt[d * kKeyTile + j] for j < kKeyTile; values as rows, vt[j * hd + d] for j < b.
+  void (*load_keys)(const uint8_t* const* groups, int a, int b, KvType t, int h, int n_head_kv, int hd,
                     float* kt);
-  void (*load_values)(const uint8_t* const* rows, int a, int b, KvType t, int h, int n_head_kv, int hd,
+  void (*load_values)(const uint8_t* const* groups, int a, int b, KvType t, int h, int n_head_kv, int hd,
                       float* vt);
   // s[r * kKeyTile + j] = scale * sum_d q[r * hd + d] * kt[d * kKeyTile + j] for r < R, j < kKeyTile.
   void (*scores)(const float* q, int R, const float* kt, int hd, float scale, float* s);
+  // The same for the 16 keys of one cache group, read straight from it: s[r * kKeyTile + i], i < 16
+  // (the same arithmetic as scores on the keys load_keys gives).
+  void (*scores_group)(const float* q, int R, const uint8_t* group, KvType t, int h, int n_head_kv, int hd,
+                       float scale, float* s);
   // One online-softmax step over R rows of s (masked entries -inf, at least one finite per row):
   // m' = max(m, max_j s), c = e^(m - m'), s = e^(s - m'), l = l * c + sum_j s, m = m'.
   void (*softmax_step)(float* s, int R, float* m, float* l, float* c);
   // acc[r * hd + i] = acc[r * hd + i] * c[r] + sum_{j < n} p[r * kKeyTile + j] * vt[j * hd + i].
   void (*accumulate)(const float* p, int R, const float* vt, int n, int hd, const float* c, float* acc);
-  // The same with values read (and converted) straight from cache rows rows[j], j in [a, n) (the
-  // columns before a have p = 0): for few rows, where each value row is used once anyway.
-  void (*accumulate_rows)(const float* p, int R, const uint8_t* const* rows, int a, int n, KvType t, int h,
+  // The same with values read (and converted) straight from the cache groups, columns j in [a, n)
+  // (the columns before a have p = 0): for few rows, where each value row is used once anyway.
+  // c = nullptr: no rescaling (a later part of the same tile).
+  void (*accumulate_rows)(const float* p, int R, const uint8_t* const* groups, int a, int n, KvType t, int h,
                           int n_head_kv, int hd, const float* c, float* acc);
 };
 

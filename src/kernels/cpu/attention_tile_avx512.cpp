@@ -1,5 +1,5 @@
 // AVX-512 attention tile steps (head sizes that are multiples of 16). Keys are converted from the
-// cache type 16 values at a time and transposed 16 x 16 in registers; scores and outputs are
+// cache type 16 tokens x one dimension at a time (the cache stores them so); scores and outputs are
 // blocked 4 rows x 64 columns in registers. A row's arithmetic is the same in a block of 4 and
 // alone (see attention_tile.h).
 #include <immintrin.h>
@@ -14,81 +14,98 @@
 namespace ferrum::kernels {
 namespace {
 
-// 16 values of head h from element d0 of a cached row, as floats.
-inline __m512 load16(const uint8_t* row, KvType t, int h, int n_head_kv, int hd, int d0) {
-  const size_t off = static_cast<size_t>(h) * hd + d0;
+// 16 consecutive elements of the cache type at e, as floats (INT8: levels, before the scale).
+template <KvType T>
+inline __m512 load16(const uint8_t* e) {
+  if constexpr (T == KvType::F32) return _mm512_loadu_ps(e);
+  if constexpr (T == KvType::F16)
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(e)));
+  if constexpr (T == KvType::BF16) {
+    const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(e)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+  }
+  if constexpr (T == KvType::INT8)
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(e))));
+}
+
+// Calls f.template operator()<T>() for the cache type t (the loops are compiled per type).
+template <typename F>
+void with_type(KvType t, F&& f) {
   switch (t) {
     case KvType::F32:
-      return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + off);
+      return f.template operator()<KvType::F32>();
     case KvType::F16:
-      return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + off * 2)));
-    case KvType::BF16: {
-      const __m512i w =
-          _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + off * 2)));
-      return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
-    }
-    case KvType::INT8: {
-      float s;
-      std::memcpy(&s, row + static_cast<size_t>(n_head_kv) * hd + static_cast<size_t>(h) * 4, sizeof(float));
-      const __m512i w = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + off)));
-      return _mm512_mul_ps(_mm512_cvtepi32_ps(w), _mm512_set1_ps(s));
-    }
-  }
-  return _mm512_setzero_ps();
-}
-
-// In-register transpose of 16 rows of 16 floats: r[i][j] -> r[j][i].
-inline void transpose16(__m512 r[16]) {
-  __m512 t[16], u[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  // u[4q + k], 128-bit lane L: rows 4q..4q+3 at column 4L + k.
-  for (int q = 0; q < 4; ++q) {
-    const __m512d a = _mm512_castps_pd(t[4 * q]), b = _mm512_castps_pd(t[4 * q + 1]);
-    const __m512d c = _mm512_castps_pd(t[4 * q + 2]), d = _mm512_castps_pd(t[4 * q + 3]);
-    u[4 * q] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-    u[4 * q + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-    u[4 * q + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-    u[4 * q + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-  }
-  for (int k = 0; k < 4; ++k) {
-    const __m512 v0 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x44),
-                 v1 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0xEE);
-    const __m512 w0 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0x44);
-    const __m512 w1 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0xEE);
-    r[k] = _mm512_shuffle_f32x4(v0, w0, 0x88);
-    r[4 + k] = _mm512_shuffle_f32x4(v0, w0, 0xDD);
-    r[8 + k] = _mm512_shuffle_f32x4(v1, w1, 0x88);
-    r[12 + k] = _mm512_shuffle_f32x4(v1, w1, 0xDD);
+      return f.template operator()<KvType::F16>();
+    case KvType::BF16:
+      return f.template operator()<KvType::BF16>();
+    case KvType::INT8:
+      return f.template operator()<KvType::INT8>();
   }
 }
 
-void load_keys(const uint8_t* const* rows, int a, int b, KvType t, int h, int n_head_kv, int hd, float* kt) {
-  for (int j0 = 0; j0 < kKeyTile; j0 += 16) {
-    if (j0 + 16 <= a || j0 >= b) {
-      for (int d = 0; d < hd; ++d) _mm512_storeu_ps(kt + d * kKeyTile + j0, _mm512_setzero_ps());
+// Tile columns [16 g, 16 g + 16) that are in [a, b), as a mask.
+inline __mmask16 group_mask(int g, int a, int b) {
+  const int lo = std::max(a - 16 * g, 0), hi = std::min(b - 16 * g, 16);
+  return lo >= hi ? 0 : static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
+}
+
+// A group's keys are stored transposed: dimension d of its 16 tokens is one vector.
+template <KvType T>
+void load_keys_t(const uint8_t* const* groups, int a, int b, int h, int n_head_kv, int hd, float* kt) {
+  const size_t es = kv_element_bytes(T);
+  for (int g = 0; g < kTileGroups; ++g) {
+    const __mmask16 m = group_mask(g, a, b);
+    float* out = kt + 16 * g;
+    if (m == 0) {
+      for (int d = 0; d < hd; ++d) _mm512_storeu_ps(out + d * kKeyTile, _mm512_setzero_ps());
       continue;
     }
-    for (int d0 = 0; d0 < hd; d0 += 16) {
-      __m512 r[16];
-      for (int i = 0; i < 16; ++i) {
-        const int j = j0 + i;
-        r[i] = j >= a && j < b ? load16(rows[j], t, h, n_head_kv, hd, d0) : _mm512_setzero_ps();
-      }
-      transpose16(r);
-      for (int i = 0; i < 16; ++i) _mm512_storeu_ps(kt + (d0 + i) * kKeyTile + j0, r[i]);
+    const uint8_t* e = groups[g] + kv_key_offset(h, 0, 0, hd) * es;
+    const __m512 s =
+        T == KvType::INT8 ? _mm512_loadu_ps(kv_scales(groups[g], h, n_head_kv, hd)) : _mm512_set1_ps(1.0f);
+    for (int d = 0; d < hd; ++d) {
+      __m512 x = load16<T>(e + d * kKvGroup * es);
+      if constexpr (T == KvType::INT8) x = _mm512_mul_ps(x, s);
+      _mm512_storeu_ps(out + d * kKeyTile, _mm512_maskz_mov_ps(m, x));
     }
   }
 }
 
-void load_values(const uint8_t* const* rows, int a, int b, KvType t, int h, int n_head_kv, int hd,
+void load_keys(const uint8_t* const* groups, int a, int b, KvType t, int h, int n_head_kv, int hd,
+               float* kt) {
+  with_type(t, [&]<KvType T>() { load_keys_t<T>(groups, a, b, h, n_head_kv, hd, kt); });
+}
+
+// Value row of tile column j (head h) and its scale.
+template <KvType T>
+inline const uint8_t* value_row(const uint8_t* const* groups, int j, int h, int n_head_kv, int hd,
+                                float* scale) {
+  const uint8_t* grp = groups[j / kKvGroup];
+  if constexpr (T == KvType::INT8)
+    std::memcpy(scale, kv_scales(grp, h, n_head_kv, hd) + j % kKvGroup, sizeof(float));
+  return grp + kv_value_offset(h, j % kKvGroup, hd) * kv_element_bytes(T);
+}
+
+template <KvType T>
+void load_values_t(const uint8_t* const* groups, int a, int b, int h, int n_head_kv, int hd, float* vt) {
+  for (int j = 0; j < b; ++j) {
+    if (j < a) {
+      for (int d0 = 0; d0 < hd; d0 += 16) _mm512_storeu_ps(vt + j * hd + d0, _mm512_setzero_ps());
+      continue;
+    }
+    float s = 1.0f;
+    const uint8_t* e = value_row<T>(groups, j, h, n_head_kv, hd, &s);
+    for (int d0 = 0; d0 < hd; d0 += 16) {
+      __m512 x = load16<T>(e + d0 * kv_element_bytes(T));
+      if constexpr (T == KvType::INT8) x = _mm512_mul_ps(x, _mm512_set1_ps(s));
+      _mm512_storeu_ps(vt + j * hd + d0, x);
+    }
+  }
+}
+
+void load_values(const uint8_t* const* groups, int a, int b, KvType t, int h, int n_head_kv, int hd,
                  float* vt) {
-  for (int j = 0; j < b; ++j)
-    for (int d0 = 0; d0 < hd; d0 += 16)
-      _mm512_storeu_ps(vt + j * hd + d0,
-                       j < a ? _mm512_setzero_ps() : load16(rows[j], t, h, n_head_kv, hd, d0));
+  with_type(t, [&]<KvType T>() { load_values_t<T>(groups, a, b, h, n_head_kv, hd, vt); });
 }
 
 // NR query rows x the tile's 64 keys: 4 zmm accumulators per row.
@@ -118,6 +135,35 @@ void scores(const float* q, int R, const float* kt, int hd, float scale, float* 
   int r = 0;
   for (; r + 4 <= R; r += 4) scores_rows<4>(q + r * hd, kt, hd, scale, s + r * kKeyTile);
   for (; r < R; ++r) scores_rows<1>(q + r * hd, kt, hd, scale, s + r * kKeyTile);
+}
+
+// NR query rows x the 16 keys of a cache group, converted as load_keys converts them.
+template <KvType T, int NR>
+void scores_group_rows(const float* q, const uint8_t* group, int h, int n_head_kv, int hd, float scale,
+                       float* s) {
+  const size_t es = kv_element_bytes(T);
+  const uint8_t* e = group + kv_key_offset(h, 0, 0, hd) * es;
+  __m512 ks = _mm512_set1_ps(1.0f);
+  if constexpr (T == KvType::INT8) ks = _mm512_loadu_ps(kv_scales(group, h, n_head_kv, hd));
+  __m512 acc[NR];
+  for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
+  for (int d = 0; d < hd; ++d) {
+    __m512 k = load16<T>(e + d * kKvGroup * es);
+    if constexpr (T == KvType::INT8) k = _mm512_mul_ps(k, ks);
+    for (int r = 0; r < NR; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(q[r * hd + d]), k, acc[r]);
+  }
+  for (int r = 0; r < NR; ++r)
+    _mm512_storeu_ps(s + r * kKeyTile, _mm512_mul_ps(acc[r], _mm512_set1_ps(scale)));
+}
+
+void scores_group(const float* q, int R, const uint8_t* group, KvType t, int h, int n_head_kv, int hd,
+                  float scale, float* s) {
+  with_type(t, [&]<KvType T>() {
+    int r = 0;
+    for (; r + 4 <= R; r += 4)
+      scores_group_rows<T, 4>(q + r * hd, group, h, n_head_kv, hd, scale, s + r * kKeyTile);
+    for (; r < R; ++r) scores_group_rows<T, 1>(q + r * hd, group, h, n_head_kv, hd, scale, s + r * kKeyTile);
+  });
 }
 
 void softmax_step(float* s, int R, float* m, float* l, float* c) {
@@ -180,17 +226,24 @@ void accumulate(const float* p, int R, const float* vt, int n, int hd, const flo
 }
 
 // Up to 4 rows x 64 output columns from column i, value rows converted from the cache in registers.
-template <int NR>
-void accumulate_cached(const float* p, const uint8_t* const* rows, int a, int n, KvType t, int h,
-                       int n_head_kv, int hd, int i, const float* c, float* acc) {
+template <KvType T, int NR>
+void accumulate_cached(const float* p, const uint8_t* const* groups, int a, int n, int h, int n_head_kv,
+                       int hd, int i, const float* c, float* acc) {
   const int nv = std::min(4, (hd - i) / 16);  // hd is a multiple of 16 here
   __m512 acc_r[NR][4];
   for (int r = 0; r < NR; ++r)
-    for (int k = 0; k < nv; ++k)
-      acc_r[r][k] = _mm512_mul_ps(_mm512_loadu_ps(acc + r * hd + i + 16 * k), _mm512_set1_ps(c[r]));
+    for (int k = 0; k < nv; ++k) {
+      acc_r[r][k] = _mm512_loadu_ps(acc + r * hd + i + 16 * k);
+      if (c) acc_r[r][k] = _mm512_mul_ps(acc_r[r][k], _mm512_set1_ps(c[r]));
+    }
   for (int j = a; j < n; ++j) {
+    float s = 1.0f;
+    const uint8_t* e = value_row<T>(groups, j, h, n_head_kv, hd, &s) + i * kv_element_bytes(T);
     __m512 v[4];
-    for (int k = 0; k < nv; ++k) v[k] = load16(rows[j], t, h, n_head_kv, hd, i + 16 * k);
+    for (int k = 0; k < nv; ++k) {
+      v[k] = load16<T>(e + 16 * k * kv_element_bytes(T));
+      if constexpr (T == KvType::INT8) v[k] = _mm512_mul_ps(v[k], _mm512_set1_ps(s));
+    }
     for (int r = 0; r < NR; ++r) {
       const __m512 w = _mm512_set1_ps(p[r * kKeyTile + j]);
       for (int k = 0; k < nv; ++k) acc_r[r][k] = _mm512_fmadd_ps(w, v[k], acc_r[r][k]);
@@ -200,18 +253,23 @@ void accumulate_cached(const float* p, const uint8_t* const* rows, int a, int n,
     for (int k = 0; k < nv; ++k) _mm512_storeu_ps(acc + r * hd + i + 16 * k, acc_r[r][k]);
 }
 
-void accumulate_rows(const float* p, int R, const uint8_t* const* rows, int a, int n, KvType t, int h,
+void accumulate_rows(const float* p, int R, const uint8_t* const* groups, int a, int n, KvType t, int h,
                      int n_head_kv, int hd, const float* c, float* acc) {
-  for (int i = 0; i < hd; i += 64) {
-    int r = 0;
-    for (; r + 4 <= R; r += 4)
-      accumulate_cached<4>(p + r * kKeyTile, rows, a, n, t, h, n_head_kv, hd, i, c + r, acc + r * hd);
-    for (; r < R; ++r)
-      accumulate_cached<1>(p + r * kKeyTile, rows, a, n, t, h, n_head_kv, hd, i, c + r, acc + r * hd);
-  }
+  with_type(t, [&]<KvType T>() {
+    for (int i = 0; i < hd; i += 64) {
+      int r = 0;
+      for (; r + 4 <= R; r += 4)
+        accumulate_cached<T, 4>(p + r * kKeyTile, groups, a, n, h, n_head_kv, hd, i, c ? c + r : c,
+                                acc + r * hd);
+      for (; r < R; ++r)
+        accumulate_cached<T, 1>(p + r * kKeyTile, groups, a, n, h, n_head_kv, hd, i, c ? c + r : c,
+                                acc + r * hd);
+    }
+  });
 }
 
-const AttentionTileOps kAvx512 = {load_keys, load_values, scores, softmax_step, accumulate, accumulate_rows};
+const AttentionTileOps kAvx512 = {load_keys,    load_values, scores,         scores_group,
+                                  softmax_step, accumulate,  accumulate_rows};
 
 }  // namespace
 

@@ -36,64 +36,87 @@ size_t kv_row_bytes(KvType t, int n_head_kv, int head_dim) {
   return 0;
 }
 
-void kv_store_row(KvType t, const float* src, uint8_t* dst, int n_head_kv, int head_dim) {
-  const int n = n_head_kv * head_dim;
+namespace {
+
+// Writes head_dim floats x into the group: element d at e + d * stride (elements of the type).
+// INT8 is symmetric per (token, head): q = round(x / s), s = max|x| / 127, s stored at *scale.
+void store_head(KvType t, const float* x, uint8_t* e, size_t stride, int head_dim, float* scale) {
   switch (t) {
     case KvType::F32:
-      std::memcpy(dst, src, n * sizeof(float));
+      for (int d = 0; d < head_dim; ++d) reinterpret_cast<float*>(e)[d * stride] = x[d];
       return;
-    case KvType::F16: {
-      auto* d = reinterpret_cast<uint16_t*>(dst);
-      for (int i = 0; i < n; ++i) d[i] = f32_to_f16(src[i]);
+    case KvType::F16:
+      for (int d = 0; d < head_dim; ++d) reinterpret_cast<uint16_t*>(e)[d * stride] = f32_to_f16(x[d]);
       return;
-    }
-    case KvType::BF16: {
-      auto* d = reinterpret_cast<uint16_t*>(dst);
-      for (int i = 0; i < n; ++i) d[i] = f32_to_bf16(src[i]);
+    case KvType::BF16:
+      for (int d = 0; d < head_dim; ++d) reinterpret_cast<uint16_t*>(e)[d * stride] = f32_to_bf16(x[d]);
       return;
-    }
     case KvType::INT8: {
-      // Symmetric per (token, head): q = round(x / s), s = max|x| / 127.
-      auto* q = reinterpret_cast<int8_t*>(dst);
-      float* scales = reinterpret_cast<float*>(dst + n);
-      for (int h = 0; h < n_head_kv; ++h) {
-        const float* x = src + h * head_dim;
-        float amax = 0.0f;
-        for (int i = 0; i < head_dim; ++i) amax = std::max(amax, std::fabs(x[i]));
-        const float s = amax / 127.0f;
-        const float inv = s > 0 ? 1.0f / s : 0.0f;
-        for (int i = 0; i < head_dim; ++i)
-          q[h * head_dim + i] = static_cast<int8_t>(std::nearbyint(x[i] * inv));
-        std::memcpy(scales + h, &s, sizeof(float));
-      }
+      float amax = 0.0f;
+      for (int d = 0; d < head_dim; ++d) amax = std::max(amax, std::fabs(x[d]));
+      const float s = amax / 127.0f, inv = s > 0 ? 1.0f / s : 0.0f;
+      for (int d = 0; d < head_dim; ++d)
+        reinterpret_cast<int8_t*>(e)[d * stride] = static_cast<int8_t>(std::nearbyint(x[d] * inv));
+      std::memcpy(scale, &s, sizeof(float));
       return;
     }
   }
 }
 
-void kv_load_head(KvType t, const uint8_t* row, int h, int n_head_kv, int head_dim, float* out) {
+void load_head(KvType t, const uint8_t* e, size_t stride, int head_dim, float scale, float* out) {
   switch (t) {
     case KvType::F32:
-      std::memcpy(out, row + static_cast<size_t>(h) * head_dim * 4, head_dim * sizeof(float));
+      for (int d = 0; d < head_dim; ++d) out[d] = reinterpret_cast<const float*>(e)[d * stride];
       return;
-    case KvType::F16: {
-      const auto* s = reinterpret_cast<const uint16_t*>(row) + static_cast<size_t>(h) * head_dim;
-      for (int i = 0; i < head_dim; ++i) out[i] = f16_to_f32(s[i]);
+    case KvType::F16:
+      for (int d = 0; d < head_dim; ++d)
+        out[d] = f16_to_f32(reinterpret_cast<const uint16_t*>(e)[d * stride]);
       return;
-    }
-    case KvType::BF16: {
-      const auto* s = reinterpret_cast<const uint16_t*>(row) + static_cast<size_t>(h) * head_dim;
-      for (int i = 0; i < head_dim; ++i) out[i] = bf16_to_f32(s[i]);
+    case KvType::BF16:
+      for (int d = 0; d < head_dim; ++d)
+        out[d] = bf16_to_f32(reinterpret_cast<const uint16_t*>(e)[d * stride]);
       return;
-    }
-    case KvType::INT8: {
-      const auto* q = reinterpret_cast<const int8_t*>(row) + static_cast<size_t>(h) * head_dim;
-      float s;
-      std::memcpy(&s, row + static_cast<size_t>(n_head_kv) * head_dim + h * 4, sizeof(float));
-      for (int i = 0; i < head_dim; ++i) out[i] = q[i] * s;
+    case KvType::INT8:
+      for (int d = 0; d < head_dim; ++d) out[d] = reinterpret_cast<const int8_t*>(e)[d * stride] * scale;
       return;
-    }
   }
+}
+
+float* scale_slot(uint8_t* group, int i, int h, int n_head_kv, int head_dim) {
+  return const_cast<float*>(kv_scales(group, h, n_head_kv, head_dim)) + i;
+}
+
+float scale_of(KvType t, const uint8_t* group, int i, int h, int n_head_kv, int head_dim) {
+  if (t != KvType::INT8) return 1.0f;
+  float s;
+  std::memcpy(&s, kv_scales(group, h, n_head_kv, head_dim) + i, sizeof(float));
+  return s;
+}
+
+}  // namespace
+
+void kv_store_key(KvType t, const float* src, uint8_t* group, int i, int n_head_kv, int head_dim) {
+  const size_t es = kv_element_bytes(t);
+  for (int h = 0; h < n_head_kv; ++h)
+    store_head(t, src + static_cast<size_t>(h) * head_dim, group + kv_key_offset(h, 0, i, head_dim) * es,
+               kKvGroup, head_dim, scale_slot(group, i, h, n_head_kv, head_dim));
+}
+
+void kv_store_value(KvType t, const float* src, uint8_t* group, int i, int n_head_kv, int head_dim) {
+  const size_t es = kv_element_bytes(t);
+  for (int h = 0; h < n_head_kv; ++h)
+    store_head(t, src + static_cast<size_t>(h) * head_dim, group + kv_value_offset(h, i, head_dim) * es, 1,
+               head_dim, scale_slot(group, i, h, n_head_kv, head_dim));
+}
+
+void kv_load_key(KvType t, const uint8_t* group, int i, int h, int n_head_kv, int head_dim, float* out) {
+  load_head(t, group + kv_key_offset(h, 0, i, head_dim) * kv_element_bytes(t), kKvGroup, head_dim,
+            scale_of(t, group, i, h, n_head_kv, head_dim), out);
+}
+
+void kv_load_value(KvType t, const uint8_t* group, int i, int h, int n_head_kv, int head_dim, float* out) {
+  load_head(t, group + kv_value_offset(h, i, head_dim) * kv_element_bytes(t), 1, head_dim,
+            scale_of(t, group, i, h, n_head_kv, head_dim), out);
 }
 
 }  // namespace ferrum::kernels

@@ -1,6 +1,11 @@
-// How a KV cache stores its rows (one row = all KV heads of one token for one layer) and how a
-// sequence's rows are found in a contiguous or paged cache. F32, F16, BF16 or INT8 (symmetric, one
-// float scale per token and head after the row's levels).
+// How a KV cache stores its tokens and how a sequence's tokens are found in a contiguous or paged
+// cache. F32, F16, BF16 or INT8 (symmetric, one float scale per token and head).
+//
+// Tokens are stored in groups of kKvGroup (16) consecutive positions; a group takes kKvGroup x
+// kv_row_bytes bytes. Inside a group, keys are transposed per head, [head][dim][token], so the
+// attention kernel reads 16 keys' values of one dimension as one vector (no transposes), and
+// values are head-major, [head][token][dim], so a head's 16 value rows are one contiguous run.
+// INT8 groups end with the scales, [head][token] floats, after the levels.
 #pragma once
 
 #include <cstddef>
@@ -10,15 +15,35 @@ namespace ferrum::kernels {
 
 enum class KvType : int { F32 = 0, F16 = 1, BF16 = 2, INT8 = 3 };
 const char* kv_type_name(KvType t);
-// Bytes of one cached row (all KV heads of one token); INT8 rows carry one float scale per head.
+constexpr int kKvGroup = 16;  // tokens per storage group (paged block sizes are multiples of it)
+// Bytes per token (all KV heads of one token); INT8 tokens carry one float scale per head.
 size_t kv_row_bytes(KvType t, int n_head_kv, int head_dim);
-// Converts a row of n_head_kv*head_dim floats into the cache format (dst: kv_row_bytes bytes).
-void kv_store_row(KvType t, const float* src, uint8_t* dst, int n_head_kv, int head_dim);
-// Reads head h of a cached row back as floats.
-void kv_load_head(KvType t, const uint8_t* row, int h, int n_head_kv, int head_dim, float* out);
+inline size_t kv_element_bytes(KvType t) {
+  return t == KvType::F32 ? 4 : t == KvType::INT8 ? 1 : 2;
+}
+// Element offsets inside a group (in elements of the type; INT8 scales: kv_scale).
+inline size_t kv_key_offset(int h, int d, int i, int head_dim) {
+  return (static_cast<size_t>(h) * head_dim + d) * kKvGroup + i;
+}
+inline size_t kv_value_offset(int h, int i, int head_dim) {
+  return (static_cast<size_t>(h) * kKvGroup + i) * head_dim;
+}
+// The scales of head h's 16 tokens in an INT8 group (keys and values alike).
+inline const float* kv_scales(const uint8_t* group, int h, int n_head_kv, int head_dim) {
+  return reinterpret_cast<const float*>(group + static_cast<size_t>(kKvGroup) * n_head_kv * head_dim) +
+         h * kKvGroup;
+}
 
-// One sequence's K or V rows for one layer: row j lives in block table[j / block_tokens] at
-// offset (j % block_tokens) * row_bytes from base + block * block_bytes.
+// Converts token i of a group (n_head_kv*head_dim floats) into the cache format.
+void kv_store_key(KvType t, const float* src, uint8_t* group, int i, int n_head_kv, int head_dim);
+void kv_store_value(KvType t, const float* src, uint8_t* group, int i, int n_head_kv, int head_dim);
+// Reads head h of token i of a group back as floats.
+void kv_load_key(KvType t, const uint8_t* group, int i, int h, int n_head_kv, int head_dim, float* out);
+void kv_load_value(KvType t, const uint8_t* group, int i, int h, int n_head_kv, int head_dim, float* out);
+
+// One sequence's K or V tokens for one layer: token j lives in block table[j / block_tokens], in
+// group (j % block_tokens) / kKvGroup of it, at index j % kKvGroup. block_tokens is a multiple of
+// kKvGroup unless the sequence is one block (contiguous: table = {0}, block_bytes = 0).
 struct KvSeqView {
   const uint8_t* k_base = nullptr;
   const uint8_t* v_base = nullptr;
@@ -27,12 +52,12 @@ struct KvSeqView {
   size_t block_bytes = 0;
   size_t row_bytes = 0;
   KvType type = KvType::F32;
-  const uint8_t* k_row(int64_t j) const {
-    return k_base + table[j / block_tokens] * block_bytes + (j % block_tokens) * row_bytes;
+  size_t group_offset(int64_t j) const {
+    return table[j / block_tokens] * block_bytes + (j % block_tokens) / kKvGroup * kKvGroup * row_bytes;
   }
-  const uint8_t* v_row(int64_t j) const {
-    return v_base + table[j / block_tokens] * block_bytes + (j % block_tokens) * row_bytes;
-  }
+  // The groups holding token j (its index there: j % kKvGroup).
+  const uint8_t* k_group(int64_t j) const { return k_base + group_offset(j); }
+  const uint8_t* v_group(int64_t j) const { return v_base + group_offset(j); }
 };
 
 }  // namespace ferrum::kernels
