@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -67,14 +68,18 @@ TEST(AttentionBench, DISABLED_DecodeAndChunkAtDepth) {
           kv_store_value(t, row.data(), v[l].get() + g, j % kKvGroup, n_kv, hd);
         }
       }
-      const int32_t table[1] = {0};
+      // FERRUM_BENCH_PAGED=1: 16-token blocks in shuffled order (as a paged cache after churn).
+      const bool paged = std::getenv("FERRUM_BENCH_PAGED") != nullptr;
+      std::vector<int32_t> table(paged ? (depth + 16) / kKvGroup : 1);
+      std::iota(table.begin(), table.end(), 0);
+      if (paged) std::shuffle(table.begin(), table.end(), std::mt19937(7));
       for (int64_t n_tok : {1, 16}) {
         if (const char* only = std::getenv("FERRUM_BENCH_TOKENS"); only && std::atol(only) != n_tok) continue;
         std::vector<float> q(n_tok * n_head * hd, 0.3f), out(q.size());
         auto step = [&] {
           for (int l = 0; l < layers; ++l) {
             AttentionJob job{q.data(), n_head * hd, n_tok, depth, {}, out.data(), n_head * hd};
-            job.kv = {k[l].get(), v[l].get(), table, depth + 16, 0, rb, t};
+            job.kv = {k[l].get(), v[l].get(), table.data(), paged ? kKvGroup : depth + 16, paged ? kKvGroup * rb : 0, rb, t};
             attention(p, &job, 1, pool, scratch);
           }
         };

@@ -225,46 +225,51 @@ void accumulate(const float* p, int R, const float* vt, int n, int hd, const flo
   }
 }
 
-// Up to 4 rows x 64 output columns from column i, value rows converted from the cache in registers.
-template <KvType T, int NR>
-void accumulate_cached(const float* p, const uint8_t* const* groups, int a, int n, int h, int n_head_kv,
-                       int hd, int i, const float* c, float* acc) {
-  const int nv = std::min(4, (hd - i) / 16);  // hd is a multiple of 16 here
-  __m512 acc_r[NR][4];
+// NR rows x 16 NV output columns from column i, value rows converted from the cache in registers
+// (NV a constant, so the accumulators stay in registers).
+template <KvType T, int NR, int NV>
+void accumulate_cached(const float* p, const uint8_t* const* groups, int a, int n, int h, int n_head_kv, int hd,
+                       int i, const float* c, float* acc) {
+  __m512 acc_r[NR][NV];
   for (int r = 0; r < NR; ++r)
-    for (int k = 0; k < nv; ++k) {
+    for (int k = 0; k < NV; ++k) {
       acc_r[r][k] = _mm512_loadu_ps(acc + r * hd + i + 16 * k);
       if (c) acc_r[r][k] = _mm512_mul_ps(acc_r[r][k], _mm512_set1_ps(c[r]));
     }
   for (int j = a; j < n; ++j) {
     float s = 1.0f;
     const uint8_t* e = value_row<T>(groups, j, h, n_head_kv, hd, &s) + i * kv_element_bytes(T);
-    __m512 v[4];
-    for (int k = 0; k < nv; ++k) {
+    __m512 v[NV];
+    for (int k = 0; k < NV; ++k) {
       v[k] = load16<T>(e + 16 * k * kv_element_bytes(T));
       if constexpr (T == KvType::INT8) v[k] = _mm512_mul_ps(v[k], _mm512_set1_ps(s));
     }
     for (int r = 0; r < NR; ++r) {
       const __m512 w = _mm512_set1_ps(p[r * kKeyTile + j]);
-      for (int k = 0; k < nv; ++k) acc_r[r][k] = _mm512_fmadd_ps(w, v[k], acc_r[r][k]);
+      for (int k = 0; k < NV; ++k) acc_r[r][k] = _mm512_fmadd_ps(w, v[k], acc_r[r][k]);
     }
   }
   for (int r = 0; r < NR; ++r)
-    for (int k = 0; k < nv; ++k) _mm512_storeu_ps(acc + r * hd + i + 16 * k, acc_r[r][k]);
+    for (int k = 0; k < NV; ++k) _mm512_storeu_ps(acc + r * hd + i + 16 * k, acc_r[r][k]);
+}
+
+// NR rows, all hd columns: 64 at a time, then the 16-column rest.
+template <KvType T, int NR>
+void accumulate_cached_rows(const float* p, const uint8_t* const* groups, int a, int n, int h, int n_head_kv,
+                            int hd, const float* c, float* acc) {
+  int i = 0;
+  for (; i + 64 <= hd; i += 64) accumulate_cached<T, NR, 4>(p, groups, a, n, h, n_head_kv, hd, i, c, acc);
+  for (; i < hd; i += 16) accumulate_cached<T, NR, 1>(p, groups, a, n, h, n_head_kv, hd, i, c, acc);
 }
 
 void accumulate_rows(const float* p, int R, const uint8_t* const* groups, int a, int n, KvType t, int h,
                      int n_head_kv, int hd, const float* c, float* acc) {
   with_type(t, [&]<KvType T>() {
-    for (int i = 0; i < hd; i += 64) {
-      int r = 0;
-      for (; r + 4 <= R; r += 4)
-        accumulate_cached<T, 4>(p + r * kKeyTile, groups, a, n, h, n_head_kv, hd, i, c ? c + r : c,
-                                acc + r * hd);
-      for (; r < R; ++r)
-        accumulate_cached<T, 1>(p + r * kKeyTile, groups, a, n, h, n_head_kv, hd, i, c ? c + r : c,
-                                acc + r * hd);
-    }
+    int r = 0;
+    for (; r + 4 <= R; r += 4)
+      accumulate_cached_rows<T, 4>(p + r * kKeyTile, groups, a, n, h, n_head_kv, hd, c ? c + r : c, acc + r * hd);
+    for (; r < R; ++r)
+      accumulate_cached_rows<T, 1>(p + r * kKeyTile, groups, a, n, h, n_head_kv, hd, c ? c + r : c, acc + r * hd);
   });
 }
 
