@@ -30,7 +30,7 @@ struct BenchFlags {
   std::vector<int> batch;
   std::vector<int> depth = {0};
   int ubatch = 0;
-  bool json = false, roofline = false;
+  bool json = false, roofline = false, no_warmup = false;
   double bandwidth = 0;
   uint32_t seed = 1234;
   std::vector<std::string> lora_each;  // distinct adapters, sequence b uses the (b mod k)-th
@@ -226,7 +226,7 @@ int run_bench(BenchFlags& f) {
   Bench bench(model, *cache, *lm.tokenizer, f.seed, lora);
   std::vector<Result> results;
   auto measure = [&](Result r, auto&& once) {
-    once();  // warm-up, as llama-bench
+    if (!f.no_warmup) once();  // warm-up, as llama-bench
     for (int i = 0; i < f.reps; ++i) r.ts.push_back(once());
     r.finish();
     results.push_back(std::move(r));
@@ -278,7 +278,8 @@ int run_bench(BenchFlags& f) {
                 {"n_embd", c.n_embd},
                 {"n_vocab", c.n_vocab}};
   j["setup"] = {{"threads", threads},       {"isa", kernels::active_isa()}, {"precision", f.model.precision},
-                {"ubatch", opts.max_batch}, {"repetitions", f.reps},        {"load_seconds", load_s}};
+                {"ubatch", opts.max_batch}, {"repetitions", f.reps},        {"warmup", !f.no_warmup},
+                {"load_seconds", load_s}};
   for (const auto& a : adapters) j["lora"].push_back({{"name", lora_name(*a)}, {"bytes", lora_bytes(*a)}});
   j["kv"] = {{"layout", kvo.layout},           {"type", kvo.type},
              {"capacity", kv.seq_capacity},    {"bytes_per_token", kv.bytes_per_token},
@@ -310,10 +311,10 @@ int run_bench(BenchFlags& f) {
   for (const auto& [type, b] : wi.bytes_by_type)
     std::printf("%s%s %s", first ? "" : ", ", type.c_str(), human_bytes(b).c_str()), first = false;
   std::printf(")\n");
-  std::printf(
-      "setup:   %d threads, isa %s, precision %s, ubatch %lld, %d repetitions (+1 warm-up), load %.2f s\n",
-      threads, kernels::active_isa(), f.model.precision.c_str(), static_cast<long long>(opts.max_batch),
-      f.reps, load_s);
+  std::printf("setup:   %d threads, isa %s, precision %s, ubatch %lld, %d repetitions (%s), load %.2f s\n",
+              threads, kernels::active_isa(), f.model.precision.c_str(),
+              static_cast<long long>(opts.max_batch), f.reps, f.no_warmup ? "no warm-up" : "+1 warm-up",
+              load_s);
   if (!adapters.empty())
     std::printf("lora:    %zu adapter%s (sequence b uses adapter b mod %zu): %s\n", adapters.size(),
                 adapters.size() > 1 ? "s" : "", adapters.size(), human_bytes(lora_mem).c_str());
@@ -373,6 +374,9 @@ Runner add_bench(CLI::App& app) {
                   "memory read bandwidth in GB/s for the roofline (skips measuring)");
   sub->add_option("--seed", f->seed, "seed of the random token ids");
   sub->add_flag("--json", f->json, "print JSON");
+  sub->add_flag(
+      "--no-warmup", f->no_warmup,
+      "skip the warm-up run of each test (as llama-bench's; saves the depth prefill at long contexts)");
   f->spec.add(sub);
   sub->add_option(
       "--spec-prompt", f->spec_prompt,

@@ -98,6 +98,19 @@ TEST(Bench, DepthRunsEveryTestAfterAnUntimedPrefill) {
   EXPECT_NE(neg.err.find("-d must not be negative"), std::string::npos) << neg.err;
 }
 
+TEST(Bench, NoWarmupSkipsTheWarmUpRun) {
+  auto r = run_ferrum("bench '" + bundled() + "' -p 8 -n 2 -r 1 -t 1 -d 16 --no-warmup --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["setup"]["warmup"], false);
+  EXPECT_EQ(j["results"].size(), 2u);
+  auto text = run_ferrum("bench '" + bundled() + "' -p 8 -n 0 -r 1 -t 1 --no-warmup");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("1 repetitions (no warm-up)"), std::string::npos) << text.out;
+  auto warm = run_ferrum("bench '" + bundled() + "' -p 8 -n 0 -r 1 -t 1 --json");
+  EXPECT_EQ(nlohmann::json::parse(warm.out)["setup"]["warmup"], true);
+}
+
 TEST(Bench, BatchLargerThanTheDefaultPoolFits) {
   // 6 contiguous sequences: more than the default pool of 4 sequences' capacity.
   auto r = run_ferrum("bench '" + bundled() + "' -p 0 -n 4 -r 1 -t 1 --batch 6 --json");
