@@ -1,7 +1,6 @@
 #include "engine/prefill_plan.h"
 
 #include <algorithm>
-#include <vector>
 
 namespace ferrum {
 namespace {
@@ -12,17 +11,20 @@ constexpr size_t kHorizon = 256;
 
 }  // namespace
 
-size_t prefill_completions(std::span<const int64_t> pending, int64_t budget, int64_t n_decodes,
-                           int64_t overhead) {
+size_t PrefillPlanner::completions(std::span<const int64_t> pending, int64_t budget, int64_t n_decodes,
+                                   int64_t overhead) {
   if (pending.empty() || pending[0] > budget) return 0;
   const size_t m = std::min(pending.size(), kHorizon);
   const int64_t beyond = static_cast<int64_t>(pending.size() - m);
-  std::vector<int64_t> sum(m + 1, 0);
+  std::vector<int64_t>& sum = sum_;
+  sum.assign(m + 1, 0);
   for (size_t i = 0; i < m; ++i) sum[i + 1] = sum[i] + pending[i];
   // cost[i]: the least summed waiting time of prompts i.. (and those beyond the horizon) from the
   // step that starts with prompt i, in tokens; next[i]: where that step ends.
-  std::vector<int64_t> cost(m + 1, 0);
-  std::vector<size_t> next(m + 1, m);
+  std::vector<int64_t>& cost = cost_;
+  std::vector<size_t>& next = next_;
+  cost.assign(m + 1, 0);
+  next.assign(m + 1, m);
   for (size_t i = m; i-- > 0;) {
     const int64_t waiters = static_cast<int64_t>(m - i) + beyond;
     const int64_t decodes = n_decodes + static_cast<int64_t>(i);

@@ -4,7 +4,6 @@
 #include <numeric>
 
 #include "core/fail.h"
-#include "engine/prefill_plan.h"
 #include "ferrum/lora.h"
 
 namespace ferrum {
@@ -91,7 +90,7 @@ void SchedulePolicy::plan_decodes(int& budget) {
 }
 
 // Prefill chunks in admission order; with several prompts pending the step stops at the end of
-// the prompt prefill_completions() picks.
+// the prompt the prefill planner picks.
 void SchedulePolicy::plan_prefills(int budget, int n_decodes) {
   auto pending = [](const ScheduledSeq* r) { return static_cast<int64_t>(r->tokens.size()) - r->n_computed; };
   if (step_overhead_tokens_ > 0 && budget > 0) {
@@ -99,7 +98,7 @@ void SchedulePolicy::plan_prefills(int budget, int n_decodes) {
     for (const ScheduledSeq* r : running_)
       if (!r->decoding() && pending(r) > 0) pending_.push_back(pending(r));
     if (pending_.size() > 1) {
-      const size_t k = prefill_completions(pending_, budget, n_decodes, step_overhead_tokens_);
+      const size_t k = planner_.completions(pending_, budget, n_decodes, step_overhead_tokens_);
       if (k > 0)
         budget = static_cast<int>(std::accumulate(pending_.begin(), pending_.begin() + k, int64_t{0}));
     }

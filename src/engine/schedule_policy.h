@@ -19,6 +19,7 @@
 #include <deque>
 #include <vector>
 
+#include "engine/prefill_plan.h"
 #include "ferrum/kv_cache.h"
 #include "ferrum/model.h"
 
@@ -88,6 +89,7 @@ class SchedulePolicy {
   std::vector<ScheduledSeq*> owners_;
   mutable std::vector<std::pair<int, int64_t>> need_;
   std::vector<int64_t> pending_;  // prefill tokens left per prefilling sequence (plan's scratch)
+  PrefillPlanner planner_;
   uint64_t preemptions_ = 0;
 };
 

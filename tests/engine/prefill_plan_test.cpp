@@ -1,4 +1,4 @@
-// prefill_completions() against brute force: every way to cut the pending prompts into steps.
+// PrefillPlanner::completions() against brute force: every way to cut the pending prompts into steps.
 #include "engine/prefill_plan.h"
 
 #include <gtest/gtest.h>
@@ -60,6 +60,7 @@ TEST(PrefillPlan, FirstStepOfTheBestPlanMatchesBruteForce) {
       {100, 1, 1, 1, 1, 1, 1, 1, 1, 1},
       {30, 30},
   };
+  PrefillPlanner planner;  // one planner for every case: its reused tables must not leak between plans
   for (const auto& pending : cases)
     for (int64_t budget : {100, 128, 512})
       for (int64_t decodes : {0, 3})
@@ -67,7 +68,7 @@ TEST(PrefillPlan, FirstStepOfTheBestPlanMatchesBruteForce) {
           int64_t best = 0;
           const size_t want = brute_force_first(pending, budget, decodes, overhead, &best);
           if (best == std::numeric_limits<int64_t>::max()) continue;  // some prompt alone exceeds the budget
-          const size_t got = prefill_completions(pending, budget, decodes, overhead);
+          const size_t got = planner.completions(pending, budget, decodes, overhead);
           // The chosen first step must start a plan as good as the best one.
           std::vector<int64_t> rest(pending.begin() + got, pending.end());
           int64_t rest_best = 0;
@@ -90,17 +91,17 @@ TEST(PrefillPlan, FirstStepOfTheBestPlanMatchesBruteForce) {
 
 TEST(PrefillPlan, BurstOfEqualPromptsIsSplitFreeOverheadFillsTheBudget) {
   const std::vector<int64_t> burst(16, 20);
-  const size_t k = prefill_completions(burst, 512, 0, 16);
+  const size_t k = PrefillPlanner().completions(burst, 512, 0, 16);
   EXPECT_GE(k, 2u);
   EXPECT_LT(k, 16u);  // filling the budget would finish all 16 in one step
-  EXPECT_EQ(prefill_completions(burst, 512, 0, 100000), 16u);  // a step costs more than any wait
-  EXPECT_EQ(prefill_completions(burst, 100, 0, 100000), 5u);   // as many as fit
+  EXPECT_EQ(PrefillPlanner().completions(burst, 512, 0, 100000), 16u);  // a step costs more than any wait
+  EXPECT_EQ(PrefillPlanner().completions(burst, 100, 0, 100000), 5u);   // as many as fit
 }
 
 TEST(PrefillPlan, APromptLongerThanTheBudgetIsChunked) {
-  EXPECT_EQ(prefill_completions(std::vector<int64_t>{600, 10}, 256, 0, 32), 0u);
-  EXPECT_EQ(prefill_completions(std::vector<int64_t>{600}, 600, 0, 32), 1u);
-  EXPECT_EQ(prefill_completions(std::vector<int64_t>{}, 256, 0, 32), 0u);
+  EXPECT_EQ(PrefillPlanner().completions(std::vector<int64_t>{600, 10}, 256, 0, 32), 0u);
+  EXPECT_EQ(PrefillPlanner().completions(std::vector<int64_t>{600}, 600, 0, 32), 1u);
+  EXPECT_EQ(PrefillPlanner().completions(std::vector<int64_t>{}, 256, 0, 32), 0u);
 }
 
 }  // namespace
