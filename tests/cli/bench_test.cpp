@@ -75,6 +75,21 @@ TEST(Bench, BatchedDecodeAndRoofline) {
   EXPECT_FALSE(j["roofline"]["measured"].get<bool>());
 }
 
+// FERRUM_KV_TYPE sets the KV type when --kv-type does not; an explicit --kv-type wins, f32 too.
+TEST(Bench, KvTypeFromTheEnvironmentUnlessGiven) {
+  setenv("FERRUM_KV_TYPE", "int8", 1);  // inherited by the ferrum process; this test's own process
+  auto kv_of = [](const std::string& flags) {
+    auto r = run_ferrum("bench '" + bundled() + "' -p 0 -n 2 -r 1 -t 1 --json" + flags);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out)["kv"] : nlohmann::json();
+  };
+  const auto from_env = kv_of(""), given = kv_of(" --kv-type f32");
+  unsetenv("FERRUM_KV_TYPE");
+  EXPECT_EQ(from_env["type"], "int8");
+  EXPECT_EQ(given["type"], "f32");
+  EXPECT_EQ(given["bytes_per_token"], 5 * 2 * 32 * 4);
+}
+
 // -d: every test again at each depth (tokens prefilled untimed, as llama-bench's -d); the cache
 // is sized for the deepest test, and batched rows compare with M=1 at their own depth.
 TEST(Bench, DepthRunsEveryTestAfterAnUntimedPrefill) {
@@ -97,21 +112,6 @@ TEST(Bench, DepthRunsEveryTestAfterAnUntimedPrefill) {
   auto neg = run_ferrum("bench '" + bundled() + "' -p 16 -n 0 -r 1 -d -5");
   EXPECT_EQ(neg.exit_code, 1);
   EXPECT_NE(neg.err.find("-d must not be negative"), std::string::npos) << neg.err;
-}
-
-// FERRUM_KV_TYPE sets the KV type when --kv-type does not; an explicit --kv-type wins, f32 too.
-TEST(Bench, KvTypeFromTheEnvironmentUnlessGiven) {
-  setenv("FERRUM_KV_TYPE", "int8", 1);  // inherited by the ferrum process; this test's own process
-  auto kv_of = [](const std::string& flags) {
-    auto r = run_ferrum("bench '" + bundled() + "' -p 0 -n 2 -r 1 -t 1 --json" + flags);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return r.exit_code == 0 ? nlohmann::json::parse(r.out)["kv"] : nlohmann::json();
-  };
-  const auto from_env = kv_of(""), given = kv_of(" --kv-type f32");
-  unsetenv("FERRUM_KV_TYPE");
-  EXPECT_EQ(from_env["type"], "int8");
-  EXPECT_EQ(given["type"], "f32");
-  EXPECT_EQ(given["bytes_per_token"], 5 * 2 * 32 * 4);
 }
 
 TEST(Bench, BatchLargerThanTheDefaultPoolFits) {
