@@ -77,7 +77,7 @@ TEST(Bench, BatchedDecodeAndRoofline) {
 
 // FERRUM_KV_TYPE sets the KV type when --kv-type does not; an explicit --kv-type wins, f32 too.
 TEST(Bench, KvTypeFromTheEnvironmentUnlessGiven) {
-  setenv("FERRUM_KV_TYPE", "int8", 1);  // inherited by the ferrum process; this test's own process
+  setenv("FERRUM_KV_TYPE", "int8", 1);  // inherited by ferrum; CTest runs each test in its own process
   auto kv_of = [](const std::string& flags) {
     auto r = run_ferrum("bench '" + bundled() + "' -p 0 -n 2 -r 1 -t 1 --json" + flags);
     EXPECT_EQ(r.exit_code, 0) << r.err;
