@@ -20,7 +20,7 @@ class Model;
 
 // The KV element type of a cache whose KvOptions::type is empty (llama.cpp's default too): f16
 // measures faster than f32 at every depth and stays within 0.02 of f32's logits on the test
-// fixtures (tests/models/runtime_test.cpp, KvTypes).
+// fixtures (tests/models/kv_type_quality_test.cpp).
 inline constexpr const char* kDefaultKvType = "f16";
 
 struct KvOptions {
