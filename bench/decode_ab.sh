@@ -12,6 +12,7 @@
 #
 # Environment: FERRUM=build/ferrum  LLAMA_CPP_BIN= (required)  ROUNDS=6  TG=128  REPS=2
 #              THREADS=<all cores>
+# KV cache: each engine's default, f16 K and V for both (FERRUM_KV_TYPE=f32 changes ferrum's).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

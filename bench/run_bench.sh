@@ -21,6 +21,8 @@
 #             table also gives the ratio of the medians over the rounds and every round's
 #             generation speeds)
 #   FERRUM_ARGS= (extra flags for ferrum bench)   LLAMA_ARGS= (extra flags for llama-bench)
+# KV cache: each engine's default, f16 K and V for both (FERRUM_ARGS='--kv-type f32' and
+# LLAMA_ARGS='-ctk f32 -ctv f32' compare F32 caches).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

@@ -11,6 +11,7 @@
 #   CTX=256 (KV tokens per sequence / per llama-server slot; both servers get N*CTX KV tokens in all)
 #   BUDGET=512 (ferrum --max-batched-tokens)
 #   ROUNDS=1 (alternate ferrum / llama-server this many times)
+# KV cache: each server's default, f16 K and V for both (FERRUM_KV_TYPE=f32 changes ferrum's).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

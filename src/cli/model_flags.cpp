@@ -17,7 +17,7 @@ void ModelFlags::add(CLI::App* app, bool model_optional) {
   app->add_option("--kv-capacity", kv.capacity, "KV cache tokens per sequence (default: min(context, 4096))");
   app->add_option("--kv-layout", kv.layout, "KV cache layout: contiguous or paged (blocks of 16 tokens)")
       ->check(CLI::IsMember({"contiguous", "paged"}));
-  app->add_option("--kv-type", kv.type, "KV cache element type: f32, f16, bf16 or int8")
+  app->add_option("--kv-type", kv.type, "KV cache element type: f32, f16, bf16 or int8 (default: f16)")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "int8"}));
   app->add_option("--kv-pool", kv.pool_tokens, "KV pool size in tokens over all sequences (paged)");
   app->add_flag("--prefix-cache", kv.prefix_cache, "reuse cached prompt prefixes (needs --kv-layout paged)");

@@ -17,7 +17,7 @@ namespace ferrum {
 struct DecoderEmbedOptions {
   Pooling pooling = Pooling::Last;  // Last or Mean (a decoder has no CLS token)
   bool normalize = true;
-  std::string kv_type = "f32";  // element type of the temporary KV cache
+  std::string kv_type;  // element type of the temporary KV cache; empty = KvOptions' default (f16)
 };
 
 // Runs `step` with exclusive use of the model (a Model computes one forward at a time): e.g.

@@ -9,6 +9,20 @@
 namespace ferrum {
 namespace {
 
+// The element type a cache is built with: the one asked for, or the default when unset. The one
+// place an empty KvOptions::type is resolved.
+std::string resolved_type(const KvOptions& o) {
+  return o.type.empty() ? kDefaultKvType : o.type;
+}
+
+kernels::KvType kv_type(const std::string& name) {
+  if (name == "f32") return kernels::KvType::F32;
+  if (name == "f16") return kernels::KvType::F16;
+  if (name == "bf16") return kernels::KvType::BF16;
+  if (name == "int8") return kernels::KvType::INT8;
+  fail("KV type '{}' is not known (use f32, f16, bf16 or int8)", name);
+}
+
 // Parses KvOptions (layout/type names) into the runtime's options; throws naming a bad value.
 runtime::KvCacheOptions runtime_options(const KvOptions& o, int64_t default_capacity) {
   runtime::KvCacheOptions r;
@@ -19,17 +33,7 @@ runtime::KvCacheOptions runtime_options(const KvOptions& o, int64_t default_capa
   } else {
     fail("KV layout '{}' is not known (use contiguous or paged)", o.layout);
   }
-  if (o.type == "f32") {
-    r.type = kernels::KvType::F32;
-  } else if (o.type == "f16") {
-    r.type = kernels::KvType::F16;
-  } else if (o.type == "bf16") {
-    r.type = kernels::KvType::BF16;
-  } else if (o.type == "int8") {
-    r.type = kernels::KvType::INT8;
-  } else {
-    fail("KV type '{}' is not known (use f32, f16, bf16 or int8)", o.type);
-  }
+  r.type = kv_type(resolved_type(o));
   if (o.capacity < 0) fail("KV capacity must be positive, got {}", o.capacity);
   if (o.pool_tokens < 0) fail("KV pool size must be positive, got {}", o.pool_tokens);
   r.seq_capacity = o.capacity > 0 ? o.capacity : default_capacity;
@@ -45,7 +49,7 @@ runtime::KvCacheOptions runtime_options(const KvOptions& o, int64_t default_capa
 void KvOptions::apply_env() {
   auto env = [](const char* k) -> const char* { return std::getenv(k); };
   if (const char* v = env("FERRUM_KV_LAYOUT"); v && layout == "contiguous") layout = v;
-  if (const char* v = env("FERRUM_KV_TYPE"); v && type == "f32") type = v;
+  if (const char* v = env("FERRUM_KV_TYPE"); v && type.empty()) type = v;
   if (const char* v = env("FERRUM_KV_CAPACITY"); v && capacity == 0) capacity = std::atoll(v);
   if (const char* v = env("FERRUM_KV_POOL"); v && pool_tokens == 0) pool_tokens = std::atoll(v);
   if (const char* v = env("FERRUM_PREFIX_CACHE"); v && !prefix_cache) prefix_cache = std::string(v) == "1";
@@ -55,6 +59,7 @@ KvCache::KvCache(int n_layer, int n_head_kv, int head_dim, const KvOptions& opts
     : opts_(opts),
       impl_(std::make_unique<runtime::KvCache>(n_layer, n_head_kv, head_dim,
                                                runtime_options(opts, default_capacity))) {
+  opts_.type = resolved_type(opts);
   opts_.capacity = impl_->options().seq_capacity;
   opts_.pool_tokens = impl_->options().pool_tokens;
   opts_.prefix_cache = impl_->options().prefix_cache;

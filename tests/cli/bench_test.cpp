@@ -46,9 +46,10 @@ TEST(Bench, JsonReportsPromptAndGenerationSpeeds) {
   EXPECT_FALSE(j["setup"]["isa"].get<std::string>().empty());
   EXPECT_EQ(j["model"]["file_type"], "F32");
   EXPECT_EQ(j["model"]["n_layer"], 5);
-  // stories260K: 5 layers, KV dim 32 (4 KV heads x 8), F32 K and V.
-  EXPECT_EQ(j["kv"]["bytes_per_token"], 5 * 2 * 32 * 4);
-  EXPECT_GE(j["kv"]["pool_bytes"].get<int64_t>(), 5 * 2 * 32 * 4 * 32);
+  // stories260K: 5 layers, KV dim 32 (4 KV heads x 8), F16 K and V (the default).
+  EXPECT_EQ(j["kv"]["type"], "f16");
+  EXPECT_EQ(j["kv"]["bytes_per_token"], 5 * 2 * 32 * 2);
+  EXPECT_GE(j["kv"]["pool_bytes"].get<int64_t>(), 5 * 2 * 32 * 2 * 32);
   // Tied embeddings: the whole file is read per token.
   EXPECT_EQ(j["model"]["weight_bytes_per_token"], j["model"]["weight_bytes"]);
 }
@@ -72,6 +73,21 @@ TEST(Bench, BatchedDecodeAndRoofline) {
   EXPECT_NEAR(j["results"][0]["roofline_fraction"].get<double>(),
               j["results"][0]["avg_ts"].get<double>() / max_ts, 1e-9);
   EXPECT_FALSE(j["roofline"]["measured"].get<bool>());
+}
+
+// FERRUM_KV_TYPE sets the KV type when --kv-type does not; an explicit --kv-type wins, f32 too.
+TEST(Bench, KvTypeFromTheEnvironmentUnlessGiven) {
+  setenv("FERRUM_KV_TYPE", "int8", 1);  // inherited by ferrum; CTest runs each test in its own process
+  auto kv_of = [](const std::string& flags) {
+    auto r = run_ferrum("bench '" + bundled() + "' -p 0 -n 2 -r 1 -t 1 --json" + flags);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out)["kv"] : nlohmann::json();
+  };
+  const auto from_env = kv_of(""), given = kv_of(" --kv-type f32");
+  unsetenv("FERRUM_KV_TYPE");
+  EXPECT_EQ(from_env["type"], "int8");
+  EXPECT_EQ(given["type"], "f32");
+  EXPECT_EQ(given["bytes_per_token"], 5 * 2 * 32 * 4);
 }
 
 // -d: every test again at each depth (tokens prefilled untimed, as llama-bench's -d); the cache

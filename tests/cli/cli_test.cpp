@@ -95,10 +95,11 @@ TEST(Cli, LlamaCheckpointRunsLikeItsGgufConversion) {
   EXPECT_EQ(a.out, b.out);
 }
 
+// The reference is llama.cpp's with an F32 KV cache (tests/data/README.md), hence --kv-type f32.
 TEST(Cli, EvalWritesTopkJsonMatchingReference) {
   const std::string dir = temp_dir();
   auto r = run_ferrum("eval '" + bundled() + "' --prompt 'Once upon a time, there was' --top-k 8 --out " +
-                      dir + "/out.json --logits-npy " + dir + "/out.npy");
+                      dir + "/out.json --logits-npy " + dir + "/out.npy --kv-type f32");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(read_file(dir + "/out.json"));
   EXPECT_EQ(j["tokens"], nlohmann::json({1, 403, 407, 261, 378, 432, 383, 286}));

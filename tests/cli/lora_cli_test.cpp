@@ -1,7 +1,7 @@
 // `--lora PATH[:scale]` on the command line: `eval` gives the float64 merged reference's logits
-// (tests/data/lora, make_lora.py), several adapters are summed with their scales, `run` generates
-// with one, `bench --lora-each` spreads distinct adapters over the batch, and a bad adapter is one
-// `ferrum: error:` line naming the file.
+// (tests/data/lora, make_lora.py; with an F32 KV cache, to the F32 tolerance), several adapters are summed
+// with their scales, `run` generates with one, `bench --lora-each` spreads distinct adapters over the batch,
+// and a bad adapter is one `ferrum: error:` line naming the file.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -41,9 +41,9 @@ class LoraCli : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
   std::string eval(const std::string& loras) {
     const std::string npy = dir_ + "/logits.npy";
-    auto r =
-        run_ferrum("eval '" + unxz("models/llama/gguf/llama-F32.gguf") + "' --precision exact --tokens " +
-                   ref_tokens() + " --out " + dir_ + "/out.json --logits-npy " + npy + " -t 2 " + loras);
+    auto r = run_ferrum("eval '" + unxz("models/llama/gguf/llama-F32.gguf") +
+                        "' --precision exact --tokens " + ref_tokens() + " --out " + dir_ +
+                        "/out.json --logits-npy " + npy + " -t 2 --kv-type f32 " + loras);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return npy;
   }
@@ -69,7 +69,7 @@ TEST_F(LoraCli, ExportLoraMergesIntoTheBase) {
   EXPECT_NE(r.err.find("14 tensors merged"), std::string::npos) << r.err;
   const std::string npy = dir_ + "/m.npy";
   auto e = run_ferrum("eval " + merged + " --precision exact --tokens " + ref_tokens() + " --out " + dir_ +
-                      "/o.json --logits-npy " + npy + " -t 2");
+                      "/o.json --logits-npy " + npy + " -t 2 --kv-type f32");
   ASSERT_EQ(e.exit_code, 0) << e.err;
   EXPECT_LE(max_diff(npy, "llama/ref_sum.npy"), 1e-4);
   auto bad = run_ferrum("export-lora '" + data_path("models/qwen3/gguf/qwen3-Q8_0.gguf") + "' " + merged +

@@ -27,6 +27,12 @@ std::unique_ptr<Model> open_stage(const std::string& path, int begin, int end, b
   return create_model(std::move(files.config), std::move(files.weights), o);
 }
 
+// The whole model with its cache. These tests compare ferrum with itself, so they run on the
+// default KV type (as the stages' KvOptions{} do).
+std::unique_ptr<CachedModel> open_whole(const std::string& path, Precision prec) {
+  return open_model(path, prec, 2, /*kv_type=*/"");
+}
+
 SeqInput rows_input(int seq, std::span<const float> rows, Want logits = Want::Last,
                     Want hidden = Want::None) {
   SeqInput in;
@@ -50,7 +56,7 @@ class ForwardBatch : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(ForwardBatch, EmbeddingRowsGiveTheSameLogitsAsTokenIds) {
-  auto m = open_model(path(), Precision::Fast);
+  auto m = open_whole(path(), Precision::Fast);
   const int64_t V = m->config().n_vocab, d = m->config().n_embd;
   const auto p = prompt();
   std::vector<float> rows(p.size() * d);
@@ -73,7 +79,7 @@ TEST_P(ForwardBatch, EmbeddingRowsGiveTheSameLogitsAsTokenIds) {
 // Hidden states (after the final norm) times the output matrix, in float64, against the logits
 // of the exact path (F32 weights and activations): they differ only by summation order.
 TEST_P(ForwardBatch, HiddenStatesTimesTheHeadAreTheLogits) {
-  auto m = open_model(path("F32"), Precision::Exact);
+  auto m = open_whole(path("F32"), Precision::Exact);
   const int64_t V = m->config().n_vocab, d = m->config().n_embd;
   const auto p = prompt();
   const int64_t n = p.size();
@@ -94,7 +100,7 @@ TEST_P(ForwardBatch, HiddenStatesTimesTheHeadAreTheLogits) {
 // cache of its own layers).
 TEST_P(ForwardBatch, StagesChainedEqualTheWholeModel) {
   const std::string file = path("Q8_0");
-  auto whole = open_model(file, Precision::Fast);
+  auto whole = open_whole(file, Precision::Fast);
   const int n_layer = whole->config().n_layer;
   ASSERT_GE(n_layer, 2);
   const int k = 1, m = n_layer >= 3 ? n_layer - 1 : 1;
@@ -136,7 +142,7 @@ TEST_P(ForwardBatch, StagesChainedEqualTheWholeModel) {
 // A backbone (no LM head) returns the same final hidden states as the full model.
 TEST_P(ForwardBatch, BackboneHiddenStatesEqualTheFullModels) {
   const std::string file = path("Q4_0");
-  auto full = open_model(file, Precision::Fast);
+  auto full = open_whole(file, Precision::Fast);
   CachedModel backbone(open_stage(file, 0, -1, /*lm_head=*/false), KvOptions{});
   EXPECT_FALSE(backbone.model->has_logits());
   const int64_t d = full->config().n_embd, V = full->config().n_vocab;
@@ -149,13 +155,13 @@ TEST_P(ForwardBatch, BackboneHiddenStatesEqualTheFullModels) {
 }
 
 TEST_P(ForwardBatch, ACacheCanBeDroppedAndRecreatedWithoutTouchingTheModel) {
-  auto m = open_model(path(), Precision::Fast);
+  auto m = open_whole(path(), Precision::Fast);
   const int64_t V = m->config().n_vocab;
   const auto p = prompt("p4");
   std::vector<float> first(V), again(V), other(V);
   m->prefill(0, p, first.data());
   m->kv.reset();  // drop it
-  m->kv = KvCache::for_model(*m->model, KvOptions{"paged", "f32", 256, 0, false});
+  m->kv = KvCache::for_model(*m->model, KvOptions{"paged", "", 256, 0, false});
   m->prefill(5, p, again.data());
   EXPECT_TRUE(bitwise_equal(first, again));
   // Two caches on one model: interleaved use, independent sequences.
@@ -215,7 +221,7 @@ TEST_F(ForwardBatchErrors, InputsAndOutputsAStageCannotTake) {
 }
 
 TEST_F(ForwardBatchErrors, ACacheMadeForAnotherShapeIsRefused) {
-  auto whole = open_model(path(), Precision::Fast);
+  auto whole = open_whole(path(), Precision::Fast);
   auto stage_kv = KvCache::for_model(*open_stage(path(), 0, 1), KvOptions{});
   const std::vector<int32_t> ids = {1, 2, 3};
   std::vector<float> logits(whole->config().n_vocab);
@@ -229,7 +235,7 @@ TEST_F(ForwardBatchErrors, RowsInputIsNotPrefixCached) {
   ModelOptions o;
   o.n_threads = 2;
   CachedModel m(create_model(std::move(files.config), std::move(files.weights), o),
-                KvOptions{"paged", "f32", 256, 0, true});
+                KvOptions{"paged", "", 256, 0, true});
   const auto p = prompt_ids("qwen3", "p4");
   const int64_t d = m.config().n_embd;
   std::vector<float> rows(p.size() * d), l(m.config().n_vocab);

@@ -49,18 +49,21 @@ std::vector<int32_t> prompt_ids(const std::string& model, const std::string& pid
   throw std::runtime_error("no prompt " + pid + " in " + model);
 }
 
-std::unique_ptr<CachedModel> with_cache(std::unique_ptr<Model> m, int64_t capacity) {
+std::unique_ptr<CachedModel> with_cache(std::unique_ptr<Model> m, int64_t capacity,
+                                        const std::string& kv_type) {
   KvOptions kv;
+  kv.type = kv_type;
   kv.capacity = capacity;
   return std::make_unique<CachedModel>(std::move(m), kv);
 }
 
-std::unique_ptr<CachedModel> open_model(const std::string& path, Precision prec, int threads) {
+std::unique_ptr<CachedModel> open_model(const std::string& path, Precision prec, int threads,
+                                        const std::string& kv_type) {
   ModelFiles files = open_model_files(path);
   ModelOptions o;
   o.precision = prec;
   o.n_threads = threads;
-  return with_cache(create_model(std::move(files.config), std::move(files.weights), o));
+  return with_cache(create_model(std::move(files.config), std::move(files.weights), o), 4096, kv_type);
 }
 
 SeqInput seq_input(int seq, std::span<const int32_t> tokens, Want logits, Want hidden) {

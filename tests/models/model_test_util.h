@@ -21,6 +21,12 @@ nlohmann::json load_json(const std::string& path);
 // Token ids of a prompt from the fixture's reference.json.
 std::vector<int32_t> prompt_ids(const std::string& model, const std::string& pid);
 
+// The KV element type llama.cpp's reference outputs in tests/data were made with (-ctk f32 -ctv
+// f32, tests/data/README.md). Tests comparing with those references pin it, so they test exactly
+// what they tested before f16 became the library default; tests comparing ferrum with itself
+// (batched == alone, stages == whole, ...) run on the default (kDefaultKvType).
+inline const std::string kReferenceKvType = "f32";
+
 // A model with one KV cache of its own, for tests that drive sequences directly; the methods
 // forward to Model and KvCache.
 struct CachedModel {
@@ -50,9 +56,12 @@ struct CachedModel {
   bool can_fit(std::span<const std::pair<int, int64_t>> s) const { return kv->can_fit(s); }
   int64_t reuse_prefix(int seq, std::span<const int32_t> p) { return kv->reuse_prefix(seq, p); }
 };
-std::unique_ptr<CachedModel> with_cache(std::unique_ptr<Model> m, int64_t capacity = 4096);
+// kv_type: "" for the library default.
+std::unique_ptr<CachedModel> with_cache(std::unique_ptr<Model> m, int64_t capacity = 4096,
+                                        const std::string& kv_type = kReferenceKvType);
 
-std::unique_ptr<CachedModel> open_model(const std::string& path, Precision prec, int threads = 2);
+std::unique_ptr<CachedModel> open_model(const std::string& path, Precision prec, int threads = 2,
+                                        const std::string& kv_type = kReferenceKvType);
 
 // One input of a forward batch.
 SeqInput seq_input(int seq, std::span<const int32_t> tokens, Want logits = Want::Last,

@@ -66,8 +66,7 @@ std::vector<std::vector<float>> reference(const std::vector<std::string>& texts,
   std::vector<std::vector<int32_t>> batch;
   for (const auto& t : texts) batch.push_back(lm.tokenizer->encode(t, true, false));
   DecoderEmbedOptions d;
-  d.pooling = p;
-  d.kv_type = "f32";
+  d.pooling = p;  // and the default KV type, as the server's
   return decoder_embeddings(*lm.model, batch, d);
 }
 
