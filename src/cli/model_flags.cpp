@@ -19,7 +19,9 @@ void ModelFlags::add(CLI::App* app, bool model_optional) {
       ->check(CLI::IsMember({"contiguous", "paged"}));
   app->add_option("--kv-type", kv.type, "KV cache element type: f32, f16, bf16 or int8 (default: f16)")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "int8"}));
-  app->add_option("--kv-pool", kv.pool_tokens, "KV pool size in tokens over all sequences (paged)");
+  app->add_option("--kv-pool", kv.pool_tokens,
+                  "KV pool size in tokens over all sequences (default: 4 x capacity, serve: max-num-seqs x "
+                  "capacity; at most a quarter of free memory)");
   app->add_flag("--prefix-cache", kv.prefix_cache, "reuse cached prompt prefixes (needs --kv-layout paged)");
 }
 

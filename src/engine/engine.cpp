@@ -31,13 +31,22 @@ std::vector<double> itl_buckets() {
   return {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1};
 }
 
+// The engine's cache: unless the pool is sized by the caller, it holds max_num_seqs full-length
+// sequences (the library default of 4 would preempt a full batch of long ones), still at most a
+// quarter of the free memory.
+KvOptions engine_kv_options(const EngineOptions& o) {
+  KvOptions kv = o.kv;
+  if (kv.pool_tokens == 0 && kv.pool_sequences == 0) kv.pool_sequences = std::max(4, o.max_num_seqs);
+  return kv;
+}
+
 }  // namespace
 
 Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
     : model_(model),
       tok_(tok),
       opt_(opt),
-      kv_(KvCache::for_model(model, opt.kv)),
+      kv_(KvCache::for_model(model, engine_kv_options(opt))),
       n_vocab_(model.config().n_vocab) {
   if (!model.has_logits())
     fail("the engine needs a model with its LM head (not a backbone or an inner stage)");

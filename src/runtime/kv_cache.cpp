@@ -44,8 +44,8 @@ KvCache::KvCache(int n_layer, int n_head_kv, int head_dim, KvCacheOptions opts)
     fail("KV block size must be a positive multiple of {}, got {}", kernels::kKvGroup, opts_.block_tokens);
   row_bytes_ = kernels::kv_row_bytes(opts_.type, n_head_kv, head_dim);
   if (opts_.pool_tokens <= 0) {
-    // Default: room for 4 full-length sequences, but at most a quarter of the free memory.
-    int64_t tokens = opts_.seq_capacity * 4;
+    // Default: room for pool_sequences full-length sequences, at most a quarter of the free memory.
+    int64_t tokens = opts_.seq_capacity * std::max<int64_t>(1, opts_.pool_sequences);
     const size_t avail = available_memory();
     if (avail > 0) tokens = std::min<int64_t>(tokens, static_cast<int64_t>(avail / 4 / bytes_per_token()));
     opts_.pool_tokens = std::max<int64_t>(tokens, opts_.seq_capacity);

@@ -27,6 +27,7 @@ struct KvCacheOptions {
   kernels::KvType type = kernels::KvType::F32;
   int64_t seq_capacity = 4096;  // max tokens of one sequence
   int64_t pool_tokens = 0;      // total tokens over all sequences (0: derived, see kv_cache.cpp)
+  int64_t pool_sequences = 4;   // the derived pool: room for this many full-length sequences
   int block_tokens = 16;        // paged block size
   bool prefix_cache = false;    // paged only
 };

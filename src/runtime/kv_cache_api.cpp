@@ -38,6 +38,8 @@ runtime::KvCacheOptions runtime_options(const KvOptions& o, int64_t default_capa
   if (o.pool_tokens < 0) fail("KV pool size must be positive, got {}", o.pool_tokens);
   r.seq_capacity = o.capacity > 0 ? o.capacity : default_capacity;
   r.pool_tokens = o.pool_tokens;
+  if (o.pool_sequences < 0) fail("KV pool sequences must be positive, got {}", o.pool_sequences);
+  if (o.pool_sequences > 0) r.pool_sequences = o.pool_sequences;
   r.prefix_cache = o.prefix_cache;
   if (o.prefix_cache && r.layout != runtime::KvLayout::Paged)
     fail("the prefix cache needs --kv-layout paged");

@@ -163,6 +163,26 @@ void concurrent_no_mixups(const std::string& path, int64_t pool, int max_num_seq
   EXPECT_EQ(eng.kv_usage().sequences, 0);
 }
 
+// Unless sized by the caller, the engine's pool holds max_num_seqs full-length sequences (the
+// library's default, 4, would preempt a full batch of long ones); a given size is kept.
+TEST(Scheduler, DefaultPoolHoldsMaxNumSeqsFullSequences) {
+  Loaded m = load(stories(), "paged", /*pool=*/0, /*capacity=*/128);
+  EngineOptions e = m.engine_options();
+  e.max_num_seqs = 12;
+  {
+    Engine eng(*m.model, *m.tokenizer, e);
+    const KvUsage u = eng.kv_usage();
+    EXPECT_GE(u.total_blocks * u.block_tokens, 12 * 128);
+    EXPECT_LT(u.total_blocks * u.block_tokens, 13 * 128);
+  }
+  e.kv.pool_tokens = 256;
+  Engine sized(*m.model, *m.tokenizer, e);
+  EXPECT_EQ(sized.kv_usage().total_blocks * sized.kv_usage().block_tokens, 256);
+  // The library's own default stays 4 sequences.
+  auto alone = KvCache::for_model(*m.model, m.kv);
+  EXPECT_EQ(alone->usage().total_blocks * alone->usage().block_tokens, 4 * 128);
+}
+
 TEST(Scheduler, ConcurrentRequestsGetTheirOwnOutputStories) {
   concurrent_no_mixups(stories(), 0, 8, 64, false);
 }
