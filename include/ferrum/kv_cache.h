@@ -29,8 +29,10 @@ struct KvOptions {
   int64_t capacity = 0;               // tokens per sequence; 0 = min(training context, 4096)
   int64_t pool_tokens = 0;            // tokens over all sequences; 0 = pool_sequences x capacity,
                                       // at most a quarter of the free memory
-  int64_t pool_sequences = 0;         // full-length sequences the default pool holds; 0 = 4
   bool prefix_cache = false;          // reuse cached prompt prefixes (paged only)
+  // Full-length sequences a default pool (pool_tokens 0) holds; 0 = 4. Last, so that brace
+  // initialisation of the fields above keeps its meaning.
+  int64_t pool_sequences = 0;
   // Fills unset fields from FERRUM_KV_LAYOUT, FERRUM_KV_TYPE, FERRUM_KV_CAPACITY, FERRUM_KV_POOL,
   // FERRUM_PREFIX_CACHE (a type set explicitly, f32 included, is kept).
   void apply_env();
