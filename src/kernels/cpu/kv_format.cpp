@@ -82,7 +82,9 @@ void load_head(KvType t, const uint8_t* e, size_t stride, int head_dim, float sc
   }
 }
 
-float* scale_slot(uint8_t* group, int i, int h, int n_head_kv, int head_dim) {
+// Where an INT8 token's scale goes (other types have none: nullptr, no pointer past the group).
+float* scale_slot(KvType t, uint8_t* group, int i, int h, int n_head_kv, int head_dim) {
+  if (t != KvType::INT8) return nullptr;
   return const_cast<float*>(kv_scales(group, h, n_head_kv, head_dim)) + i;
 }
 
@@ -99,14 +101,14 @@ void kv_store_key(KvType t, const float* src, uint8_t* group, int i, int n_head_
   const size_t es = kv_element_bytes(t);
   for (int h = 0; h < n_head_kv; ++h)
     store_head(t, src + static_cast<size_t>(h) * head_dim, group + kv_key_offset(h, 0, i, head_dim) * es,
-               kKvGroup, head_dim, scale_slot(group, i, h, n_head_kv, head_dim));
+               kKvGroup, head_dim, scale_slot(t, group, i, h, n_head_kv, head_dim));
 }
 
 void kv_store_value(KvType t, const float* src, uint8_t* group, int i, int n_head_kv, int head_dim) {
   const size_t es = kv_element_bytes(t);
   for (int h = 0; h < n_head_kv; ++h)
     store_head(t, src + static_cast<size_t>(h) * head_dim, group + kv_value_offset(h, i, head_dim) * es, 1,
-               head_dim, scale_slot(group, i, h, n_head_kv, head_dim));
+               head_dim, scale_slot(t, group, i, h, n_head_kv, head_dim));
 }
 
 void kv_load_key(KvType t, const uint8_t* group, int i, int h, int n_head_kv, int head_dim, float* out) {
