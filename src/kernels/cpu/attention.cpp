@@ -31,25 +31,34 @@ struct RowStates {
   }
 };
 
-// One thread's buffers (floats, sized for the call's largest item).
+// One thread's buffers (floats, sized for the call's largest item; the INT8 query rows in ints).
 struct ThreadBuf {
-  float *q, *kt, *vt, *s, *c;
+  float *q, *qs, *kt, *vt, *s, *c;
+  int8_t* q8;
+  int32_t* q8sum;
   RowStates chunk, merged;
   const uint8_t** kgroups;  // the current tile's cache groups
   const uint8_t** vgroups;
   static size_t floats(int64_t R, int hd) {
-    return R * hd + 2 * kKeyTile * hd + R * kKeyTile + R + 2 * (2 * R + R * hd);
+    return R * hd + R + 2 * kKeyTile * hd + R * kKeyTile + R + 2 * (2 * R + R * hd);
   }
-  ThreadBuf(float* f, const uint8_t** groups, int64_t R, int hd) {
+  static size_t ints(int64_t R, int hd) { return R + (R * hd + 3) / 4; }
+  ThreadBuf(float* f, int32_t* ints, const uint8_t** groups, int64_t R, int hd) {
     q = f;
-    kt = q + R * hd;
+    qs = q + R * hd;
+    kt = qs + R;
     vt = kt + kKeyTile * hd;
     s = vt + kKeyTile * hd;
     c = s + R * kKeyTile;
     chunk = RowStates::at(c + R, R);
     merged = RowStates::at(chunk.acc + R * hd, R);
+    q8sum = ints;
+    q8 = reinterpret_cast<int8_t*>(ints + R);
     kgroups = groups;
     vgroups = groups + kTileGroups;
+  }
+  QueryRows rows(int hd, bool quantized) const {
+    return quantized ? QueryRows{q, q8, qs, q8sum, hd} : QueryRows{q, nullptr, nullptr, nullptr, hd};
   }
 };
 
@@ -148,13 +157,22 @@ struct ItemRunner {
     }
   }
 
-  // Many rows of one head: keys and values converted once into buffers and used by every row.
+  // Many rows of one head: keys and values converted once into buffers and used by every row
+  // (INT8 keys: integer dot products group by group, as in tile_in_memory_order).
   void tile_by_head(const Tile& tl, ThreadBuf& b, const RowStates& st) const {
     const int hk = tl.it.h0;
     const int64_t r0 = row(tl.it, hk, tl.ta);
     const int nr = static_cast<int>((tl.tb - tl.ta) * group);
-    ops.load_keys(b.kgroups, tl.a, tl.b, tl.J.kv.type, hk, p.n_head_kv, hd, b.kt);
-    ops.scores(b.q + r0 * hd, nr, b.kt, hd, p.scale, b.s + r0 * kKeyTile);
+    const KvType type = tl.J.kv.type;
+    if (type == KvType::INT8) {
+      for (int g = 0; g < kTileGroups; ++g)
+        if (b.kgroups[g])
+          ops.scores_group(b.rows(hd, true).from(r0), nr, b.kgroups[g], type, hk, p.n_head_kv, hd, p.scale,
+                           b.s + r0 * kKeyTile + kKvGroup * g);
+    } else {
+      ops.load_keys(b.kgroups, tl.a, tl.b, type, hk, p.n_head_kv, hd, b.kt);
+      ops.scores(b.q + r0 * hd, nr, b.kt, hd, p.scale, b.s + r0 * kKeyTile);
+    }
     mask(tl, hk, b);
     ops.softmax_step(b.s + r0 * kKeyTile, nr, st.m + r0, st.l + r0, b.c + r0);
     float* acc = st.acc + r0 * hd;
@@ -172,11 +190,12 @@ struct ItemRunner {
   void tile_in_memory_order(const Tile& tl, ThreadBuf& b, const RowStates& st) const {
     const int nr = static_cast<int>((tl.tb - tl.ta) * group);
     const KvType type = tl.J.kv.type;
+    const QueryRows rows = b.rows(hd, type == KvType::INT8);
     for (int g = 0; g < kTileGroups; ++g) {
       if (!b.kgroups[g]) continue;
       for (int hk = tl.it.h0; hk < tl.it.h1; ++hk) {
         const int64_t r0 = row(tl.it, hk, tl.ta);
-        ops.scores_group(b.q + r0 * hd, nr, b.kgroups[g], type, hk, p.n_head_kv, hd, p.scale,
+        ops.scores_group(rows.from(r0), nr, b.kgroups[g], type, hk, p.n_head_kv, hd, p.scale,
                          b.s + r0 * kKeyTile + kKvGroup * g);
       }
     }
@@ -205,6 +224,7 @@ struct ItemRunner {
       for (int64_t t = it.t0; t < it.t1; ++t)
         std::copy_n(J.q + t * J.ldq + static_cast<int64_t>(hk) * group * hd, group * hd,
                     b.q + row(it, hk, t) * hd);
+    if (J.kv.type == KvType::INT8) quantize_query_rows(b.q, R, hd, b.q8, b.qs, b.q8sum);
     b.merged.clear(R, hd);
     const int64_t jlo = first_key(p, J.pos0 + it.t0), jhi = J.pos0 + it.t1;
     for (int64_t c = it.c0; c < it.c1; ++c) {
@@ -324,13 +344,16 @@ void attention(const AttentionParams& p, const AttentionJob* jobs, int n_jobs, T
   const size_t per_thread = ThreadBuf::floats(R, hd), slot = static_cast<size_t>(R) * (hd + 2);
   const size_t n_threads = static_cast<size_t>(pool.size());
   if (sc.buf.size() < per_thread * n_threads) sc.buf.resize(per_thread * n_threads);
+  const size_t ints_per_thread = ThreadBuf::ints(R, hd);
+  if (sc.ints.size() < ints_per_thread * n_threads) sc.ints.resize(ints_per_thread * n_threads);
   if (sc.groups.size() < 2 * kTileGroups * n_threads) sc.groups.resize(2 * kTileGroups * n_threads);
   size_t slots = 0;
   for (const AttentionItem& m : sc.merges) slots += m.c1 - m.c0;
   if (sc.partials.size() < slots * slot) sc.partials.resize(slots * slot);
 
   auto buf_of = [&](int ith) {
-    return ThreadBuf(sc.buf.data() + per_thread * ith, sc.groups.data() + 2 * kTileGroups * ith, R, hd);
+    return ThreadBuf(sc.buf.data() + per_thread * ith, sc.ints.data() + ints_per_thread * ith,
+                     sc.groups.data() + 2 * kTileGroups * ith, R, hd);
   };
   for_each_item(pool, sc.items.size(), [&](size_t i, int ith) {
     ThreadBuf b = buf_of(ith);

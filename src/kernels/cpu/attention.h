@@ -2,7 +2,8 @@
 // sequence's KV cache, tiled with an online softmax (flash-attention style): a work item is one
 // block of query tokens x one KV head (all query heads of its GQA group), which reads its keys and
 // values tile by tile straight from the cache (contiguous or paged; F32, F16, BF16 or INT8,
-// converted in registers), so memory stays O(tile) at any context length. A query's keys are cut
+// converted in registers; INT8 keys are scored with integer dot products against the queries
+// rounded to 8 bits, attention_tile.h), so memory stays O(tile) at any context length. A query's keys are cut
 // into chunks of kAttentionChunk at fixed positions, each chunk's softmax state is computed on its
 // own and the states are merged in order: long decodes split their chunks over threads (split-K)
 // and get exactly the same numbers as when one thread does them all, so results do not depend on
@@ -37,6 +38,7 @@ struct AttentionItem {
 
 struct AttentionScratch {              // grow-only buffers reused across calls
   std::vector<float> buf;              // per thread: query rows, K/V tile, scores, softmax states
+  std::vector<int32_t> ints;           // per thread: quantized query rows (INT8 caches)
   std::vector<const uint8_t*> groups;  // per thread: the tile's K and V cache groups
   std::vector<float> partials;         // split chunks' states
   std::vector<AttentionItem> items, merges;

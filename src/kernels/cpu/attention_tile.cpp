@@ -2,6 +2,7 @@
 // take), and the choice of the steps for the active ISA.
 #include "kernels/cpu/attention_tile.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -39,8 +40,23 @@ void scores(const float* q, int R, const float* kt, int hd, float scale, float* 
     }
 }
 
-void scores_group(const float* q, int R, const uint8_t* group, KvType t, int h, int n_head_kv, int hd,
+// INT8 keys against quantized rows: exact integer dots, then the scales (see QueryRows).
+void scores_group_int8(const QueryRows& q, int R, const uint8_t* group, int h, int n_head_kv, int hd,
+                       float scale, float* s) {
+  const float* ks = kv_scales(group, h, n_head_kv, hd);
+  for (int i = 0; i < kKvGroup; ++i)
+    for (int r = 0; r < R; ++r) {
+      int32_t dot = 0;
+      for (int d = 0; d < hd; ++d)
+        dot += (group[kv_int8_key_offset(h, d, i, hd)] - kInt8KeyBias) * q.q8[r * hd + d];
+      s[r * kKeyTile + i] = static_cast<float>(dot) * (ks[i] * (q.qs[r] * scale));
+    }
+}
+
+void scores_group(QueryRows qr, int R, const uint8_t* group, KvType t, int h, int n_head_kv, int hd,
                   float scale, float* s) {
+  if (t == KvType::INT8) return scores_group_int8(qr, R, group, h, n_head_kv, hd, scale, s);
+  const float* q = qr.f;
   float k[kMaxHeadDim];
   for (int i = 0; i < kKvGroup; ++i) {
     kv_load_key(t, group, i, h, n_head_kv, hd, k);
@@ -98,6 +114,23 @@ const AttentionTileOps kGeneric = {load_keys,    load_values, scores,         sc
                                    softmax_step, accumulate,  accumulate_rows};
 
 }  // namespace
+
+void quantize_query_rows(const float* q, int R, int hd, int8_t* q8, float* qs, int32_t* q8sum) {
+  for (int r = 0; r < R; ++r) {
+    const float* x = q + static_cast<size_t>(r) * hd;
+    float amax = 0.0f;
+    for (int d = 0; d < hd; ++d) amax = std::max(amax, std::fabs(x[d]));
+    const float sc = amax / 127.0f, inv = sc > 0 ? 1.0f / sc : 0.0f;
+    int32_t sum = 0;
+    for (int d = 0; d < hd; ++d) {
+      const int v = static_cast<int>(std::nearbyint(x[d] * inv));
+      q8[static_cast<size_t>(r) * hd + d] = static_cast<int8_t>(v);
+      sum += v;
+    }
+    qs[r] = sc;
+    q8sum[r] = sum;
+  }
+}
 
 const AttentionTileOps& generic_tile_ops() {
   return kGeneric;

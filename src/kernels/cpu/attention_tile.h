@@ -21,6 +21,23 @@ constexpr int kMaxHeadDim = 1024;
 // columns [16 g, 16 g + 16), nullptr when none of them is in the columns [a, b) used.
 constexpr int kTileGroups = kKeyTile / kKvGroup;
 
+// Query rows as the steps read them. For an INT8 cache they are also quantized, once per work
+// item (quantize_query_rows): q8 = round(q / qs), qs = max|q| / 127 per row, as llama.cpp's 8-bit
+// activations, so scores are integer dot products with the 8-bit keys (VNNI on AVX-512); the
+// score of key i is then float(sum_d q8_d k8_id) * (ks_i * (qs * scale)), ks_i the key's scale.
+struct QueryRows {
+  const float* f = nullptr;        // R x hd
+  const int8_t* q8 = nullptr;      // R x hd, INT8 caches only
+  const float* qs = nullptr;       // R scales
+  const int32_t* q8sum = nullptr;  // R sums of q8 (the keys are stored + kInt8KeyBias)
+  int hd = 0;
+  // The rows from row r on.
+  QueryRows from(int64_t r) const {
+    return {f + r * hd, q8 ? q8 + r * hd : nullptr, qs ? qs + r : nullptr, q8sum ? q8sum + r : nullptr, hd};
+  }
+};
+void quantize_query_rows(const float* q, int R, int hd, int8_t* q8, float* qs, int32_t* q8sum);
+
 struct AttentionTileOps {
   // Head h of tile columns j in [a, b) (other columns: zeros), F32 out: keys transposed,
   // kt[d * kKeyTile + j] for j < kKeyTile; values as rows, vt[j * hd + d] for j < b.
@@ -31,8 +48,9 @@ struct AttentionTileOps {
   // s[r * kKeyTile + j] = scale * sum_d q[r * hd + d] * kt[d * kKeyTile + j] for r < R, j < kKeyTile.
   void (*scores)(const float* q, int R, const float* kt, int hd, float scale, float* s);
   // The same for the 16 keys of one cache group, read straight from it: s[r * kKeyTile + i], i < 16
-  // (the same arithmetic as scores on the keys load_keys gives).
-  void (*scores_group)(const float* q, int R, const uint8_t* group, KvType t, int h, int n_head_kv, int hd,
+  // (F32/F16/BF16: the same arithmetic as scores on the keys load_keys gives; INT8: the integer
+  // dot products of QueryRows, the only way INT8 scores are computed).
+  void (*scores_group)(QueryRows q, int R, const uint8_t* group, KvType t, int h, int n_head_kv, int hd,
                        float scale, float* s);
   // One online-softmax step over R rows of s (masked entries -inf, at least one finite per row):
   // m' = max(m, max_j s), c = e^(m - m'), s = e^(s - m'), l = l * c + sum_j s, m = m'.

@@ -73,6 +73,7 @@ void load_keys_t(const uint8_t* const* groups, int a, int b, int h, int n_head_k
 
 void load_keys(const uint8_t* const* groups, int a, int b, KvType t, int h, int n_head_kv, int hd,
                float* kt) {
+  if (t == KvType::INT8) return generic_tile_ops().load_keys(groups, a, b, t, h, n_head_kv, hd, kt);
   with_type(t, [&]<KvType T>() { load_keys_t<T>(groups, a, b, h, n_head_kv, hd, kt); });
 }
 
@@ -139,30 +140,62 @@ void scores(const float* q, int R, const float* kt, int hd, float scale, float* 
 
 // NR query rows x the 16 keys of a cache group, converted as load_keys converts them.
 template <KvType T, int NR>
-void scores_group_rows(const float* q, const uint8_t* group, int h, int n_head_kv, int hd, float scale,
-                       float* s) {
+void scores_group_rows(const float* q, const uint8_t* group, int hd, float scale, float* s) {
   const size_t es = kv_element_bytes(T);
-  const uint8_t* e = group + kv_key_offset(h, 0, 0, hd) * es;
-  __m512 ks = _mm512_set1_ps(1.0f);
-  if constexpr (T == KvType::INT8) ks = _mm512_loadu_ps(kv_scales(group, h, n_head_kv, hd));
+  const uint8_t* e = group + kv_key_offset(0, 0, 0, hd) * es;
   __m512 acc[NR];
   for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
   for (int d = 0; d < hd; ++d) {
-    __m512 k = load16<T>(e + d * kKvGroup * es);
-    if constexpr (T == KvType::INT8) k = _mm512_mul_ps(k, ks);
+    const __m512 k = load16<T>(e + d * kKvGroup * es);
     for (int r = 0; r < NR; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(q[r * hd + d]), k, acc[r]);
   }
   for (int r = 0; r < NR; ++r)
     _mm512_storeu_ps(s + r * kKeyTile, _mm512_mul_ps(acc[r], _mm512_set1_ps(scale)));
 }
 
-void scores_group(const float* q, int R, const uint8_t* group, KvType t, int h, int n_head_kv, int hd,
+// INT8: NR quantized rows x the 16 keys. A 64-byte quad holds 4 dimensions of the 16 keys
+// grouped by key (kv_format.h), so one vpdpbusd adds 4 products per key; C independent sums per
+// row hide its latency (integer sums: the order does not change them).
+template <int NR>
+void scores_group_int8(const QueryRows& q, const uint8_t* e, const float* kscale, int hd, float scale,
+                       float* s) {
+  constexpr int C = NR >= 4 ? 2 : 4;
+  __m512i acc[NR][C];
+  for (int r = 0; r < NR; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_si512();
+  for (int d = 0; d < hd; d += 4 * C)
+    for (int c = 0; c < C && d + 4 * c < hd; ++c) {
+      const __m512i k = _mm512_loadu_si512(e + (d + 4 * c) * kKvGroup);
+      for (int r = 0; r < NR; ++r) {
+        int32_t q4;
+        std::memcpy(&q4, q.q8 + r * hd + d + 4 * c, 4);
+        acc[r][c] = _mm512_dpbusd_epi32(acc[r][c], k, _mm512_set1_epi32(q4));
+      }
+    }
+  const __m512 ks = _mm512_loadu_ps(kscale);
+  for (int r = 0; r < NR; ++r) {
+    __m512i dot = _mm512_set1_epi32(-kInt8KeyBias * q.q8sum[r]);
+    for (int c = 0; c < C; ++c) dot = _mm512_add_epi32(dot, acc[r][c]);
+    const __m512 f = _mm512_mul_ps(ks, _mm512_set1_ps(q.qs[r] * scale));
+    _mm512_storeu_ps(s + r * kKeyTile, _mm512_mul_ps(_mm512_cvtepi32_ps(dot), f));
+  }
+}
+
+void scores_group(QueryRows q, int R, const uint8_t* group, KvType t, int h, int n_head_kv, int hd,
                   float scale, float* s) {
-  with_type(t, [&]<KvType T>() {
+  if (t == KvType::INT8) {
+    const uint8_t* e = group + kv_int8_key_offset(h, 0, 0, hd);
+    const float* ks = kv_scales(group, h, n_head_kv, hd);
     int r = 0;
-    for (; r + 4 <= R; r += 4)
-      scores_group_rows<T, 4>(q + r * hd, group, h, n_head_kv, hd, scale, s + r * kKeyTile);
-    for (; r < R; ++r) scores_group_rows<T, 1>(q + r * hd, group, h, n_head_kv, hd, scale, s + r * kKeyTile);
+    for (; r + 4 <= R; r += 4) scores_group_int8<4>(q.from(r), e, ks, hd, scale, s + r * kKeyTile);
+    for (; r < R; ++r) scores_group_int8<1>(q.from(r), e, ks, hd, scale, s + r * kKeyTile);
+    return;
+  }
+  with_type(t, [&]<KvType T>() {
+    const uint8_t* g = group + kv_key_offset(h, 0, 0, hd) * kv_element_bytes(T);
+    int r = 0;
+    for (; r + 4 <= R; r += 4) scores_group_rows<T, 4>(q.f + r * hd, g, hd, scale, s + r * kKeyTile);
+    for (; r < R; ++r) scores_group_rows<T, 1>(q.f + r * hd, g, hd, scale, s + r * kKeyTile);
   });
 }
 
@@ -228,8 +261,8 @@ void accumulate(const float* p, int R, const float* vt, int n, int hd, const flo
 // NR rows x 16 NV output columns from column i, value rows converted from the cache in registers
 // (NV a constant, so the accumulators stay in registers).
 template <KvType T, int NR, int NV>
-void accumulate_cached(const float* p, const uint8_t* const* groups, int a, int n, int h, int n_head_kv, int hd,
-                       int i, const float* c, float* acc) {
+void accumulate_cached(const float* p, const uint8_t* const* groups, int a, int n, int h, int n_head_kv,
+                       int hd, int i, const float* c, float* acc) {
   __m512 acc_r[NR][NV];
   for (int r = 0; r < NR; ++r)
     for (int k = 0; k < NV; ++k) {
@@ -267,9 +300,11 @@ void accumulate_rows(const float* p, int R, const uint8_t* const* groups, int a,
   with_type(t, [&]<KvType T>() {
     int r = 0;
     for (; r + 4 <= R; r += 4)
-      accumulate_cached_rows<T, 4>(p + r * kKeyTile, groups, a, n, h, n_head_kv, hd, c ? c + r : c, acc + r * hd);
+      accumulate_cached_rows<T, 4>(p + r * kKeyTile, groups, a, n, h, n_head_kv, hd, c ? c + r : c,
+                                   acc + r * hd);
     for (; r < R; ++r)
-      accumulate_cached_rows<T, 1>(p + r * kKeyTile, groups, a, n, h, n_head_kv, hd, c ? c + r : c, acc + r * hd);
+      accumulate_cached_rows<T, 1>(p + r * kKeyTile, groups, a, n, h, n_head_kv, hd, c ? c + r : c,
+                                   acc + r * hd);
   });
 }
 

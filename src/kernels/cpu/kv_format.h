@@ -5,7 +5,10 @@
 // kv_row_bytes bytes. Inside a group, keys are transposed per head, [head][dim][token], so the
 // attention kernel reads 16 keys' values of one dimension as one vector (no transposes), and
 // values are head-major, [head][token][dim], so a head's 16 value rows are one contiguous run.
-// INT8 groups end with the scales, [head][token] floats, after the levels.
+// INT8 groups end with the scales, [head][token] floats, after the levels. INT8 keys are stored as
+// unsigned bytes, level + kInt8KeyBias, in quads of dimensions, [head][dim / 4][token][dim % 4],
+// so one u8 x s8 dot-product instruction (VNNI) takes 4 dimensions of 16 keys as they are against
+// quantized queries (head sizes are multiples of 4 for INT8); values keep signed levels.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +19,7 @@ namespace ferrum::kernels {
 enum class KvType : int { F32 = 0, F16 = 1, BF16 = 2, INT8 = 3 };
 const char* kv_type_name(KvType t);
 constexpr int kKvGroup = 16;  // tokens per storage group (paged block sizes are multiples of it)
+constexpr int kInt8KeyBias = 128;
 // Bytes per token (all KV heads of one token); INT8 tokens carry one float scale per head.
 size_t kv_row_bytes(KvType t, int n_head_kv, int head_dim);
 inline size_t kv_element_bytes(KvType t) {
@@ -24,6 +28,10 @@ inline size_t kv_element_bytes(KvType t) {
 // Element offsets inside a group (in elements of the type; INT8 scales: kv_scale).
 inline size_t kv_key_offset(int h, int d, int i, int head_dim) {
   return (static_cast<size_t>(h) * head_dim + d) * kKvGroup + i;
+}
+// INT8 keys (bytes): quads of dimensions, see above.
+inline size_t kv_int8_key_offset(int h, int d, int i, int head_dim) {
+  return static_cast<size_t>(h) * head_dim * kKvGroup + (d / 4) * (4 * kKvGroup) + i * 4 + d % 4;
 }
 inline size_t kv_value_offset(int h, int i, int head_dim) {
   return (static_cast<size_t>(h) * kKvGroup + i) * head_dim;
