@@ -59,9 +59,8 @@ void LlamaModel::bind_weights() {
   if (last) output_norm_ = f32_tensor("output_norm.weight", d);
   // Tied embeddings: the output matrix is token_embd (the lookup keeps reading the file's rows).
   if (head)
-    output_ =
-        kernels::Linear({tied ? tok_embd_ : weights_.get("output.weight", {d, cfg_.n_vocab})}, kprec_, pool_,
-                        rounding_);
+    output_ = kernels::Linear({tied ? tok_embd_ : weights_.get("output.weight", {d, cfg_.n_vocab})}, kprec_,
+                              pool_, rounding_);
   if (cfg_.rope_freq_factors.empty()) {
     if (const float* ff_t = f32_tensor("rope_freqs.weight", cfg_.n_rot / 2, false)) {
       cfg_.rope_freq_factors.assign(ff_t, ff_t + cfg_.n_rot / 2);
@@ -83,7 +82,8 @@ void LlamaModel::bind_layer(int l) {
   Layer& L = layers_[l - opts_.layer_begin];
   L.attn_norm = f32_tensor(blk(l, "attn_norm.weight"), d);
   if (weights_.find(blk(l, "attn_qkv.weight")))
-    L.qkv = kernels::Linear({weights_.get(blk(l, "attn_qkv.weight"), {d, qd + 2 * kvd})}, kprec_, pool_, rounding_);
+    L.qkv = kernels::Linear({weights_.get(blk(l, "attn_qkv.weight"), {d, qd + 2 * kvd})}, kprec_, pool_,
+                            rounding_);
   else
     L.qkv = kernels::Linear(
         {weights_.get(blk(l, "attn_q.weight"), {d, qd}), weights_.get(blk(l, "attn_k.weight"), {d, kvd}),

@@ -43,8 +43,8 @@ void moe_select(const float* logits, int n, int k, bool renormalize, int32_t* id
   }
 }
 
-MoeFeedForward::MoeFeedForward(const ModelConfig& cfg, const WeightSet& w, int l, kernels::WeightRounding rounding,
-                               ThreadPool& pool)
+MoeFeedForward::MoeFeedForward(const ModelConfig& cfg, const WeightSet& w, int l,
+                               kernels::WeightRounding rounding, ThreadPool& pool)
     : layer_(l),
       n_embd_(cfg.n_embd),
       n_ff_(cfg.n_ff_expert),

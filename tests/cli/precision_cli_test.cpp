@@ -45,8 +45,9 @@ TEST(PrecisionCli, RunBenchAndEmbedAcceptBf16) {
   auto embed = [](const std::string& p) {
     auto r = run_ferrum("embed '" + bundled() + "' 'a short text' --json -t 1 --precision " + p);
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    return r.exit_code == 0 ? nlohmann::json::parse(r.out)["embeddings"][0]["embedding"].get<std::vector<float>>()
-                            : std::vector<float>{};
+    return r.exit_code == 0
+               ? nlohmann::json::parse(r.out)["embeddings"][0]["embedding"].get<std::vector<float>>()
+               : std::vector<float>{};
   };
   const auto fast = embed("fast"), bf16 = embed("bf16");
   ASSERT_EQ(fast.size(), 64u);

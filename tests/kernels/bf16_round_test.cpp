@@ -113,7 +113,8 @@ TEST(Bf16Round, QuantizedAndBf16MatricesAreUnchanged) {
   EXPECT_FALSE(rounds_to_bf16(WeightRounding::None, DType::F16));
   ThreadPool pool(1);
   test::TestMatrix m(DType::Q8_0, kRows, kCols, 4);
-  const Linear plain({m.view}, Precision::Fast, pool), rounded({m.view}, Precision::Fast, pool, WeightRounding::Bf16);
+  const Linear plain({m.view}, Precision::Fast, pool),
+      rounded({m.view}, Precision::Fast, pool, WeightRounding::Bf16);
   EXPECT_EQ(columns(plain, pool), columns(rounded, pool));
 }
 

@@ -56,8 +56,7 @@ std::string bf16_conversion(const std::string& in) {
     }
     w.add_tensor(t);
     const TensorView& head = conv->tensor(t.name);
-    if (tied)
-      w.add_tensor("output.weight", head.type, {head.ne[0], head.ne[1]}, head.data, head.nbytes);
+    if (tied) w.add_tensor("output.weight", head.type, {head.ne[0], head.ne[1]}, head.data, head.nbytes);
   }
   w.write(out);
   return out;
@@ -86,7 +85,8 @@ void expect_same_as_bf16_file(const std::string& model, const std::string& path,
   const std::string conv = bf16_conversion(path);
   expect_bitwise(logits(path, Precision::BF16, ids), logits(conv, Precision::Fast, ids), model + " packed");
   PackingOff off;
-  expect_bitwise(logits(path, Precision::BF16, ids), logits(conv, Precision::Fast, ids), model + " not packed");
+  expect_bitwise(logits(path, Precision::BF16, ids), logits(conv, Precision::Fast, ids),
+                 model + " not packed");
 }
 
 TEST(Bf16Precision, F16ModelGivesTheLogitsOfItsBf16Conversion) {
@@ -97,7 +97,8 @@ TEST(Bf16Precision, F32ModelGivesTheLogitsOfItsBf16Conversion) {
   expect_same_as_bf16_file("stories260K F32", stories_f32(), prompt_ids("stories260K", "p3"));
 }
 
-// Qwen3-MoE: the experts (not Linear matrices) are rounded too.
+// Qwen3-MoE: the experts (not Linear matrices) are multiplied as BF16 too. (This fixture's random
+// weights are BF16-exact, so here only the path is checked, not the rounding.)
 TEST(Bf16Precision, MoeExpertsAreRoundedToo) {
   const std::string f16 = temp_dir() + "/qwen3moe-F16.gguf";
   copy_file_atomic(model_file("qwen3moe", "gguf/qwen3moe-F16.gguf"), f16);
@@ -139,8 +140,8 @@ Distance distance(const std::vector<float>& got, const std::vector<float>& ref, 
 }
 
 // What BF16 weights cost against the exact F32 forward on stories260K p3 (47 positions, vocab 512).
-// Measured: fast (F16 weights) max |dlogit| 0.0048, top-1 47/47; bf16 max 0.083, 47/47.
-// Truncating instead of rounding to nearest even measured 0.19 (max) on the same prompt.
+// Measured (avx512, packed): fast (F16 weights) max |dlogit| 0.0099, top-1 47/47; bf16 max 0.126,
+// top-1 47/47. Truncating to BF16 instead of rounding to nearest even measured 0.174, hence 0.15.
 TEST(Bf16Precision, DistanceFromExactF32LogitsIsTheBf16Rounding) {
   const auto ids = prompt_ids("stories260K", "p3");
   const auto exact = logits(stories_f32(), Precision::Exact, ids);
@@ -148,7 +149,7 @@ TEST(Bf16Precision, DistanceFromExactF32LogitsIsTheBf16Rounding) {
   const Distance bf16 = distance(logits(stories_f16(), Precision::BF16, ids), exact, 512);
   EXPECT_LE(fast.max_abs, 0.02f);
   EXPECT_GT(bf16.max_abs, fast.max_abs) << "bf16 should round the F16 weights";
-  EXPECT_LE(bf16.max_abs, 0.12f);
+  EXPECT_LE(bf16.max_abs, 0.15f);
   EXPECT_EQ(fast.top1_agree, fast.positions);
   EXPECT_GE(bf16.top1_agree, bf16.positions - 1);
   std::printf("stories260K p3 vs exact F32: fast max |dlogit| %.4f top-1 %d/%d; bf16 max %.4f top-1 %d/%d\n",
