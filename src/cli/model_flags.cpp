@@ -5,11 +5,10 @@ namespace ferrum::cli {
 
 CLI::Option* add_precision_option(CLI::App* app, std::string& precision) {
   return app
-      ->add_option(
-          "--precision", precision,
-          "matrix products: 'fast' (activations quantized like llama.cpp), 'exact' (F32 activations) or "
-          "'bf16' (as fast, with F16/F32 weight matrices rounded to BF16 at load: BF16 dot products, "
-          "the logits of the model's BF16 conversion)")
+      ->add_option("--precision", precision,
+                   "matrix products: 'fast' (activations quantized like llama.cpp), 'exact' (F32 "
+                   "activations) or 'bf16' (as fast, with F16/F32 weight matrices rounded to BF16 at "
+                   "load: BF16 dot products, the logits of the model's BF16 conversion)")
       ->check(CLI::IsMember({"fast", "exact", "bf16"}));
 }
 

@@ -16,9 +16,9 @@ DenseFeedForward::DenseFeedForward(const ModelConfig& cfg, const WeightSet& w, i
   if (w.find(name("ffn_gate_up.weight")))
     gate_up_ = kernels::Linear({w.get(name("ffn_gate_up.weight"), {d, 2 * ff})}, prec, pool, rounding);
   else
-    gate_up_ =
-        kernels::Linear({w.get(name("ffn_gate.weight"), {d, ff}), w.get(name("ffn_up.weight"), {d, ff})},
-                        prec, pool, rounding);
+    gate_up_ = kernels::Linear(
+        {w.get(name("ffn_gate.weight"), {d, ff}), w.get(name("ffn_up.weight"), {d, ff})}, prec, pool,
+        rounding);
   down_ = kernels::Linear({w.get(name("ffn_down.weight"), {ff, d})}, prec, pool, rounding);
   w.release_packed(gate_up_);  // the packed copies replace the file pages (see WeightSet)
   w.release_packed(down_);

@@ -59,8 +59,9 @@ void LlamaModel::bind_weights() {
   if (last) output_norm_ = f32_tensor("output_norm.weight", d);
   // Tied embeddings: the output matrix is token_embd (the lookup keeps reading the file's rows).
   if (head)
-    output_ = kernels::Linear({tied ? tok_embd_ : weights_.get("output.weight", {d, cfg_.n_vocab})}, kprec_,
-                              pool_, rounding_);
+    output_ =
+        kernels::Linear({tied ? tok_embd_ : weights_.get("output.weight", {d, cfg_.n_vocab})}, kprec_, pool_,
+                        rounding_);
   if (cfg_.rope_freq_factors.empty()) {
     if (const float* ff_t = f32_tensor("rope_freqs.weight", cfg_.n_rot / 2, false)) {
       cfg_.rope_freq_factors.assign(ff_t, ff_t + cfg_.n_rot / 2);

@@ -51,10 +51,10 @@ class Linear {
     std::shared_ptr<const PackedMatrix> packed;
     size_t part = 0;
   };
-  std::vector<TensorView> parts_;    // as given (the file's tensors)
+  std::vector<TensorView> parts_;   // as given (the file's tensors)
   std::vector<TensorView> rowwise_;  // what the row-major kernels multiply: parts_, or BF16 copies of them
   std::vector<std::shared_ptr<const uint8_t>> copies_;  // the BF16 copies' memory
-  std::vector<int64_t> offsets_;                        // first row of each part
+  std::vector<int64_t> offsets_;                         // first row of each part
   std::vector<Segment> segments_;
   int64_t rows_ = 0;
 };

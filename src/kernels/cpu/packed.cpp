@@ -113,8 +113,7 @@ void pack_group(DType t, const uint8_t* const rows[kPackRows], int64_t nb, uint8
         const Q32Offsets o = q32_offsets(b, 512);
         for (int j = 0; j < 8; ++j)
           for (int i = 0; i < 4; ++i)
-            out[o.qs + lane_byte(j, r, i)] =
-                static_cast<uint8_t>(static_cast<uint8_t>(blk.qs[4 * j + i]) ^ 0x80);
+            out[o.qs + lane_byte(j, r, i)] = static_cast<uint8_t>(static_cast<uint8_t>(blk.qs[4 * j + i]) ^ 0x80);
         reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
       } else if (t == DType::Q6_K) {
         const auto& blk = reinterpret_cast<const BlockQ6_K*>(rows[r])[b];
@@ -123,19 +122,17 @@ void pack_group(DType t, const uint8_t* const rows[kPackRows], int64_t nb, uint8
         reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
         for (int h = 0; h < 2; ++h) {
           for (int j = 0; j < 16; ++j)
-            for (int i = 0; i < 4; ++i)
-              out[o.qs + q6k_l(h, j) + lane_byte(0, r, i)] = blk.ql[64 * h + 4 * j + i];
+            for (int i = 0; i < 4; ++i) out[o.qs + q6k_l(h, j) + lane_byte(0, r, i)] = blk.ql[64 * h + 4 * j + i];
           for (int j = 0; j < 8; ++j)
-            for (int i = 0; i < 4; ++i)
-              out[o.qs + q6k_h(h, j) + lane_byte(0, r, i)] = blk.qh[32 * h + 4 * j + i];
+            for (int i = 0; i < 4; ++i) out[o.qs + q6k_h(h, j) + lane_byte(0, r, i)] = blk.qh[32 * h + 4 * j + i];
         }
       } else if (t == DType::Q4_K) {
         const auto& blk = reinterpret_cast<const BlockQ4_K*>(rows[r])[b];
         pack_k4(blk.d, blk.dmin, blk.scales, blk.qs, nullptr, r, q4k_offsets(b), kQ4KChunkBytes, out);
       } else {  // Q5_K
         const auto& blk = reinterpret_cast<const BlockQ5_K*>(rows[r])[b];
-        pack_k4(blk.d, blk.dmin, blk.scales, blk.qs, blk.qh, r, q4k_offsets(b, kQ5KBlockBytes),
-                kQ5KChunkBytes, out);
+        pack_k4(blk.d, blk.dmin, blk.scales, blk.qs, blk.qh, r, q4k_offsets(b, kQ5KBlockBytes), kQ5KChunkBytes,
+                out);
       }
     }
 }
@@ -177,8 +174,7 @@ std::unique_ptr<PackedMatrix> pack_matrix(std::span<const TensorView> parts, Thr
            p.shape_string(), parts[0].name, dtype_name(t), parts[0].shape_string());
     if (!packable(t, p.rows(), cols))
       fail(
-          "pack_matrix: tensor '{}' ({} {}) has no packed layout (types "
-          "Q4_0/Q5_0/Q8_0/Q4_K/Q5_K/Q6_K/F16/BF16, rows in "
+          "pack_matrix: tensor '{}' ({} {}) has no packed layout (types Q4_0/Q5_0/Q8_0/Q4_K/Q5_K/Q6_K/F16/BF16, rows in "
           "multiples of 16)",
           p.name, dtype_name(t), p.shape_string());
     if (p.nbytes < p.row_bytes() * static_cast<size_t>(p.rows()))
@@ -268,8 +264,7 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
     for (int64_t b = 0; b < nb; ++b) {
       const Q32Offsets o = q32_offsets(b, 512);
       for (int j = 0; j < 8; ++j)
-        for (int i = 0; i < 4; ++i)
-          blk[b].qs[4 * j + i] = static_cast<int8_t>(g[o.qs + lane_byte(j, r, i)] ^ 0x80);
+        for (int i = 0; i < 4; ++i) blk[b].qs[4 * j + i] = static_cast<int8_t>(g[o.qs + lane_byte(j, r, i)] ^ 0x80);
       blk[b].d = reinterpret_cast<const uint16_t*>(g + o.d)[r];
     }
   } else if (p.type == DType::Q6_K) {
@@ -280,11 +275,9 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
       blk[b].d = reinterpret_cast<const uint16_t*>(g + o.d)[r];
       for (int h = 0; h < 2; ++h) {
         for (int j = 0; j < 16; ++j)
-          for (int i = 0; i < 4; ++i)
-            blk[b].ql[64 * h + 4 * j + i] = g[o.qs + q6k_l(h, j) + lane_byte(0, r, i)];
+          for (int i = 0; i < 4; ++i) blk[b].ql[64 * h + 4 * j + i] = g[o.qs + q6k_l(h, j) + lane_byte(0, r, i)];
         for (int j = 0; j < 8; ++j)
-          for (int i = 0; i < 4; ++i)
-            blk[b].qh[32 * h + 4 * j + i] = g[o.qs + q6k_h(h, j) + lane_byte(0, r, i)];
+          for (int i = 0; i < 4; ++i) blk[b].qh[32 * h + 4 * j + i] = g[o.qs + q6k_h(h, j) + lane_byte(0, r, i)];
       }
     }
   } else {
@@ -304,8 +297,7 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
           for (int i = 0; i < 4; ++i) {
             const uint8_t q = chunk[nib + lane_byte(j, r, i)];
             const int lo = (q & 0xF) + (q5 ? 16 * static_cast<int>(get_bit(chunk + 16 * j, 4 * r + i)) : 0);
-            const int hi =
-                (q >> 4) + (q5 ? 16 * static_cast<int>(get_bit(chunk + 16 * j + 8, 4 * r + i)) : 0);
+            const int hi = (q >> 4) + (q5 ? 16 * static_cast<int>(get_bit(chunk + 16 * j + 8, 4 * r + i)) : 0);
             const int e = 4 * j + i;
             out[b * 256 + 64 * c + e] = db * sc(2 * c) * lo - mb * mn(2 * c);
             out[b * 256 + 64 * c + 32 + e] = db * sc(2 * c + 1) * hi - mb * mn(2 * c + 1);
