@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/fp16.h"
@@ -46,11 +47,23 @@ std::vector<uint16_t> f16_matrix() {
   return h;
 }
 
+// FERRUM_PACK=0 while it lives when `on` is false (the caller's setting is restored).
 struct Packing {
-  explicit Packing(bool on) {
-    if (!on) setenv("FERRUM_PACK", "0", 1);
+  explicit Packing(bool on) : had(std::getenv("FERRUM_PACK") != nullptr) {
+    if (had) old = std::getenv("FERRUM_PACK");
+    if (on)
+      unsetenv("FERRUM_PACK");
+    else
+      setenv("FERRUM_PACK", "0", 1);
   }
-  ~Packing() { unsetenv("FERRUM_PACK"); }
+  ~Packing() {
+    if (had)
+      setenv("FERRUM_PACK", old.c_str(), 1);
+    else
+      unsetenv("FERRUM_PACK");
+  }
+  bool had;
+  std::string old;
 };
 
 // y for identity activations: token k gives column k of the matrix as multiplied.

@@ -67,10 +67,20 @@ std::vector<float> logits(const std::string& path, Precision p, const std::vecto
   return all_logits(*m, ids);
 }
 
-// Packing is decided per matrix at load from FERRUM_PACK.
+// Packing is decided per matrix at load from FERRUM_PACK (the caller's setting is restored).
 struct PackingOff {
-  PackingOff() { setenv("FERRUM_PACK", "0", 1); }
-  ~PackingOff() { unsetenv("FERRUM_PACK"); }
+  PackingOff() : had(std::getenv("FERRUM_PACK") != nullptr) {
+    if (had) old = std::getenv("FERRUM_PACK");
+    setenv("FERRUM_PACK", "0", 1);
+  }
+  ~PackingOff() {
+    if (had)
+      setenv("FERRUM_PACK", old.c_str(), 1);
+    else
+      unsetenv("FERRUM_PACK");
+  }
+  bool had;
+  std::string old;
 };
 
 void expect_bitwise(const std::vector<float>& a, const std::vector<float>& b, const std::string& what) {
