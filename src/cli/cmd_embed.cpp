@@ -33,14 +33,12 @@ Runner add_embed(CLI::App& app) {
   sub->add_flag("--raw", f->raw, "never L2-normalize, even if the model's files ask for it");
   sub->add_flag("--json", f->json, "print JSON");
   sub->add_option("-t,--threads", f->threads, "worker threads (default: all cores)");
-  sub->add_option("--precision", f->precision,
-                  "matmul activations: 'fast' (quantized like llama.cpp) or 'exact'")
-      ->check(CLI::IsMember({"fast", "exact"}));
+  add_precision_option(sub, f->precision);
   return [f] {
     if (f->normalize && f->raw) fail("--normalize and --raw exclude each other");
     ModelOptions o;
     o.n_threads = f->threads;
-    o.precision = f->precision == "exact" ? Precision::Exact : Precision::Fast;
+    o.precision = parse_precision(f->precision);
     Pooling pooling;
     bool normalize;
     int64_t dim;

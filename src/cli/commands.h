@@ -31,6 +31,10 @@ struct ModelFlags {
   std::string model_path() const;
 };
 
+// --precision (ModelFlags and `embed`): fast, exact or bf16.
+CLI::Option* add_precision_option(CLI::App* app, std::string& precision);
+Precision parse_precision(const std::string& name);
+
 Runner add_run(CLI::App& app);
 Runner add_eval(CLI::App& app);
 Runner add_info(CLI::App& app);

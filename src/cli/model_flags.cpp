@@ -3,6 +3,22 @@
 
 namespace ferrum::cli {
 
+CLI::Option* add_precision_option(CLI::App* app, std::string& precision) {
+  return app
+      ->add_option("--precision", precision,
+                   "matrix products: 'fast' (activations quantized like llama.cpp), 'exact' (F32 "
+                   "activations) or 'bf16' (as fast, with F16/F32 weight matrices rounded to BF16 at "
+                   "load: BF16 dot products, the logits of the model's BF16 conversion)")
+      ->check(CLI::IsMember({"fast", "exact", "bf16"}));
+}
+
+Precision parse_precision(const std::string& name) {
+  if (name == "fast") return Precision::Fast;
+  if (name == "exact") return Precision::Exact;
+  if (name == "bf16") return Precision::BF16;
+  fail("--precision: '{}' is not a precision (use fast, exact or bf16)", name);
+}
+
 void ModelFlags::add(CLI::App* app, bool model_optional) {
   auto* opt =
       app->add_option("model", model,
@@ -11,9 +27,7 @@ void ModelFlags::add(CLI::App* app, bool model_optional) {
   if (!model_optional) opt->required();
   app->add_option("--tokenizer", tokenizer, "llama2.c tokenizer.bin (default: beside the checkpoint)");
   app->add_option("-t,--threads", threads, "worker threads (default: all cores)");
-  app->add_option("--precision", precision,
-                  "matmul activations: 'fast' (quantized like llama.cpp) or 'exact' (F32)")
-      ->check(CLI::IsMember({"fast", "exact"}));
+  add_precision_option(app, precision);
   app->add_option("--kv-capacity", kv.capacity, "KV cache tokens per sequence (default: min(context, 4096))");
   app->add_option("--kv-layout", kv.layout, "KV cache layout: contiguous or paged (blocks of 16 tokens)")
       ->check(CLI::IsMember({"contiguous", "paged"}));
@@ -42,7 +56,7 @@ std::shared_ptr<const LoraAdapter> ModelFlags::load_adapter(const Model& model) 
 ModelOptions ModelFlags::options() const {
   ModelOptions o;
   o.n_threads = threads;
-  o.precision = precision == "exact" ? Precision::Exact : Precision::Fast;
+  o.precision = parse_precision(precision);
   return o;
 }
 

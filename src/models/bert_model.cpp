@@ -14,6 +14,7 @@
 #include "formats/hf_model_config.h"
 #include "formats/hf_tensor_sink.h"
 #include "kernels/cpu/elementwise.h"
+#include "models/precision.h"
 #include "models/registry.h"
 
 namespace fs = std::filesystem;
@@ -44,7 +45,7 @@ BertModel::BertModel(ModelConfig cfg, WeightSet weights, const ModelOptions& opt
       pooling_(default_pooling),
       normalize_(default_normalize),
       pool_(opts.n_threads),
-      kprec_(opts.precision == Precision::Exact ? kernels::Precision::Exact : kernels::Precision::Fast) {
+      kprec_(kernel_precision(opts.precision)) {
   const int64_t d = cfg_.n_embd, ff = cfg_.n_ff;
   const std::string& src = weights_.source();
   if (cfg_.arch != Arch::Bert) fail("{}: architecture '{}' is not a BERT encoder", src, arch_name(cfg_.arch));
@@ -89,6 +90,19 @@ BertModel::BertModel(ModelConfig cfg, WeightSet weights, const ModelOptions& opt
     L.attn_norm_b = f32(blk(l, "attn_output_norm.bias"), d);
     L.out_norm_w = f32(blk(l, "layer_output_norm.weight"), d);
     L.out_norm_b = f32(blk(l, "layer_output_norm.bias"), d);
+    if (opts.precision == Precision::BF16) round_to_bf16(L);
+  }
+}
+
+// --precision bf16: the layer's F16/F32 matrices are multiplied as BF16 copies (the embeddings
+// and norms stay as in the file).
+void BertModel::round_to_bf16(Layer& L) {
+  for (TensorView* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.up, &L.down}) {
+    if (!kernels::rounds_to_bf16(kernels::WeightRounding::Bf16, t->type)) continue;
+    kernels::Bf16Copy c = kernels::copy_as_bf16(*t, pool_);
+    weights_.release_pages(*t);  // the copy replaces the file pages
+    *t = c.view;
+    copies_.push_back(std::move(c.data));
   }
 }
 

@@ -56,6 +56,7 @@ class BertModel {
     const float *attn_norm_w, *attn_norm_b, *out_norm_w, *out_norm_b;
   };
   const float* f32(const std::string& name, int64_t n);
+  void round_to_bf16(Layer& L);
   void check(const std::vector<std::vector<int32_t>>& batch) const;
   // Runs sentences [first, last) of the batch; final states land in x_ (rows packed).
   void forward(const std::vector<std::vector<int32_t>>& batch, size_t first, size_t last);
@@ -71,6 +72,7 @@ class BertModel {
   int64_t n_pos_ = 0;
   ThreadPool pool_;
   kernels::Precision kprec_;
+  std::vector<std::shared_ptr<const uint8_t>> copies_;  // BF16 copies of the matrices (--precision bf16)
   kernels::MatmulScratch scratch_;
 
   TensorView tok_embd_, pos_embd_, type_embd_;

@@ -9,16 +9,17 @@
 namespace ferrum {
 
 DenseFeedForward::DenseFeedForward(const ModelConfig& cfg, const WeightSet& w, int l, kernels::Precision prec,
-                                   ThreadPool& pool)
+                                   kernels::WeightRounding rounding, ThreadPool& pool)
     : n_embd_(cfg.n_embd), n_ff_(cfg.n_ff) {
   const int64_t d = n_embd_, ff = n_ff_;
   auto name = [&](const char* n) { return fmt::format("blk.{}.{}", l, n); };
   if (w.find(name("ffn_gate_up.weight")))
-    gate_up_ = kernels::Linear({w.get(name("ffn_gate_up.weight"), {d, 2 * ff})}, prec, pool);
+    gate_up_ = kernels::Linear({w.get(name("ffn_gate_up.weight"), {d, 2 * ff})}, prec, pool, rounding);
   else
     gate_up_ = kernels::Linear(
-        {w.get(name("ffn_gate.weight"), {d, ff}), w.get(name("ffn_up.weight"), {d, ff})}, prec, pool);
-  down_ = kernels::Linear({w.get(name("ffn_down.weight"), {ff, d})}, prec, pool);
+        {w.get(name("ffn_gate.weight"), {d, ff}), w.get(name("ffn_up.weight"), {d, ff})}, prec, pool,
+        rounding);
+  down_ = kernels::Linear({w.get(name("ffn_down.weight"), {ff, d})}, prec, pool, rounding);
   w.release_packed(gate_up_);  // the packed copies replace the file pages (see WeightSet)
   w.release_packed(down_);
 }
@@ -41,9 +42,10 @@ void DenseFeedForward::forward(const float* x, int64_t n, float* out, FfnContext
 }
 
 std::unique_ptr<FeedForward> make_feed_forward(const ModelConfig& cfg, const WeightSet& w, int layer,
-                                               kernels::Precision prec, ThreadPool& pool) {
-  if (cfg.n_expert > 0) return std::make_unique<MoeFeedForward>(cfg, w, layer);
-  return std::make_unique<DenseFeedForward>(cfg, w, layer, prec, pool);
+                                               kernels::Precision prec, kernels::WeightRounding rounding,
+                                               ThreadPool& pool) {
+  if (cfg.n_expert > 0) return std::make_unique<MoeFeedForward>(cfg, w, layer, rounding, pool);
+  return std::make_unique<DenseFeedForward>(cfg, w, layer, prec, rounding, pool);
 }
 
 }  // namespace ferrum

@@ -35,7 +35,7 @@ class FeedForward {
 class DenseFeedForward : public FeedForward {
  public:
   DenseFeedForward(const ModelConfig& cfg, const WeightSet& w, int layer, kernels::Precision prec,
-                   ThreadPool& pool);
+                   kernels::WeightRounding rounding, ThreadPool& pool);
   void forward(const float* x, int64_t n, float* out, FfnContext& ctx) override;
 
  private:
@@ -46,8 +46,10 @@ class DenseFeedForward : public FeedForward {
 };
 
 // Builds the layer's block: mixture of experts when cfg.n_expert > 0, else dense.
-// prec and pool: how the dense weights are prepared (packed for the Fast kernels).
+// prec, rounding and pool: how the weights are prepared (packed for the Fast kernels, F16/F32 rounded
+// to BF16 under WeightRounding::Bf16).
 std::unique_ptr<FeedForward> make_feed_forward(const ModelConfig& cfg, const WeightSet& w, int layer,
-                                               kernels::Precision prec, ThreadPool& pool);
+                                               kernels::Precision prec, kernels::WeightRounding rounding,
+                                               ThreadPool& pool);
 
 }  // namespace ferrum

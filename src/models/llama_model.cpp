@@ -7,6 +7,7 @@
 #include "core/fail.h"
 #include "core/quant.h"
 #include "kernels/cpu/elementwise.h"
+#include "models/precision.h"
 
 namespace ferrum {
 
@@ -21,7 +22,8 @@ LlamaModel::LlamaModel(ModelConfig cfg, WeightSet weights, ModelOptions opts)
       weights_(std::move(weights)),
       opts_(opts),
       pool_(opts.n_threads),
-      kprec_(opts.precision == Precision::Exact ? kernels::Precision::Exact : kernels::Precision::Fast) {
+      kprec_(kernel_precision(opts.precision)),
+      rounding_(weight_rounding(opts.precision)) {
   check_options();
   bind_weights();
 }
@@ -58,7 +60,8 @@ void LlamaModel::bind_weights() {
   // Tied embeddings: the output matrix is token_embd (the lookup keeps reading the file's rows).
   if (head)
     output_ =
-        kernels::Linear({tied ? tok_embd_ : weights_.get("output.weight", {d, cfg_.n_vocab})}, kprec_, pool_);
+        kernels::Linear({tied ? tok_embd_ : weights_.get("output.weight", {d, cfg_.n_vocab})}, kprec_, pool_,
+                        rounding_);
   if (cfg_.rope_freq_factors.empty()) {
     if (const float* ff_t = f32_tensor("rope_freqs.weight", cfg_.n_rot / 2, false)) {
       cfg_.rope_freq_factors.assign(ff_t, ff_t + cfg_.n_rot / 2);
@@ -80,12 +83,13 @@ void LlamaModel::bind_layer(int l) {
   Layer& L = layers_[l - opts_.layer_begin];
   L.attn_norm = f32_tensor(blk(l, "attn_norm.weight"), d);
   if (weights_.find(blk(l, "attn_qkv.weight")))
-    L.qkv = kernels::Linear({weights_.get(blk(l, "attn_qkv.weight"), {d, qd + 2 * kvd})}, kprec_, pool_);
+    L.qkv = kernels::Linear({weights_.get(blk(l, "attn_qkv.weight"), {d, qd + 2 * kvd})}, kprec_, pool_,
+                            rounding_);
   else
     L.qkv = kernels::Linear(
         {weights_.get(blk(l, "attn_q.weight"), {d, qd}), weights_.get(blk(l, "attn_k.weight"), {d, kvd}),
          weights_.get(blk(l, "attn_v.weight"), {d, kvd})},
-        kprec_, pool_);
+        kprec_, pool_, rounding_);
   if (cfg_.qkv_bias) {
     if (const float* b = f32_tensor(blk(l, "attn_qkv.bias"), qd + 2 * kvd, false)) {
       L.bias_qkv = b;
@@ -104,9 +108,9 @@ void LlamaModel::bind_layer(int l) {
     L.q_norm = f32_tensor(blk(l, "attn_q_norm.weight"), cfg_.head_dim);
     L.k_norm = f32_tensor(blk(l, "attn_k_norm.weight"), cfg_.head_dim);
   }
-  L.wo = kernels::Linear({weights_.get(blk(l, "attn_output.weight"), {qd, d})}, kprec_, pool_);
+  L.wo = kernels::Linear({weights_.get(blk(l, "attn_output.weight"), {qd, d})}, kprec_, pool_, rounding_);
   L.ffn_norm = f32_tensor(blk(l, "ffn_norm.weight"), d);
-  L.ffn = make_feed_forward(cfg_, weights_, l, kprec_, pool_);
+  L.ffn = make_feed_forward(cfg_, weights_, l, kprec_, rounding_, pool_);
   weights_.release_packed(L.qkv);
   weights_.release_packed(L.wo);
 }

@@ -58,6 +58,7 @@ class LlamaModel : public Model {
   ModelOptions opts_;
   ThreadPool pool_;
   kernels::Precision kprec_;
+  kernels::WeightRounding rounding_;  // BF16 precision: F16/F32 matrices multiplied as BF16
 
   TensorView tok_embd_;  // unset for a stage that starts after layer 0 (and has no tied head)
   kernels::Linear output_;

@@ -37,7 +37,10 @@ void moe_select(const float* logits, int n, int k, bool renormalize, int32_t* id
 
 class MoeFeedForward : public FeedForward {
  public:
-  MoeFeedForward(const ModelConfig& cfg, const WeightSet& w, int layer);
+  // rounding Bf16: F16/F32 expert matrices are multiplied as BF16 copies made here (the router stays
+  // as in the file, multiplied in F32).
+  MoeFeedForward(const ModelConfig& cfg, const WeightSet& w, int layer, kernels::WeightRounding rounding,
+                 ThreadPool& pool);
   void forward(const float* x, int64_t n, float* out, FfnContext& ctx) override;
 
  private:
@@ -46,6 +49,7 @@ class MoeFeedForward : public FeedForward {
   int k_;
   bool renorm_;
   TensorView router_, gate_, up_, down_;
+  std::vector<std::shared_ptr<const uint8_t>> copies_;  // BF16 copies of the experts (rounding Bf16)
 
   // Expert e's (token, slot) pairs are rows [offset_[e], offset_[e+1]) of the pair-ordered
   // buffers below; each expert runs once over all its rows.

@@ -52,7 +52,7 @@ size_t WeightSet::release_pages(const TensorView& t) const {
 size_t WeightSet::release_packed(const kernels::Linear& lin) const {
   size_t n = 0;
   for (size_t i = 0; i < lin.parts().size(); ++i)
-    if (lin.part_packed(i)) n += release_pages(lin.parts()[i]);
+    if (lin.part_copied(i)) n += release_pages(lin.parts()[i]);
   return n;
 }
 

@@ -39,7 +39,7 @@ class WeightSet {
   // its own memory): they are re-read from the file if touched again (e.g. a few embedding rows).
   // Does nothing for tensors in owned memory. Returns the bytes released.
   size_t release_pages(const TensorView& t) const;
-  // release_pages() for every part of `lin` that it holds packed.
+  // release_pages() for every part of `lin` that it holds in its own memory (packed or a BF16 copy).
   size_t release_packed(const kernels::Linear& lin) const;
 
  private:

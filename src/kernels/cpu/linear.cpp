@@ -15,7 +15,8 @@ bool packing_enabled() {
 
 }  // namespace
 
-Linear::Linear(std::vector<TensorView> parts, Precision prec, ThreadPool& pool) : parts_(std::move(parts)) {
+Linear::Linear(std::vector<TensorView> parts, Precision prec, ThreadPool& pool, WeightRounding rounding)
+    : parts_(std::move(parts)) {
   if (parts_.empty()) fail("Linear: no weight tensors");
   for (const TensorView& p : parts_) {
     if (p.cols() != parts_[0].cols())
@@ -24,23 +25,31 @@ Linear::Linear(std::vector<TensorView> parts, Precision prec, ThreadPool& pool) 
     offsets_.push_back(rows_);
     rows_ += p.rows();
   }
+  rowwise_ = parts_;
   const bool pack = prec == Precision::Fast && packed_kernels_active() && packing_enabled();
-  auto packs = [&](const TensorView& p) { return pack && packable(p.type, p.rows(), p.cols()); };
+  auto type = [&](const TensorView& p) { return rounded_type(rounding, p.type); };
+  auto packs = [&](const TensorView& p) { return pack && packable(type(p), p.rows(), p.cols()); };
   // Runs of consecutive packable parts of one type become one packed segment.
   for (size_t i = 0; i < parts_.size();) {
     size_t j = i + 1;
     if (packs(parts_[i])) {
-      while (j < parts_.size() && packs(parts_[j]) && parts_[j].type == parts_[i].type) ++j;
+      while (j < parts_.size() && packs(parts_[j]) && type(parts_[j]) == type(parts_[i])) ++j;
       segments_.push_back(
-          {offsets_[i], pack_matrix(std::span<const TensorView>(&parts_[i], j - i), pool), 0});
+          {offsets_[i], pack_matrix(std::span<const TensorView>(&parts_[i], j - i), pool, rounding), 0});
     } else {
+      if (rounds_to_bf16(rounding, parts_[i].type)) {
+        Bf16Copy c = copy_as_bf16(parts_[i], pool);
+        rowwise_[i] = c.view;
+        copies_.push_back(std::move(c.data));
+      }
       segments_.push_back({offsets_[i], nullptr, i});
     }
     i = j;
   }
 }
 
-bool Linear::part_packed(size_t i) const {
+bool Linear::part_copied(size_t i) const {
+  if (rowwise_[i].data != parts_[i].data) return true;
   for (size_t k = 0; k < segments_.size(); ++k) {
     if (offsets_[i] < segments_[k].row0) break;
     const int64_t end = k + 1 < segments_.size() ? segments_[k + 1].row0 : rows_;
@@ -53,7 +62,7 @@ size_t Linear::weight_bytes() const {
   size_t n = 0;
   for (const Segment& s : segments_)
     n += s.packed ? s.packed->bytes()
-                  : parts_[s.part].row_bytes() * static_cast<size_t>(parts_[s.part].rows());
+                  : rowwise_[s.part].row_bytes() * static_cast<size_t>(rowwise_[s.part].rows());
   return n;
 }
 
@@ -64,12 +73,12 @@ void Linear::forward(const float* x, int64_t ldx, int64_t n_tok, float* y, int64
       if (s.packed)
         matmul_packed(*s.packed, x, ldx, n_tok, y + s.row0, ldy, pool, scratch);
       else
-        matmul(parts_[s.part], x, ldx, n_tok, y + s.row0, ldy, pool, prec, scratch);
+        matmul(rowwise_[s.part], x, ldx, n_tok, y + s.row0, ldy, pool, prec, scratch);
     }
     return;
   }
   for (size_t i = 0; i < parts_.size(); ++i)
-    matmul(parts_[i], x, ldx, n_tok, y + offsets_[i], ldy, pool, prec, scratch);
+    matmul(rowwise_[i], x, ldx, n_tok, y + offsets_[i], ldy, pool, prec, scratch);
 }
 
 }  // namespace ferrum::kernels

@@ -4,6 +4,9 @@
 // type are also repacked into one PackedMatrix at load (q and k of Q4_K together when v is Q6_K);
 // the file's rows stay as they are (the embedding lookup and the other ISAs read them), so forcing
 // another ISA later still works.
+// With WeightRounding::Bf16 (--precision bf16) F16 and F32 parts are multiplied as BF16: rounded
+// while they are packed, or, where a part is not packed, held as an owned BF16 copy. (A part packed
+// this way falls back to the file's rows if another ISA is forced after load.)
 #pragma once
 
 #include <memory>
@@ -11,6 +14,7 @@
 
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/bf16_round.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/packed.h"
 
@@ -20,7 +24,8 @@ class Linear {
  public:
   Linear() = default;
   // All parts have the same number of columns. FERRUM_PACK=0 in the environment disables packing.
-  Linear(std::vector<TensorView> parts, Precision prec, ThreadPool& pool);
+  Linear(std::vector<TensorView> parts, Precision prec, ThreadPool& pool,
+         WeightRounding rounding = WeightRounding::None);
 
   int64_t rows() const { return rows_; }
   int64_t cols() const { return parts_.empty() ? 0 : parts_[0].cols(); }
@@ -29,8 +34,9 @@ class Linear {
   const PackedMatrix* packed() const {
     return segments_.size() == 1 && segments_[0].packed ? segments_[0].packed.get() : nullptr;
   }
-  // Whether parts()[i] is held in a packed matrix (its file rows are then only a fallback).
-  bool part_packed(size_t i) const;
+  // Whether parts()[i] is held in memory of its own (a packed matrix or a BF16 copy): its file
+  // rows are then only a fallback.
+  bool part_copied(size_t i) const;
   // Bytes of weights one full product reads.
   size_t weight_bytes() const;
 
@@ -45,8 +51,10 @@ class Linear {
     std::shared_ptr<const PackedMatrix> packed;
     size_t part = 0;
   };
-  std::vector<TensorView> parts_;
-  std::vector<int64_t> offsets_;  // first row of each part
+  std::vector<TensorView> parts_;   // as given (the file's tensors)
+  std::vector<TensorView> rowwise_;  // what the row-major kernels multiply: parts_, or BF16 copies of them
+  std::vector<std::shared_ptr<const uint8_t>> copies_;  // the BF16 copies' memory
+  std::vector<int64_t> offsets_;                         // first row of each part
   std::vector<Segment> segments_;
   int64_t rows_ = 0;
 };

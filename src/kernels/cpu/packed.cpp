@@ -162,13 +162,14 @@ bool packable(DType t, int64_t rows, int64_t cols) {
   }
 }
 
-std::unique_ptr<PackedMatrix> pack_matrix(std::span<const TensorView> parts, ThreadPool& pool) {
+std::unique_ptr<PackedMatrix> pack_matrix(std::span<const TensorView> parts, ThreadPool& pool,
+                                          WeightRounding rounding) {
   if (parts.empty()) fail("pack_matrix: no tensors");
-  const DType t = parts[0].type;
+  const DType t = rounded_type(rounding, parts[0].type);
   const int64_t cols = parts[0].cols();
   int64_t rows = 0;
   for (const TensorView& p : parts) {
-    if (p.type != t || p.cols() != cols)
+    if (rounded_type(rounding, p.type) != t || p.cols() != cols)
       fail("pack_matrix: tensor '{}' ({} {}) does not match '{}' ({} {})", p.name, dtype_name(p.type),
            p.shape_string(), parts[0].name, dtype_name(t), parts[0].shape_string());
     if (!packable(t, p.rows(), cols))
@@ -202,9 +203,20 @@ std::unique_ptr<PackedMatrix> pack_matrix(std::span<const TensorView> parts, Thr
     for (int64_t r = 0; r < p.rows(); r += kPackRows) where.emplace_back(&p, r);
   const int64_t nb = cols / dtype_info(t).block_size;
   pool.parallel_for(static_cast<int64_t>(where.size()), [&](int64_t g0, int64_t g1, int) {
+    std::vector<uint16_t> rounded;  // the group's 16 rows rounded to BF16 (F16/F32 under Bf16)
+    std::vector<float> tmp;
     for (int64_t g = g0; g < g1; ++g) {
+      const TensorView& part = *where[g].first;
       const uint8_t* src[kPackRows];
-      for (int r = 0; r < kPackRows; ++r) src[r] = where[g].first->row(where[g].second + r);
+      for (int r = 0; r < kPackRows; ++r) src[r] = part.row(where[g].second + r);
+      if (rounds_to_bf16(rounding, part.type)) {
+        rounded.resize(static_cast<size_t>(kPackRows * cols));
+        tmp.resize(static_cast<size_t>(cols));
+        for (int r = 0; r < kPackRows; ++r) {
+          round_row_to_bf16(part.type, src[r], cols, &rounded[r * cols], tmp.data());
+          src[r] = reinterpret_cast<const uint8_t*>(&rounded[r * cols]);
+        }
+      }
       pack_group(t, src, nb, mem + static_cast<size_t>(g) * m->group_bytes);
     }
   });

@@ -38,6 +38,7 @@
 
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/bf16_round.h"
 
 namespace ferrum::kernels {
 
@@ -92,7 +93,7 @@ inline size_t float_group_index(DType t, int64_t k, int r) {
 }
 
 struct PackedMatrix {
-  DType type = DType::F32;  // the file type the values came from
+  DType type = DType::F32;  // the type of the values: the file's, or BF16 for F16/F32 rounded at load
   int64_t rows = 0, cols = 0;
   size_t group_bytes = 0;  // bytes per 16-row group (a multiple of 64)
   std::unique_ptr<uint8_t, void (*)(uint8_t*)> data{nullptr, nullptr};
@@ -106,10 +107,14 @@ bool packable(DType t, int64_t rows, int64_t cols);
 
 // Packs the rows of all parts, stacked in order (e.g. q, k, v into one matrix). The parts must have
 // one packable type, the same number of columns and a multiple of 16 rows each; otherwise throws.
-// Packing is spread over `pool`.
-std::unique_ptr<PackedMatrix> pack_matrix(std::span<const TensorView> parts, ThreadPool& pool);
+// Packing is spread over `pool`. With WeightRounding::Bf16, F16 and F32 parts are rounded to BF16
+// while they are packed (as round_row_to_bf16; no copy of the whole matrix) and packed as BF16, so
+// F16, F32 and BF16 parts then count as one type.
+std::unique_ptr<PackedMatrix> pack_matrix(std::span<const TensorView> parts, ThreadPool& pool,
+                                          WeightRounding rounding = WeightRounding::None);
 
-// Row r of a packed matrix as floats (exactly the values of the file's row); for tests and checks.
+// Row r of a packed matrix as floats (exactly the values of the file's row, or of its BF16 rounding);
+// for tests and checks.
 void unpack_row(const PackedMatrix& p, int64_t r, float* out);
 
 }  // namespace ferrum::kernels
