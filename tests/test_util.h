@@ -33,6 +33,20 @@ std::string unxz(const std::string& rel);
 // goes to a temporary name and is renamed over `to`.
 void copy_file_atomic(const std::string& from, const std::string& to);
 
+// Sets (value != nullptr) or unsets an environment variable for a scope and restores it after:
+// CTest runs one test per process, but a whole binary run shares the environment.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
 struct RunResult {
   int exit_code;
   std::string out;  // stdout

@@ -15,6 +15,7 @@
 #include "kernel_test_util.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/matmul.h"
+#include "test_util.h"
 
 namespace ferrum::kernels {
 namespace {
@@ -49,21 +50,8 @@ std::vector<uint16_t> f16_matrix() {
 
 // FERRUM_PACK=0 while it lives when `on` is false (the caller's setting is restored).
 struct Packing {
-  explicit Packing(bool on) : had(std::getenv("FERRUM_PACK") != nullptr) {
-    if (had) old = std::getenv("FERRUM_PACK");
-    if (on)
-      unsetenv("FERRUM_PACK");
-    else
-      setenv("FERRUM_PACK", "0", 1);
-  }
-  ~Packing() {
-    if (had)
-      setenv("FERRUM_PACK", old.c_str(), 1);
-    else
-      unsetenv("FERRUM_PACK");
-  }
-  bool had;
-  std::string old;
+  explicit Packing(bool on) : env("FERRUM_PACK", on ? nullptr : "0") {}
+  test::ScopedEnv env;
 };
 
 // y for identity activations: token k gives column k of the matrix as multiplied.

@@ -19,6 +19,7 @@
 #include "models/bert_model.h"
 #include "models/model_test_util.h"
 #include "models/quantize.h"
+#include "test_util.h"
 
 namespace ferrum::test {
 namespace {
@@ -69,18 +70,7 @@ std::vector<float> logits(const std::string& path, Precision p, const std::vecto
 
 // Packing is decided per matrix at load from FERRUM_PACK (the caller's setting is restored).
 struct PackingOff {
-  PackingOff() : had(std::getenv("FERRUM_PACK") != nullptr) {
-    if (had) old = std::getenv("FERRUM_PACK");
-    setenv("FERRUM_PACK", "0", 1);
-  }
-  ~PackingOff() {
-    if (had)
-      setenv("FERRUM_PACK", old.c_str(), 1);
-    else
-      unsetenv("FERRUM_PACK");
-  }
-  bool had;
-  std::string old;
+  test::ScopedEnv env{"FERRUM_PACK", "0"};
 };
 
 void expect_bitwise(const std::vector<float>& a, const std::vector<float>& b, const std::string& what) {

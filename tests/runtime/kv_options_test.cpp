@@ -6,25 +6,12 @@
 
 #include "ferrum/error.h"
 #include "ferrum/kv_cache.h"
+#include "test_util.h"
 
 namespace ferrum {
 namespace {
 
-// Sets an environment variable for the scope of one test (test processes run one test each
-// under CTest, but a whole binary run shares the environment, so it is restored).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() { had_ ? setenv(name_, old_.c_str(), 1) : unsetenv(name_); }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
+using test::ScopedEnv;
 
 std::string cache_type(const KvOptions& o) {
   return KvCache(2, 2, 8, o).options().type;
