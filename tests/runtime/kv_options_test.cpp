@@ -67,5 +67,20 @@ TEST(KvOptionsType, UnknownTypeIsAnErrorNamingIt) {
   }
 }
 
+// INT8 keys are stored in quads of dimensions (kv_format.h): other head sizes are refused.
+TEST(KvOptions, Int8NeedsHeadSizesThatAreMultiplesOfFour) {
+  KvOptions o;
+  o.type = "int8";
+  EXPECT_NO_THROW(KvCache(2, 2, 8, o));
+  try {
+    KvCache(2, 2, 6, o);
+    FAIL() << "head size 6 accepted for int8";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("multiple of 4"), std::string::npos) << e.what();
+  }
+  o.type = "f16";
+  EXPECT_NO_THROW(KvCache(2, 2, 6, o));
+}
+
 }  // namespace
 }  // namespace ferrum
