@@ -97,13 +97,8 @@ BertModel::BertModel(ModelConfig cfg, WeightSet weights, const ModelOptions& opt
 // --precision bf16: the layer's F16/F32 matrices are multiplied as BF16 copies (the embeddings
 // and norms stay as in the file).
 void BertModel::round_to_bf16(Layer& L) {
-  for (TensorView* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.up, &L.down}) {
-    if (!kernels::rounds_to_bf16(kernels::WeightRounding::Bf16, t->type)) continue;
-    kernels::Bf16Copy c = kernels::copy_as_bf16(*t, pool_);
-    weights_.release_pages(*t);  // the copy replaces the file pages
-    *t = c.view;
-    copies_.push_back(std::move(c.data));
-  }
+  for (TensorView* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.up, &L.down})
+    round_matrix(*t, kernels::WeightRounding::Bf16, weights_, pool_, copies_);
 }
 
 void BertModel::check(const std::vector<std::vector<int32_t>>& batch) const {

@@ -7,6 +7,7 @@
 
 #include "core/fail.h"
 #include "kernels/cpu/elementwise.h"
+#include "models/precision.h"
 
 namespace ferrum {
 
@@ -69,13 +70,7 @@ MoeFeedForward::MoeFeedForward(const ModelConfig& cfg, const WeightSet& w, int l
   gate_ = w.get(name("ffn_gate_exps.weight"), {d, ff, E});
   up_ = w.get(name("ffn_up_exps.weight"), {d, ff, E});
   down_ = w.get(name("ffn_down_exps.weight"), {ff, d, E});
-  for (TensorView* t : {&gate_, &up_, &down_}) {
-    if (!kernels::rounds_to_bf16(rounding, t->type)) continue;
-    kernels::Bf16Copy c = kernels::copy_as_bf16(*t, pool);
-    w.release_pages(*t);  // the copy replaces the file pages
-    *t = c.view;
-    copies_.push_back(std::move(c.data));
-  }
+  for (TensorView* t : {&gate_, &up_, &down_}) round_matrix(*t, rounding, w, pool, copies_);
 }
 
 void MoeFeedForward::run_expert_rows(int64_t e, int64_t f0, int64_t f1, ThreadPool& pool,
