@@ -177,7 +177,16 @@ struct Case {
   int64_t n_tok;  // query tokens of the call (the last n_tok positions)
 };
 
-void check(const Case& k, int threads, double tol) {
+// INT8 caches also round each probability (times its value scale) to 16 bits per cache group
+// (attention_tile.h, kProbLevels): up to 1/65534 of the group's largest term per key, measured
+// 2-5e-5 of the outputs here; the float64 reference does not round them, so their bound is wider
+// (8-bit probabilities would be ~4e-3).
+double tolerance(KvType t) {
+  return t == KvType::INT8 ? 2e-4 : 1e-5;
+}
+
+void check(const Case& k, int threads) {
+  const double tol = tolerance(k.type);
   const TestCache c(k.type, k.shape.n_head_kv, k.shape.hd, k.len, k.paged, 7 + static_cast<uint32_t>(k.len));
   const auto q = random_values(static_cast<size_t>(k.n_tok) * k.shape.n_head * k.shape.hd, 99, 2.0f);
   const int64_t pos0 = k.len - k.n_tok;
@@ -216,7 +225,7 @@ TEST(Attention, MatchesFloat64ReferenceOnEveryIsa) {
     }
     for (const Case& k : cases()) {
       if (std::string(isa) != "avx512" && k.len > 200) continue;  // the generic steps: short cases only
-      check(k, 3, 1e-5);
+      check(k, 3);
     }
   }
 }
@@ -240,7 +249,7 @@ TEST(Attention, Int8QueryRoundingErrorIsBounded) {
 
 TEST(Attention, LongDecodeSplitOverThreads) {
   for (KvType t : {KvType::F32, KvType::F16, KvType::INT8})
-    for (bool paged : {false, true}) check({{32, 8, 64}, t, paged, 4500, 1}, 2, 1e-5);
+    for (bool paged : {false, true}) check({{32, 8, 64}, t, paged, 4500, 1}, 2);
 }
 
 // A token's output is bitwise the same however the call is made up.

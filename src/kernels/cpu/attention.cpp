@@ -158,7 +158,7 @@ struct ItemRunner {
   }
 
   // Many rows of one head: keys and values converted once into buffers and used by every row
-  // (INT8 keys: integer dot products group by group, as in tile_in_memory_order).
+  // (INT8: integer dot products and sums group by group, as in tile_in_memory_order).
   void tile_by_head(const Tile& tl, ThreadBuf& b, const RowStates& st) const {
     const int hk = tl.it.h0;
     const int64_t r0 = row(tl.it, hk, tl.ta);
@@ -176,11 +176,11 @@ struct ItemRunner {
     mask(tl, hk, b);
     ops.softmax_step(b.s + r0 * kKeyTile, nr, st.m + r0, st.l + r0, b.c + r0);
     float* acc = st.acc + r0 * hd;
-    if (nr <= kRowsFromCache) {
-      ops.accumulate_rows(b.s + r0 * kKeyTile, nr, b.vgroups, tl.a, tl.b, tl.J.kv.type, hk, p.n_head_kv, hd,
-                          b.c + r0, acc);
+    if (nr <= kRowsFromCache || type == KvType::INT8) {
+      ops.accumulate_rows(b.s + r0 * kKeyTile, nr, b.vgroups, tl.a, tl.b, type, hk, p.n_head_kv, hd, b.c + r0,
+                          acc);
     } else {
-      ops.load_values(b.vgroups, tl.a, tl.b, tl.J.kv.type, hk, p.n_head_kv, hd, b.vt);
+      ops.load_values(b.vgroups, tl.a, tl.b, type, hk, p.n_head_kv, hd, b.vt);
       ops.accumulate(b.s + r0 * kKeyTile, nr, b.vt, tl.b, hd, b.c + r0, acc);
     }
   }

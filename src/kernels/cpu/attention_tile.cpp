@@ -43,7 +43,7 @@ void scores(const float* q, int R, const float* kt, int hd, float scale, float* 
 // INT8 keys against quantized rows: exact integer dots, then the scales (see QueryRows).
 void scores_group_int8(const QueryRows& q, int R, const uint8_t* group, int h, int n_head_kv, int hd,
                        float scale, float* s) {
-  const float* ks = kv_scales(group, h, n_head_kv, hd);
+  const float* ks = kv_scales(group, h, hd);
   for (int i = 0; i < kKvGroup; ++i)
     for (int r = 0; r < R; ++r) {
       int32_t dot = 0;
@@ -95,12 +95,42 @@ void accumulate(const float* p, int R, const float* vt, int n, int hd, const flo
   }
 }
 
+// One row's x_j = p_j * vs_j of group columns [lo, hi) rounded to 16 bits (see kProbLevels);
+// returns ps (0 when the row sees none of them).
+float quantize_probs(const float* p, const float* vs, int lo, int hi, int16_t* P) {
+  float x[kKvGroup] = {}, mx = 0.0f;
+  for (int i = lo; i < hi; ++i) mx = std::max(mx, x[i] = p[i] * vs[i]);
+  const float inv = mx > 0.0f ? kProbLevels / mx : 0.0f;
+  for (int i = 0; i < kKvGroup; ++i) P[i] = static_cast<int16_t>(std::nearbyint(x[i] * inv));
+  return mx / kProbLevels;
+}
+
+void accumulate_rows_int8(const float* p, int R, const uint8_t* const* groups, int a, int n, int h,
+                          int n_head_kv, int hd, float* acc) {
+  int32_t sum[kMaxHeadDim];
+  for (int g = a / kKvGroup; g * kKvGroup < n; ++g) {
+    const int lo = std::max(a - kKvGroup * g, 0), hi = std::min(n - kKvGroup * g, kKvGroup);
+    const float* vs = kv_scales(groups[g], h, hd);
+    for (int r = 0; r < R; ++r) {
+      int16_t P[kKvGroup];
+      const float ps = quantize_probs(p + r * kKeyTile + kKvGroup * g, vs, lo, hi, P);
+      std::fill_n(sum, hd, 0);
+      for (int i = lo; i < hi; ++i)
+        for (int d = 0; d < hd; ++d)
+          sum[d] += P[i] * static_cast<int8_t>(groups[g][kv_int8_value_offset(h, i, d, hd)]);
+      for (int d = 0; d < hd; ++d)
+        acc[r * hd + d] = std::fma(static_cast<float>(sum[d]), ps, acc[r * hd + d]);
+    }
+  }
+}
+
 void accumulate_rows(const float* p, int R, const uint8_t* const* groups, int a, int n, KvType t, int h,
                      int n_head_kv, int hd, const float* c, float* acc) {
   float v[kMaxHeadDim];
   if (c)
     for (int r = 0; r < R; ++r)
       for (int i = 0; i < hd; ++i) acc[r * hd + i] *= c[r];
+  if (t == KvType::INT8) return accumulate_rows_int8(p, R, groups, a, n, h, n_head_kv, hd, acc);
   for (int j = a; j < n; ++j) {
     kv_load_value(t, groups[j / kKvGroup], j % kKvGroup, h, n_head_kv, hd, v);
     for (int r = 0; r < R; ++r) {

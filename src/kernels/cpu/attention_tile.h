@@ -38,6 +38,16 @@ struct QueryRows {
 };
 void quantize_query_rows(const float* q, int R, int hd, int8_t* q8, float* qs, int32_t* q8sum);
 
+// INT8 values are summed in integers too: per cache group and row, x_j = p_j * vs_j (probability
+// times the token's value scale) is rounded to 16 bits, P_j = round(x_j / ps), ps = max_j x_j /
+// kProbLevels, and the row's output gets float(sum_j P_j v8_jd) * ps (one fused multiply-add per
+// group). Masked keys have p = 0, so P and ps depend only on the keys a row sees: the result is
+// still independent of batching. The rounding costs at most ps / 2 per key, 1/65534 of the
+// group's largest term (the 8-bit levels themselves cost 1/254 of each value).
+constexpr float kProbLevels = 32767.0f;
+
+// load_keys, load_values, scores and accumulate serve F32/F16/BF16 caches; INT8 caches are scored
+// with scores_group and summed with accumulate_rows only (their integer arithmetic, above).
 struct AttentionTileOps {
   // Head h of tile columns j in [a, b) (other columns: zeros), F32 out: keys transposed,
   // kt[d * kKeyTile + j] for j < kKeyTile; values as rows, vt[j * hd + d] for j < b.
@@ -58,7 +68,8 @@ struct AttentionTileOps {
   // acc[r * hd + i] = acc[r * hd + i] * c[r] + sum_{j < n} p[r * kKeyTile + j] * vt[j * hd + i].
   void (*accumulate)(const float* p, int R, const float* vt, int n, int hd, const float* c, float* acc);
   // The same with values read (and converted) straight from the cache groups, columns j in [a, n)
-  // (the columns before a have p = 0): for few rows, where each value row is used once anyway.
+  // (the columns before a have p = 0): for few rows, where each value row is used once anyway, and
+  // for INT8 caches (any number of rows; integer sums group by group, see kProbLevels).
   // c = nullptr: no rescaling (a later part of the same tile).
   void (*accumulate_rows)(const float* p, int R, const uint8_t* const* groups, int a, int n, KvType t, int h,
                           int n_head_kv, int hd, const float* c, float* acc);

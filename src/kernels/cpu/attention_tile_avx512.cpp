@@ -14,9 +14,10 @@
 namespace ferrum::kernels {
 namespace {
 
-// 16 consecutive elements of the cache type at e, as floats (INT8: levels, before the scale).
+// 16 consecutive elements of a float cache type at e, as floats.
 template <KvType T>
 inline __m512 load16(const uint8_t* e) {
+  static_assert(T != KvType::INT8, "INT8 caches take the integer steps");
   if constexpr (T == KvType::F32) return _mm512_loadu_ps(e);
   if constexpr (T == KvType::F16)
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(e)));
@@ -24,13 +25,11 @@ inline __m512 load16(const uint8_t* e) {
     const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(e)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
   }
-  if constexpr (T == KvType::INT8)
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(e))));
 }
 
-// Calls f.template operator()<T>() for the cache type t (the loops are compiled per type).
+// Calls f.template operator()<T>() for the float cache type t (the loops are compiled per type).
 template <typename F>
-void with_type(KvType t, F&& f) {
+void with_float_type(KvType t, F&& f) {
   switch (t) {
     case KvType::F32:
       return f.template operator()<KvType::F32>();
@@ -39,7 +38,7 @@ void with_type(KvType t, F&& f) {
     case KvType::BF16:
       return f.template operator()<KvType::BF16>();
     case KvType::INT8:
-      return f.template operator()<KvType::INT8>();
+      break;
   }
 }
 
@@ -51,7 +50,7 @@ inline __mmask16 group_mask(int g, int a, int b) {
 
 // A group's keys are stored transposed: dimension d of its 16 tokens is one vector.
 template <KvType T>
-void load_keys_t(const uint8_t* const* groups, int a, int b, int h, int n_head_kv, int hd, float* kt) {
+void load_keys_t(const uint8_t* const* groups, int a, int b, int h, int hd, float* kt) {
   const size_t es = kv_element_bytes(T);
   for (int g = 0; g < kTileGroups; ++g) {
     const __mmask16 m = group_mask(g, a, b);
@@ -61,52 +60,40 @@ void load_keys_t(const uint8_t* const* groups, int a, int b, int h, int n_head_k
       continue;
     }
     const uint8_t* e = groups[g] + kv_key_offset(h, 0, 0, hd) * es;
-    const __m512 s =
-        T == KvType::INT8 ? _mm512_loadu_ps(kv_scales(groups[g], h, n_head_kv, hd)) : _mm512_set1_ps(1.0f);
-    for (int d = 0; d < hd; ++d) {
-      __m512 x = load16<T>(e + d * kKvGroup * es);
-      if constexpr (T == KvType::INT8) x = _mm512_mul_ps(x, s);
-      _mm512_storeu_ps(out + d * kKeyTile, _mm512_maskz_mov_ps(m, x));
-    }
+    for (int d = 0; d < hd; ++d)
+      _mm512_storeu_ps(out + d * kKeyTile, _mm512_maskz_mov_ps(m, load16<T>(e + d * kKvGroup * es)));
   }
 }
 
 void load_keys(const uint8_t* const* groups, int a, int b, KvType t, int h, int n_head_kv, int hd,
                float* kt) {
   if (t == KvType::INT8) return generic_tile_ops().load_keys(groups, a, b, t, h, n_head_kv, hd, kt);
-  with_type(t, [&]<KvType T>() { load_keys_t<T>(groups, a, b, h, n_head_kv, hd, kt); });
+  with_float_type(t, [&]<KvType T>() { load_keys_t<T>(groups, a, b, h, hd, kt); });
 }
 
-// Value row of tile column j (head h) and its scale.
+// Value row of tile column j (head h), float cache types.
 template <KvType T>
-inline const uint8_t* value_row(const uint8_t* const* groups, int j, int h, int n_head_kv, int hd,
-                                float* scale) {
-  const uint8_t* grp = groups[j / kKvGroup];
-  if constexpr (T == KvType::INT8)
-    std::memcpy(scale, kv_scales(grp, h, n_head_kv, hd) + j % kKvGroup, sizeof(float));
-  return grp + kv_value_offset(h, j % kKvGroup, hd) * kv_element_bytes(T);
+inline const uint8_t* value_row(const uint8_t* const* groups, int j, int h, int hd) {
+  return groups[j / kKvGroup] + kv_value_offset(h, j % kKvGroup, hd) * kv_element_bytes(T);
 }
 
 template <KvType T>
-void load_values_t(const uint8_t* const* groups, int a, int b, int h, int n_head_kv, int hd, float* vt) {
+void load_values_t(const uint8_t* const* groups, int a, int b, int h, int hd, float* vt) {
   for (int j = 0; j < b; ++j) {
     if (j < a) {
       for (int d0 = 0; d0 < hd; d0 += 16) _mm512_storeu_ps(vt + j * hd + d0, _mm512_setzero_ps());
       continue;
     }
-    float s = 1.0f;
-    const uint8_t* e = value_row<T>(groups, j, h, n_head_kv, hd, &s);
-    for (int d0 = 0; d0 < hd; d0 += 16) {
-      __m512 x = load16<T>(e + d0 * kv_element_bytes(T));
-      if constexpr (T == KvType::INT8) x = _mm512_mul_ps(x, _mm512_set1_ps(s));
-      _mm512_storeu_ps(vt + j * hd + d0, x);
-    }
+    const uint8_t* e = value_row<T>(groups, j, h, hd);
+    for (int d0 = 0; d0 < hd; d0 += 16)
+      _mm512_storeu_ps(vt + j * hd + d0, load16<T>(e + d0 * kv_element_bytes(T)));
   }
 }
 
 void load_values(const uint8_t* const* groups, int a, int b, KvType t, int h, int n_head_kv, int hd,
                  float* vt) {
-  with_type(t, [&]<KvType T>() { load_values_t<T>(groups, a, b, h, n_head_kv, hd, vt); });
+  if (t == KvType::INT8) return generic_tile_ops().load_values(groups, a, b, t, h, n_head_kv, hd, vt);
+  with_float_type(t, [&]<KvType T>() { load_values_t<T>(groups, a, b, h, hd, vt); });
 }
 
 // NR query rows x the tile's 64 keys: 4 zmm accumulators per row.
@@ -185,13 +172,13 @@ void scores_group(QueryRows q, int R, const uint8_t* group, KvType t, int h, int
                   float scale, float* s) {
   if (t == KvType::INT8) {
     const uint8_t* e = group + kv_int8_key_offset(h, 0, 0, hd);
-    const float* ks = kv_scales(group, h, n_head_kv, hd);
+    const float* ks = kv_scales(group, h, hd);
     int r = 0;
     for (; r + 4 <= R; r += 4) scores_group_int8<4>(q.from(r), e, ks, hd, scale, s + r * kKeyTile);
     for (; r < R; ++r) scores_group_int8<1>(q.from(r), e, ks, hd, scale, s + r * kKeyTile);
     return;
   }
-  with_type(t, [&]<KvType T>() {
+  with_float_type(t, [&]<KvType T>() {
     const uint8_t* g = group + kv_key_offset(h, 0, 0, hd) * kv_element_bytes(T);
     int r = 0;
     for (; r + 4 <= R; r += 4) scores_group_rows<T, 4>(q.f + r * hd, g, hd, scale, s + r * kKeyTile);
@@ -261,8 +248,8 @@ void accumulate(const float* p, int R, const float* vt, int n, int hd, const flo
 // NR rows x 16 NV output columns from column i, value rows converted from the cache in registers
 // (NV a constant, so the accumulators stay in registers).
 template <KvType T, int NR, int NV>
-void accumulate_cached(const float* p, const uint8_t* const* groups, int a, int n, int h, int n_head_kv,
-                       int hd, int i, const float* c, float* acc) {
+void accumulate_cached(const float* p, const uint8_t* const* groups, int a, int n, int h, int hd, int i,
+                       const float* c, float* acc) {
   __m512 acc_r[NR][NV];
   for (int r = 0; r < NR; ++r)
     for (int k = 0; k < NV; ++k) {
@@ -270,13 +257,9 @@ void accumulate_cached(const float* p, const uint8_t* const* groups, int a, int 
       if (c) acc_r[r][k] = _mm512_mul_ps(acc_r[r][k], _mm512_set1_ps(c[r]));
     }
   for (int j = a; j < n; ++j) {
-    float s = 1.0f;
-    const uint8_t* e = value_row<T>(groups, j, h, n_head_kv, hd, &s) + i * kv_element_bytes(T);
+    const uint8_t* e = value_row<T>(groups, j, h, hd) + i * kv_element_bytes(T);
     __m512 v[NV];
-    for (int k = 0; k < NV; ++k) {
-      v[k] = load16<T>(e + 16 * k * kv_element_bytes(T));
-      if constexpr (T == KvType::INT8) v[k] = _mm512_mul_ps(v[k], _mm512_set1_ps(s));
-    }
+    for (int k = 0; k < NV; ++k) v[k] = load16<T>(e + 16 * k * kv_element_bytes(T));
     for (int r = 0; r < NR; ++r) {
       const __m512 w = _mm512_set1_ps(p[r * kKeyTile + j]);
       for (int k = 0; k < NV; ++k) acc_r[r][k] = _mm512_fmadd_ps(w, v[k], acc_r[r][k]);
@@ -288,23 +271,95 @@ void accumulate_cached(const float* p, const uint8_t* const* groups, int a, int 
 
 // NR rows, all hd columns: 64 at a time, then the 16-column rest.
 template <KvType T, int NR>
-void accumulate_cached_rows(const float* p, const uint8_t* const* groups, int a, int n, int h, int n_head_kv,
-                            int hd, const float* c, float* acc) {
+void accumulate_cached_rows(const float* p, const uint8_t* const* groups, int a, int n, int h, int hd,
+                            const float* c, float* acc) {
   int i = 0;
-  for (; i + 64 <= hd; i += 64) accumulate_cached<T, NR, 4>(p, groups, a, n, h, n_head_kv, hd, i, c, acc);
-  for (; i < hd; i += 16) accumulate_cached<T, NR, 1>(p, groups, a, n, h, n_head_kv, hd, i, c, acc);
+  for (; i + 64 <= hd; i += 64) accumulate_cached<T, NR, 4>(p, groups, a, n, h, hd, i, c, acc);
+  for (; i < hd; i += 16) accumulate_cached<T, NR, 1>(p, groups, a, n, h, hd, i, c, acc);
+}
+
+// INT8 values (attention_tile.h, kProbLevels). NR rows' x_j = p_j * vs_j of one group's columns
+// (mask m) rounded to 16 bits, as int32 pairs (even token low, odd token high), and their ps.
+template <int NR>
+inline void quantize_probs(const float* p, const float* vs, __mmask16 m, int32_t (*pairs)[kKvGroup / 2],
+                           float* ps) {
+  const __m512 s = _mm512_maskz_loadu_ps(m, vs);
+  for (int r = 0; r < NR; ++r) {
+    const __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + r * kKeyTile), s);
+    const float mx = _mm512_reduce_max_ps(x);
+    const float inv = mx > 0.0f ? kProbLevels / mx : 0.0f;
+    const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(x, _mm512_set1_ps(inv)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(pairs[r]), _mm512_cvtepi32_epi16(q));
+    ps[r] = mx / kProbLevels;
+  }
+}
+
+// NR rows x 16 NV output columns from column i: integer sums over token pairs [jp0, jp1) of a group
+// (values at e: the head's interleaved pairs), one vpdpwssd per 2 tokens x 16 columns x row.
+template <int NR, int NV>
+void accumulate_int8(const int32_t (*pairs)[kKvGroup / 2], const float* ps, const uint8_t* e, int jp0,
+                     int jp1, int hd, int i, float* acc) {
+  __m512i sum[NR][NV];
+  for (int r = 0; r < NR; ++r)
+    for (int k = 0; k < NV; ++k) sum[r][k] = _mm512_setzero_si512();
+  for (int jp = jp0; jp < jp1; ++jp) {
+    const uint8_t* v = e + jp * 2 * hd + 2 * i;
+    __m512i w[NV];
+    for (int k = 0; k < NV; ++k)
+      w[k] = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + 32 * k)));
+    for (int r = 0; r < NR; ++r) {
+      const __m512i pr = _mm512_set1_epi32(pairs[r][jp]);
+      for (int k = 0; k < NV; ++k) sum[r][k] = _mm512_dpwssd_epi32(sum[r][k], w[k], pr);
+    }
+  }
+  for (int r = 0; r < NR; ++r)
+    for (int k = 0; k < NV; ++k) {
+      float* o = acc + r * hd + i + 16 * k;
+      _mm512_storeu_ps(
+          o, _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[r][k]), _mm512_set1_ps(ps[r]), _mm512_loadu_ps(o)));
+    }
+}
+
+// NR rows, columns [a, n), group by group.
+template <int NR>
+void accumulate_int8_rows(const float* p, const uint8_t* const* groups, int a, int n, int h, int n_head_kv,
+                          int hd, float* acc) {
+  for (int g = a / kKvGroup; g * kKvGroup < n; ++g) {
+    const int lo = std::max(a - kKvGroup * g, 0), hi = std::min(n - kKvGroup * g, kKvGroup);
+    int32_t pairs[NR][kKvGroup / 2];
+    float ps[NR];
+    quantize_probs<NR>(p + kKvGroup * g, kv_scales(groups[g], h, hd), group_mask(g, a, n), pairs, ps);
+    const uint8_t* e = groups[g] + kv_int8_value_offset(h, 0, 0, hd);
+    int i = 0;
+    for (; i + 64 <= hd; i += 64) accumulate_int8<NR, 4>(pairs, ps, e, lo / 2, (hi + 1) / 2, hd, i, acc);
+    for (; i < hd; i += 16) accumulate_int8<NR, 1>(pairs, ps, e, lo / 2, (hi + 1) / 2, hd, i, acc);
+  }
+}
+
+void rescale(int R, int hd, const float* c, float* acc) {
+  for (int r = 0; r < R; ++r)
+    for (int i = 0; i < hd; i += 16)
+      _mm512_storeu_ps(acc + r * hd + i,
+                       _mm512_mul_ps(_mm512_loadu_ps(acc + r * hd + i), _mm512_set1_ps(c[r])));
 }
 
 void accumulate_rows(const float* p, int R, const uint8_t* const* groups, int a, int n, KvType t, int h,
                      int n_head_kv, int hd, const float* c, float* acc) {
-  with_type(t, [&]<KvType T>() {
+  if (t == KvType::INT8) {
+    if (c) rescale(R, hd, c, acc);
     int r = 0;
     for (; r + 4 <= R; r += 4)
-      accumulate_cached_rows<T, 4>(p + r * kKeyTile, groups, a, n, h, n_head_kv, hd, c ? c + r : c,
-                                   acc + r * hd);
+      accumulate_int8_rows<4>(p + r * kKeyTile, groups, a, n, h, n_head_kv, hd, acc + r * hd);
     for (; r < R; ++r)
-      accumulate_cached_rows<T, 1>(p + r * kKeyTile, groups, a, n, h, n_head_kv, hd, c ? c + r : c,
-                                   acc + r * hd);
+      accumulate_int8_rows<1>(p + r * kKeyTile, groups, a, n, h, n_head_kv, hd, acc + r * hd);
+    return;
+  }
+  with_float_type(t, [&]<KvType T>() {
+    int r = 0;
+    for (; r + 4 <= R; r += 4)
+      accumulate_cached_rows<T, 4>(p + r * kKeyTile, groups, a, n, h, hd, c ? c + r : c, acc + r * hd);
+    for (; r < R; ++r)
+      accumulate_cached_rows<T, 1>(p + r * kKeyTile, groups, a, n, h, hd, c ? c + r : c, acc + r * hd);
   });
 }
 

@@ -90,14 +90,23 @@ void load_head(KvType t, const uint8_t* e, size_t stride, int head_dim, float sc
 // Where an INT8 token's scale goes (other types have none: nullptr, no pointer past the group).
 float* scale_slot(KvType t, uint8_t* group, int i, int h, int n_head_kv, int head_dim) {
   if (t != KvType::INT8) return nullptr;
-  return const_cast<float*>(kv_scales(group, h, n_head_kv, head_dim)) + i;
+  return kv_scales(group, h, head_dim) + i;
 }
 
 float scale_of(KvType t, const uint8_t* group, int i, int h, int n_head_kv, int head_dim) {
   if (t != KvType::INT8) return 1.0f;
   float s;
-  std::memcpy(&s, kv_scales(group, h, n_head_kv, head_dim) + i, sizeof(float));
+  std::memcpy(&s, kv_scales(group, h, head_dim) + i, sizeof(float));
   return s;
+}
+
+// Where value row i of head h starts, and its elements' stride (INT8: token pairs interleaved).
+size_t value_start(KvType t, int h, int i, int head_dim) {
+  return t == KvType::INT8 ? kv_int8_value_offset(h, i, 0, head_dim)
+                           : kv_value_offset(h, i, head_dim) * kv_element_bytes(t);
+}
+size_t value_stride(KvType t) {
+  return t == KvType::INT8 ? 2 : 1;
 }
 
 }  // namespace
@@ -120,10 +129,9 @@ void kv_store_key(KvType t, const float* src, uint8_t* group, int i, int n_head_
 }
 
 void kv_store_value(KvType t, const float* src, uint8_t* group, int i, int n_head_kv, int head_dim) {
-  const size_t es = kv_element_bytes(t);
   for (int h = 0; h < n_head_kv; ++h)
-    store_head(t, src + static_cast<size_t>(h) * head_dim, group + kv_value_offset(h, i, head_dim) * es, 1,
-               head_dim, scale_slot(t, group, i, h, n_head_kv, head_dim), 0);
+    store_head(t, src + static_cast<size_t>(h) * head_dim, group + value_start(t, h, i, head_dim),
+               value_stride(t), head_dim, scale_slot(t, group, i, h, n_head_kv, head_dim), 0);
 }
 
 void kv_load_key(KvType t, const uint8_t* group, int i, int h, int n_head_kv, int head_dim, float* out) {
@@ -138,7 +146,7 @@ void kv_load_key(KvType t, const uint8_t* group, int i, int h, int n_head_kv, in
 }
 
 void kv_load_value(KvType t, const uint8_t* group, int i, int h, int n_head_kv, int head_dim, float* out) {
-  load_head(t, group + kv_value_offset(h, i, head_dim) * kv_element_bytes(t), 1, head_dim,
+  load_head(t, group + value_start(t, h, i, head_dim), value_stride(t), head_dim,
             scale_of(t, group, i, h, n_head_kv, head_dim), 0, out);
 }
 
