@@ -5,13 +5,13 @@
 // kv_row_bytes bytes. Inside a group, keys are transposed per head, [head][dim][token], so the
 // attention kernel reads 16 keys' values of one dimension as one vector (no transposes), and
 // values are head-major, [head][token][dim], so a head's 16 value rows are one contiguous run.
-// INT8 groups keep each head's run whole, its 16 tokens' levels then their 16 float scales, so a
-// head's keys or values and their scales are one stream. INT8 keys are stored as unsigned bytes,
-// level + kInt8KeyBias, in quads of dimensions, [dim / 4][token][dim % 4], so one u8 x s8
-// dot-product instruction (VNNI) takes 4 dimensions of 16 keys as they are against quantized
-// queries (head sizes are multiples of 4 for INT8). INT8 values keep signed levels, interleaved by
-// token pairs, [token / 2][dim][token % 2], so one sign extension gives the 16-bit pairs a
-// vpdpwssd multiplies by two tokens' 16-bit probabilities.
+// INT8 groups keep each head's run whole, its 16 tokens' float scales then their levels, so a
+// head's scales and keys (or values) are one stream, read in memory order (the scales first). INT8 keys are
+// stored as unsigned bytes, level + kInt8KeyBias, in quads of dimensions, [dim / 4][token][dim % 4], so one
+// u8 x s8 dot-product instruction (VNNI) takes 4 dimensions of 16 keys as they are against quantized queries
+// (head sizes are multiples of 4 for INT8). INT8 values keep signed levels, interleaved by token pairs,
+// [token / 2][dim][token % 2], so one sign extension gives the 16-bit pairs a vpdpwssd multiplies by two
+// tokens' 16-bit probabilities.
 #pragma once
 
 #include <cstddef>
@@ -32,27 +32,29 @@ inline size_t kv_element_bytes(KvType t) {
 inline size_t kv_key_offset(int h, int d, int i, int head_dim) {
   return (static_cast<size_t>(h) * head_dim + d) * kKvGroup + i;
 }
-// INT8: bytes of one head's run in a group (levels, then scales).
+// INT8: bytes of one head's run in a group (scales, then levels).
 inline size_t kv_int8_head_bytes(int head_dim) {
   return static_cast<size_t>(kKvGroup) * (head_dim + sizeof(float));
 }
 // INT8 keys (bytes): quads of dimensions, see above.
 inline size_t kv_int8_key_offset(int h, int d, int i, int head_dim) {
-  return h * kv_int8_head_bytes(head_dim) + (d / 4) * (4 * kKvGroup) + i * 4 + d % 4;
+  return h * kv_int8_head_bytes(head_dim) + kKvGroup * sizeof(float) + (d / 4) * (4 * kKvGroup) + i * 4 +
+         d % 4;
 }
 inline size_t kv_value_offset(int h, int i, int head_dim) {
   return (static_cast<size_t>(h) * kKvGroup + i) * head_dim;
 }
 // INT8 values (bytes): token pairs interleaved, see above.
 inline size_t kv_int8_value_offset(int h, int i, int d, int head_dim) {
-  return h * kv_int8_head_bytes(head_dim) + (i / 2) * (2 * head_dim) + 2 * d + i % 2;
+  return h * kv_int8_head_bytes(head_dim) + kKvGroup * sizeof(float) + (i / 2) * (2 * head_dim) + 2 * d +
+         i % 2;
 }
 // The scales of head h's 16 tokens in an INT8 group (keys and values alike).
 inline const float* kv_scales(const uint8_t* group, int h, int head_dim) {
-  return reinterpret_cast<const float*>(group + h * kv_int8_head_bytes(head_dim) + kKvGroup * head_dim);
+  return reinterpret_cast<const float*>(group + h * kv_int8_head_bytes(head_dim));
 }
 inline float* kv_scales(uint8_t* group, int h, int head_dim) {
-  return reinterpret_cast<float*>(group + h * kv_int8_head_bytes(head_dim) + kKvGroup * head_dim);
+  return reinterpret_cast<float*>(group + h * kv_int8_head_bytes(head_dim));
 }
 
 // Converts token i of a group (n_head_kv*head_dim floats) into the cache format.
