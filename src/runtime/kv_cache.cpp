@@ -58,8 +58,11 @@ KvCache::KvCache(int n_layer, int n_head_kv, int head_dim, KvCacheOptions opts)
     k_pool_.resize(n_layer);
     v_pool_.resize(n_layer);
     for (int l = 0; l < n_layer; ++l) {
-      k_pool_[l].reset(new uint8_t[n_blocks * block_bytes_]);
-      v_pool_[l].reset(new uint8_t[n_blocks * block_bytes_]);
+      k_pool_[l].reset(static_cast<uint8_t*>(alloc_huge(n_blocks * block_bytes_)));
+      v_pool_[l].reset(static_cast<uint8_t*>(alloc_huge(n_blocks * block_bytes_)));
+      if (!k_pool_[l] || !v_pool_[l])
+        fail("out of memory for a KV pool of {} tokens ({} bytes per layer)", opts_.pool_tokens,
+             2 * n_blocks * block_bytes_);
     }
   } else {
     opts_.prefix_cache = false;  // needs shared blocks

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/huge_pages.h"
 #include "kernels/cpu/kv_format.h"
 #include "runtime/block_allocator.h"
 
@@ -45,6 +46,9 @@ struct KvStats {
   int64_t prefix_hits = 0, prefix_misses = 0, prefix_saved_tokens = 0, prefix_entries = 0;
   size_t prefix_bytes = 0;
 };
+
+// One layer's K or V rows of a contiguous sequence (grown by resizing; huge pages when large).
+using KvBytes = std::vector<uint8_t, HugePageAllocator<uint8_t>>;
 
 class KvCache {
  public:
@@ -101,7 +105,7 @@ class KvCache {
     int registered = 0;                      // leading full blocks already offered to the prefix cache
     uint64_t chain = 0;                      // chain hash of those blocks
     uint64_t ns = 0;                         // prefix namespace (append): the chain's root
-    std::vector<std::vector<uint8_t>> k, v;  // contiguous: per layer
+    std::vector<KvBytes> k, v;               // contiguous: per layer
   };
   struct PrefixEntry {
     int32_t block;
@@ -124,8 +128,7 @@ class KvCache {
   KvCacheOptions opts_;
   size_t row_bytes_, block_bytes_;
   BlockAllocator alloc_;
-  std::vector<std::unique_ptr<uint8_t[]>> k_pool_,
-      v_pool_;  // paged: per layer (pages committed on first use)
+  std::vector<HugeBytes> k_pool_, v_pool_;  // paged: per layer (pages committed on first use)
   std::unordered_map<int, Seq> seqs_;
   int64_t max_contiguous_seqs_ = 0;
 

@@ -2,8 +2,6 @@
 // reconstruct a row for checks).
 #include "kernels/cpu/packed.h"
 
-#include <sys/mman.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -137,10 +135,6 @@ void pack_group(DType t, const uint8_t* const rows[kPackRows], int64_t nb, uint8
     }
 }
 
-void free_aligned(uint8_t* p) {
-  std::free(p);
-}
-
 }  // namespace
 
 bool packable(DType t, int64_t rows, int64_t cols) {
@@ -187,14 +181,9 @@ std::unique_ptr<PackedMatrix> pack_matrix(std::span<const TensorView> parts, Thr
   m->cols = cols;
   m->group_bytes = group_bytes(t, cols);
   const size_t total = m->group_bytes * static_cast<size_t>(rows / kPackRows);
-  // 2 MiB pages where the kernel allows them (THP "madvise" mode): a gemv streams the whole matrix,
-  // and with 4 KiB pages the hardware prefetcher stops at every page boundary and the TLB misses.
-  constexpr size_t kHuge = size_t{2} << 20;
-  const size_t alloc = total >= kHuge ? (total + kHuge - 1) / kHuge * kHuge : (total + 63) / 64 * 64 + 64;
-  auto* mem = static_cast<uint8_t*>(std::aligned_alloc(total >= kHuge ? kHuge : 64, alloc));
-  if (!mem) fail("pack_matrix: out of memory for {} bytes ({})", total, parts[0].name);
-  if (total >= kHuge) madvise(mem, alloc, MADV_HUGEPAGE);
-  m->data = std::unique_ptr<uint8_t, void (*)(uint8_t*)>(mem, free_aligned);
+  m->data.reset(static_cast<uint8_t*>(alloc_huge(total)));  // a gemv streams the whole matrix
+  if (!m->data) fail("pack_matrix: out of memory for {} bytes ({})", total, parts[0].name);
+  uint8_t* mem = m->data.get();
 
   // Group g -> (part, first row) lookup, then groups in parallel.
   std::vector<std::pair<const TensorView*, int64_t>> where;

@@ -36,6 +36,7 @@
 #include <memory>
 #include <span>
 
+#include "core/huge_pages.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/bf16_round.h"
@@ -96,7 +97,7 @@ struct PackedMatrix {
   DType type = DType::F32;  // the type of the values: the file's, or BF16 for F16/F32 rounded at load
   int64_t rows = 0, cols = 0;
   size_t group_bytes = 0;  // bytes per 16-row group (a multiple of 64)
-  std::unique_ptr<uint8_t, void (*)(uint8_t*)> data{nullptr, nullptr};
+  HugeBytes data;
   const uint8_t* group(int64_t g) const { return data.get() + static_cast<size_t>(g) * group_bytes; }
   size_t bytes() const { return group_bytes * static_cast<size_t>(rows / kPackRows); }
 };
