@@ -4,7 +4,6 @@
 // model): one decode step, and a 16-token prompt chunk, at depths 1k/4k/16k, for each cache type.
 // Prints ms per step over the 16 layers and the K/V bytes read per second.
 #include <gtest/gtest.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -15,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/huge_pages.h"
 #include "kernels/cpu/attention.h"
 
 namespace ferrum::kernels {
@@ -46,16 +46,8 @@ TEST(AttentionBench, DISABLED_DecodeAndChunkAtDepth) {
     for (int64_t depth : {1024, 4096, 16384}) {
       if (const char* only = std::getenv("FERRUM_BENCH_DEPTH"); only && std::atol(only) != depth) continue;
       const size_t rb = kv_row_bytes(t, n_kv, hd), bytes = rb * (depth + 16);
-      auto alloc = [](size_t n) {
-        const size_t huge = size_t{2} << 20, rounded = (n + huge - 1) / huge * huge;
-        auto* p = static_cast<uint8_t*>(std::aligned_alloc(huge, rounded));
-        if (std::getenv("FERRUM_BENCH_HUGE")) madvise(p, rounded, MADV_HUGEPAGE);
-        return p;
-      };
-      struct Free {
-        void operator()(uint8_t* p) const { std::free(p); }
-      };
-      std::vector<std::unique_ptr<uint8_t, Free>> k(layers), v(layers);
+      auto alloc = [](size_t n) { return static_cast<uint8_t*>(alloc_huge(n)); };  // as the KV cache's
+      std::vector<HugeBytes> k(layers), v(layers);
       std::mt19937 rng(1);
       std::vector<float> row(n_kv * hd);
       for (int l = 0; l < layers; ++l) {
@@ -79,7 +71,13 @@ TEST(AttentionBench, DISABLED_DecodeAndChunkAtDepth) {
         auto step = [&] {
           for (int l = 0; l < layers; ++l) {
             AttentionJob job{q.data(), n_head * hd, n_tok, depth, {}, out.data(), n_head * hd};
-            job.kv = {k[l].get(), v[l].get(), table.data(), paged ? kKvGroup : depth + 16, paged ? kKvGroup * rb : 0, rb, t};
+            job.kv = {k[l].get(),
+                      v[l].get(),
+                      table.data(),
+                      paged ? kKvGroup : depth + 16,
+                      paged ? kKvGroup * rb : 0,
+                      rb,
+                      t};
             attention(p, &job, 1, pool, scratch);
           }
         };
