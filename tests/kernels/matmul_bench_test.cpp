@@ -57,11 +57,12 @@ TEST(MatmulBench, DISABLED_Bench) {
       for (int64_t n_tok : {1, 64}) {
         const auto x = test::gaussian(static_cast<size_t>(n_tok * 2048), 5);
         std::vector<float> y(static_cast<size_t>(n_tok * rows));
-        for (const char* isa : {"scalar", "avx2", "avx512"}) {
+        for (const char* isa : {"scalar", "avx2", "avx2vnni", "avx512"}) {
           if (!isa_supported(isa)) continue;
           force_isa(isa);
           for (Precision prec : {Precision::Fast, Precision::Exact}) {
             if (prec == Precision::Exact && std::string(isa) != "avx512") continue;
+            if (std::string(isa) == "avx2vnni") continue;  // its row-major kernels are avx2's
             const double s = seconds_per_call(
                 [&] { matmul(m.view, x.data(), 2048, n_tok, y.data(), rows, pool, prec, scratch); }, pool);
             std::printf("| %s | %ldx2048 | %ld | %s | %s | %.3f | %.1f | %.1f |\n", dtype_name(t), (long)rows,
@@ -69,14 +70,14 @@ TEST(MatmulBench, DISABLED_Bench) {
                         2.0 * rows * 2048 * n_tok / s * 1e-9, m.view.nbytes / s * 1e-9);
             std::fflush(stdout);
           }
-          // The 16-row packed layout (what the models use for these types on AVX-512).
-          if (std::string(isa) == "avx512" && packable(t, rows, 2048)) {
+          // The 16-row packed layout (what the models use for these types on the SIMD tiers).
+          if (packed_kernels_active() && packable(t, rows, 2048)) {
             const Linear lin({m.view}, Precision::Fast, pool);
             const double s = seconds_per_call(
                 [&] { lin.forward(x.data(), 2048, n_tok, y.data(), rows, pool, Precision::Fast, scratch); },
                 pool);
             std::printf("| %s | %ldx2048 | %ld | %s | %s | %.3f | %.1f | %.1f |\n", dtype_name(t), (long)rows,
-                        (long)n_tok, "avx512 packed", "fast", s * 1e3, 2.0 * rows * 2048 * n_tok / s * 1e-9,
+                        (long)n_tok, (std::string(isa) + " packed").c_str(), "fast", s * 1e3, 2.0 * rows * 2048 * n_tok / s * 1e-9,
                         lin.weight_bytes() / s * 1e-9);
             std::fflush(stdout);
           }

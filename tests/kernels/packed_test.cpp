@@ -1,12 +1,15 @@
 // The 16-row packed weights (kernels/cpu/packed.h, linear.h): the packing keeps every value, the
-// packed products agree with the row-major Fast path and with a float64 reference, a token's result
-// is bitwise the same alone or in a batch of any size, and fused parts equal separate products.
+// packed products of every tier the CPU has (AVX2, AVX2 + VNNI, AVX-512) agree with the row-major
+// Fast path and with a float64 reference, are bitwise the same on every tier (integer types and
+// F16), a token's result is bitwise the same alone or in a batch of any size, and fused parts equal
+// separate products.
 #include "kernels/cpu/packed.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "ferrum/error.h"
@@ -61,16 +64,36 @@ TEST(Packed, RejectsWhatItCannotPack) {
   EXPECT_THROW(pack_matrix(mixed, pool), Error);
 }
 
+// The tiers with packed kernels that this CPU has.
+std::vector<std::string> packed_tiers() {
+  std::vector<std::string> v;
+  for (const char* isa : {"avx2", "avx2vnni", "avx512"})
+    if (isa_supported(isa)) v.push_back(isa);
+  return v;
+}
+
+// Runs each test once per packed tier (forced), restoring the tier in use afterwards.
 class PackedProduct : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!packed_kernels_active()) GTEST_SKIP() << "no avx512 kernels on this CPU (packing is off there)";
+    if (packed_tiers().empty()) GTEST_SKIP() << "no tier with packed kernels on this CPU (packing is off there)";
   }
+  void TearDown() override { force_isa(saved_.c_str()); }
+  template <class F>
+  void each_tier(F&& f) {
+    for (const std::string& isa : packed_tiers()) {
+      SCOPED_TRACE(isa);
+      force_isa(isa.c_str());
+      f(isa);
+    }
+  }
+  std::string saved_ = active_isa();
 };
 
 TEST_F(PackedProduct, MatchesRowMajorFastPathAndReference) {
   ThreadPool pool(2);
   MatmulScratch scratch;
+  each_tier([&](const std::string& isa) {
   for (const Shape& s : kShapes) {
     test::TestMatrix m(s.type, s.rows, s.cols, 5);
     const Linear lin({m.view}, Precision::Fast, pool);
@@ -98,11 +121,13 @@ TEST_F(PackedProduct, MatchesRowMajorFastPathAndReference) {
     EXPECT_LT(worst_rows, 1e-5) << dtype_name(s.type) << " " << s.rows << "x" << s.cols;
     EXPECT_LT(worst_ref, 2e-2) << dtype_name(s.type) << " " << s.rows << "x" << s.cols;
   }
+  });
 }
 
 TEST_F(PackedProduct, TokenResultDoesNotDependOnBatch) {
   ThreadPool pool(2);
   MatmulScratch scratch;
+  each_tier([&](const std::string& isa) {
   for (const Shape& s : kShapes) {
     test::TestMatrix m(s.type, s.rows, s.cols, 3);
     const Linear lin({m.view}, Precision::Fast, pool);
@@ -114,6 +139,39 @@ TEST_F(PackedProduct, TokenResultDoesNotDependOnBatch) {
       lin.forward(x.data() + t * s.cols, s.cols, 1, one.data(), s.rows, pool, Precision::Fast, scratch);
       ASSERT_EQ(0, std::memcmp(one.data(), batch.data() + t * s.rows, s.rows * sizeof(float)))
           << dtype_name(s.type) << " " << s.rows << "x" << s.cols << " token " << t;
+    }
+  }
+  });
+}
+
+// The integer types' sums are exact and every tier does the same float steps per lane, so the
+// tiers' results are the same bits; F16 too (same FMA order). BF16 without vdpbf16ps differs only
+// where that instruction flushes denormals.
+TEST_F(PackedProduct, TiersGiveTheSameBits) {
+  const auto tiers = packed_tiers();
+  if (tiers.size() < 2) GTEST_SKIP() << "one packed tier on this CPU";
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  for (const Shape& s : kShapes) {
+    test::TestMatrix m(s.type, s.rows, s.cols, 21);
+    const Linear lin({m.view}, Precision::Fast, pool);
+    const int64_t n_tok = 11;
+    const auto x = test::gaussian(static_cast<size_t>(n_tok * s.cols), 13);
+    std::vector<float> first, y(n_tok * s.rows);
+    for (const std::string& isa : tiers) {
+      force_isa(isa.c_str());
+      lin.forward(x.data(), s.cols, n_tok, y.data(), s.rows, pool, Precision::Fast, scratch);
+      if (first.empty()) {
+        first = y;
+        continue;
+      }
+      for (size_t i = 0; i < y.size(); ++i) {
+        if (s.type == DType::BF16)
+          ASSERT_NEAR(y[i], first[i], 1e-6 * (std::fabs(first[i]) + 1e-3)) << isa << " " << s.rows << "x" << s.cols;
+        else
+          ASSERT_EQ(y[i], first[i]) << isa << " vs " << tiers[0] << " " << dtype_name(s.type) << " " << s.rows
+                                    << "x" << s.cols << " output " << i;
+      }
     }
   }
 }
@@ -165,7 +223,6 @@ TEST_F(PackedProduct, OtherIsaFallsBackToTheFileRows) {
   force_isa("scalar");
   lin.forward(x.data(), 256, 1, y.data(), 16, pool, Precision::Fast, scratch);
   matmul(m.view, x.data(), 256, 1, want.data(), 16, pool, Precision::Fast, scratch);
-  force_isa("avx512");
   EXPECT_EQ(y, want);
 }
 

@@ -13,8 +13,9 @@ namespace ferrum::kernels {
 namespace {
 
 struct CpuFeatures {
-  bool avx2 = false;    // AVX2 + FMA + F16C
-  bool avx512 = false;  // F + BW + VL + DQ + VNNI + BF16
+  bool avx2 = false;      // AVX2 + FMA + F16C (+ BMI2)
+  bool avx2vnni = false;  // and AVX-VNNI (VEX vpdpbusd: Alder Lake, Zen 5 and later)
+  bool avx512 = false;    // F + BW + VL + DQ + VNNI + BF16
 };
 
 uint64_t xgetbv0() {
@@ -38,8 +39,9 @@ CpuFeatures detect() {
   const bool vnni = c & (1u << 11);
   unsigned a1, b1, c1, d1;
   __cpuid_count(7, 1, a1, b1, c1, d1);
-  const bool bf16 = a1 & (1u << 5);
+  const bool bf16 = a1 & (1u << 5), avxvnni = a1 & (1u << 4);
   f.avx2 = os_avx && avx2 && fma && f16c && bmi2;
+  f.avx2vnni = f.avx2 && avxvnni;
   f.avx512 = f.avx2 && os_avx512 && f512 && dq && bw && vl && vnni && bf16;
   return f;
 }
@@ -52,8 +54,9 @@ const CpuFeatures& features() {
 const IsaKernels* by_name(const char* name) {
   if (std::strcmp(name, "scalar") == 0) return &scalar_kernels();
   if (std::strcmp(name, "avx2") == 0) return features().avx2 ? &avx2_kernels() : nullptr;
+  if (std::strcmp(name, "avx2vnni") == 0) return features().avx2vnni ? &avx2vnni_kernels() : nullptr;
   if (std::strcmp(name, "avx512") == 0) return features().avx512 ? &avx512_kernels() : nullptr;
-  fail("unknown ISA '{}' (expected scalar, avx2 or avx512)", name);
+  fail("unknown ISA '{}' (expected scalar, avx2, avx2vnni or avx512)", name);
 }
 
 const IsaKernels* initial() {
@@ -63,6 +66,7 @@ const IsaKernels* initial() {
     return k;
   }
   if (features().avx512) return &avx512_kernels();
+  if (features().avx2vnni) return &avx2vnni_kernels();
   if (features().avx2) return &avx2_kernels();
   return &scalar_kernels();
 }
@@ -70,6 +74,17 @@ const IsaKernels* initial() {
 std::atomic<const IsaKernels*> g_active{nullptr};
 
 }  // namespace
+
+// The AVX2 tier with the packed products' integer dot products done by AVX-VNNI.
+const IsaKernels& avx2vnni_kernels() {
+  static const IsaKernels k = [] {
+    IsaKernels v = avx2_kernels();
+    v.name = "avx2vnni";
+    v.packed = &avxvnni_packed_kernels();
+    return v;
+  }();
+  return k;
+}
 
 const IsaKernels& active_kernels() {
   const IsaKernels* k = g_active.load(std::memory_order_acquire);

@@ -1,4 +1,5 @@
-// Internal interface between the matmul driver and the per-ISA kernels (scalar, AVX2, AVX-512).
+// Internal interface between the matmul driver and the per-ISA kernels (scalar, AVX2, AVX2 + VNNI,
+// AVX-512).
 #pragma once
 
 #include <cstddef>
@@ -39,6 +40,20 @@ void rows_of(const uint8_t* w, size_t w_stride, int nr, int64_t n, const uint8_t
   for (int r = 0; r < nr; ++r) F(w + r * w_stride, n, act, act_stride, nt, y + r, ldy);
 }
 
+// Kernels for the 16-row packed layouts (packed.h) of one tier; activations prepared as packed_act.h.
+struct PackedKernels {
+  // One 16-row group (n inputs per row) x nt <= max_nt tokens of prepared activations:
+  // y[t*ldy + r] for r < 16.
+  using GroupFn = void (*)(const uint8_t* group, int64_t n, const uint8_t* act, size_t act_stride, int nt,
+                           float* y, int64_t ldy);
+  struct Kernel {
+    GroupFn fn;
+    int max_nt;
+  };
+  Kernel q4_0, q5_0, q8_0, q4_k, q5_k, q6_k, f16, bf16;
+  const Kernel& of(DType t) const;
+};
+
 struct IsaKernels {
   const char* name;
   // Fast-path row kernels by weight type; activations: Q8Act (32-blocks), Q8_K (K-quants), BF16
@@ -52,28 +67,17 @@ struct IsaKernels {
   // x = softmax(x) in place (exponentials summed in double); out = silu(gate) * up.
   void (*softmax)(float* x, int64_t n);
   void (*swiglu)(const float* gate, const float* up, float* out, int64_t n);
+  // Kernels for the packed layouts (null: this tier multiplies the file's rows only).
+  const PackedKernels* packed;
 };
 
-// Kernels for the 16-row packed layouts (packed.h); AVX-512 (VNNI) only.
-struct PackedKernels {
-  // One 16-row group (n inputs per row) x nt <= max_nt tokens of prepared activations:
-  // y[t*ldy + r] for r < 16.
-  using GroupFn = void (*)(const uint8_t* group, int64_t n, const uint8_t* act, size_t act_stride, int nt,
-                           float* y, int64_t ldy);
-  struct Kernel {
-    GroupFn fn;
-    int max_nt;
-  };
-  Kernel q4_0, q5_0, q8_0, q4_k, q5_k, q6_k, f16, bf16;
-  // Activation preparation for weights of type t, and its size per token (F16 uses the F32
-  // activations as they are; BF16 rounds them to BF16 as the row-major Fast path does).
-  void (*prep)(DType t, const float* x, uint8_t* out, int64_t n);
-  size_t (*act_bytes)(DType t, int64_t n);
-};
 const PackedKernels& avx512_packed_kernels();
+const PackedKernels& avx2_packed_kernels();     // vpmaddubsw: AVX2 + FMA + F16C
+const PackedKernels& avxvnni_packed_kernels();  // VEX vpdpbusd on 256-bit registers
 
 const IsaKernels& scalar_kernels();
 const IsaKernels& avx2_kernels();
+const IsaKernels& avx2vnni_kernels();
 const IsaKernels& avx512_kernels();
 // The kernels in use (see isa.cpp).
 const IsaKernels& active_kernels();

@@ -352,7 +352,8 @@ const IsaKernels& avx2_kernels() {
                                scalar_kernels().quantize_q8_k,
                                f16_row,
                                scalar_kernels().softmax,
-                               scalar_kernels().swiglu};
+                               scalar_kernels().swiglu,
+                               &avx2_packed_kernels()};
   return k;
 }
 

@@ -521,27 +521,27 @@ void swiglu16(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
-const IsaKernels kAvx512 = {"avx512",
-                            row32_tile<UnpackQ4_0>,
-                            row32_tile<UnpackQ5<BlockQ5_0, false>>,
-                            row32_tile<UnpackQ5<BlockQ5_1, true>>,
-                            row32_tile<UnpackQ8_0>,
-                            rows_of<row_fn<RowQ4K<false>::K>>,
-                            rows_of<row_fn<RowQ4K<true>::K>>,
-                            rows_of<row_fn<RowQ6K>>,
-                            tile_fn<Bf16Tile>,
-                            tile_fn<FloatTile<true>::K>,
-                            tile_fn<FloatTile<false>::K>,
-                            quantize_q8_1f,
-                            quantize_q8_k,
-                            f16_row,
-                            softmax16,
-                            swiglu16};
-
 }  // namespace
 
 const IsaKernels& avx512_kernels() {
-  return kAvx512;
+  static const IsaKernels k = {"avx512",
+                               row32_tile<UnpackQ4_0>,
+                               row32_tile<UnpackQ5<BlockQ5_0, false>>,
+                               row32_tile<UnpackQ5<BlockQ5_1, true>>,
+                               row32_tile<UnpackQ8_0>,
+                               rows_of<row_fn<RowQ4K<false>::K>>,
+                               rows_of<row_fn<RowQ4K<true>::K>>,
+                               rows_of<row_fn<RowQ6K>>,
+                               tile_fn<Bf16Tile>,
+                               tile_fn<FloatTile<true>::K>,
+                               tile_fn<FloatTile<false>::K>,
+                               quantize_q8_1f,
+                               quantize_q8_k,
+                               f16_row,
+                               softmax16,
+                               swiglu16,
+                               &avx512_packed_kernels()};
+  return k;
 }
 
 }  // namespace ferrum::kernels

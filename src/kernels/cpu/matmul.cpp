@@ -10,6 +10,7 @@
 #include "core/quant.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/packed.h"
+#include "kernels/cpu/packed_act.h"
 
 namespace ferrum::kernels {
 namespace {
@@ -205,33 +206,48 @@ void run_fast(const TensorView& W, int64_t rb, int64_t re, const float* x, int64
 }  // namespace
 
 bool packed_kernels_active() {
-  return std::strcmp(active_isa(), "avx512") == 0;
+  return active_kernels().packed != nullptr;
+}
+
+const PackedKernels::Kernel& PackedKernels::of(DType t) const {
+  switch (t) {
+    case DType::Q4_0:
+      return q4_0;
+    case DType::Q5_0:
+      return q5_0;
+    case DType::Q8_0:
+      return q8_0;
+    case DType::Q4_K:
+      return q4_k;
+    case DType::Q5_K:
+      return q5_k;
+    case DType::Q6_K:
+      return q6_k;
+    case DType::BF16:
+      return bf16;
+    case DType::F16:
+      return f16;
+    default:
+      fail("packed matrices of type {} have no kernel", dtype_name(t));
+  }
 }
 
 void matmul_packed(const PackedMatrix& P, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
                    ThreadPool& pool, MatmulScratch& scratch) {
-  if (!packed_kernels_active())
-    fail("matmul_packed: packed weights need the avx512 kernels (active: {})", active_isa());
+  const IsaKernels& isa = active_kernels();
+  if (!isa.packed) fail("matmul_packed: the {} kernels have no packed layouts", isa.name);
   if (n_tok < 0 || (n_tok > 0 && (!x || !y)))
     fail("matmul_packed: bad activations for a {}x{} matrix", P.rows, P.cols);
   if (n_tok > 1 && (ldx < P.cols || ldy < P.rows)) fail("matmul_packed: strides {} / {} too small", ldx, ldy);
   if (n_tok == 0 || P.rows == 0) return;
-  const PackedKernels& k = avx512_packed_kernels();
-  const PackedKernels::Kernel kern = P.type == DType::Q4_0   ? k.q4_0
-                                     : P.type == DType::Q5_0 ? k.q5_0
-                                     : P.type == DType::Q8_0 ? k.q8_0
-                                     : P.type == DType::Q4_K ? k.q4_k
-                                     : P.type == DType::Q5_K ? k.q5_k
-                                     : P.type == DType::Q6_K ? k.q6_k
-                                     : P.type == DType::BF16 ? k.bf16
-                                                             : k.f16;
+  const PackedKernels::Kernel kern = isa.packed->of(P.type);
   const int64_t cols = P.cols;
   const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
   size_t stride = static_cast<size_t>(ldx) * sizeof(float);
-  if (P.type != DType::F16) {
-    stride = (k.act_bytes(P.type, cols) + 63) / 64 * 64;
+  if (P.type != DType::F16) {  // F16 weights multiply the F32 activations as they are
+    stride = (packed_act_bytes(P.type, cols) + 63) / 64 * 64;
     act = prepare_activations(pool, scratch, n_tok, cols, stride,
-                              [&](int64_t t, uint8_t* out) { k.prep(P.type, x + t * ldx, out, cols); });
+                              [&](int64_t t, uint8_t* out) { prep_packed_act(isa, P.type, x + t * ldx, out, cols); });
   }
   for_items(
       pool, P.rows, cols, n_tok, kTokenGroup,

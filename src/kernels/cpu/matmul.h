@@ -35,13 +35,13 @@ void matmul_rows(const TensorView& W, int64_t row_begin, int64_t row_end, const 
                  MatmulScratch& scratch);
 
 struct PackedMatrix;  // packed.h
-// y = P x for a matrix repacked by pack_matrix (needs the avx512 kernels: packed_kernels_active()).
+// y = P x for a matrix repacked by pack_matrix (needs a tier with packed kernels: packed_kernels_active()).
 // Fast precision only: Q8 activations as in the row-major path.
 void matmul_packed(const PackedMatrix& P, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
                    ThreadPool& pool, MatmulScratch& scratch);
 bool packed_kernels_active();
 
-// The instruction set in use: "scalar", "avx2" or "avx512". The default is the best the CPU has,
+// The instruction set in use: "scalar", "avx2", "avx2vnni" or "avx512". The default is the best the CPU has,
 // or the FERRUM_ISA environment variable. force_isa throws ferrum::Error if the CPU lacks it.
 const char* active_isa();
 void force_isa(const char* name);

@@ -11,6 +11,7 @@
 #include "core/quant.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/packed.h"
+#include "kernels/cpu/packed_act.h"
 
 namespace ferrum::kernels {
 namespace {
@@ -26,46 +27,11 @@ inline __m512 load_f16x16(const uint8_t* p) {
   return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
-// Pointers into NT tokens' prepared activations, token t at act + t * stride: levels int8[n], one
-// float scale per block of kBlock values, then the per-block sums of type Sum that the kernel
-// starts from (the formats are described with their preparation functions below).
-template <int kBlock, class Sum, int NT>
-struct Tokens {
-  const int8_t* qs[NT];
-  const float* d[NT];
-  const Sum* sums[NT];
-  Tokens(const uint8_t* act, size_t stride, int64_t n) {
-    for (int t = 0; t < NT; ++t) {
-      const uint8_t* p = act + t * stride;
-      qs[t] = reinterpret_cast<const int8_t*>(p);
-      d[t] = reinterpret_cast<const float*>(p + n);
-      sums[t] = reinterpret_cast<const Sum*>(p + n + 4 * (n / kBlock));
-    }
-  }
-};
-
 // ---------------------------------------------------------------- Q4_0 / Q5_0 / Q8_0 x Q8B activations
 // No software prefetch: with the 16-row layouts every kernel reads its group as one sequential
 // stream, and prefetching 0.5-4 KiB ahead measured slower for every type (2-thread gemv over
 // 8192x2048 matrices, 3 alternating rounds: Q4_0 38-49 GB/s without vs 27-38 with; Q8_0 30-38 vs
 // 26-33; F16 32-36 vs 32-34; Q4_K and Q6_K 2x slower with it).
-
-// Q8B activations of one token (n values, nb = n/32 blocks): levels int8[n], scales float[nb],
-// bias int32[nb] = -offset * (sum of the block's levels): starting the block's integer dot product
-// from it removes the weights' unsigned offset (8 for Q4_0, 16 for Q5_0, 128 for Q8_0) exactly.
-
-void prep_q8b(const float* x, uint8_t* out, int64_t n, int32_t offset) {
-  // Levels and scales exactly as the row-major path's Q8Act (same offsets: levels, then scales);
-  // its per-block sums land where the biases go and are overwritten below.
-  avx512_kernels().quantize_q8_1f(x, out, n);
-  const int64_t nb = n / 32;
-  const auto* qs = reinterpret_cast<const int8_t*>(out);
-  auto* bias = reinterpret_cast<int32_t*>(out + n + 4 * nb);
-  for (int64_t b = 0; b < nb; ++b) {
-    const __m512i q = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * b)));
-    bias[b] = -offset * _mm512_reduce_add_epi32(_mm512_madd_epi16(q, _mm512_set1_epi16(1)));
-  }
-}
 
 // The low and high nibbles of 64 weight bytes at w as bytes; with kFifth (Q5_0, Q5_K) plus 16
 // where the fifth bit is set: two 64-bit masks at h (low nibbles, then high; bit 4r+i for byte i of
@@ -99,7 +65,7 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
   constexpr size_t kQs = kT == Q32::Q8_0 ? 512 : kT == Q32::Q5_0 ? 320 : 256;
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
-  const Tokens<32, int32_t, NT> tok(act, stride, n);
+  const PackedTokens<32, int32_t, NT> tok(act, stride, n);
   for (int64_t b = 0; b < nb; ++b) {
     const Q32Offsets o = q32_offsets(b, kQs);
     const uint8_t* q = g + o.qs;
@@ -139,33 +105,6 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
 
 // ---------------------------------------------------------------- Q4_K, Q5_K and Q6_K x Q8_K activations
 
-// Activations for the K-quant kernels, one token: levels int8[n] (Q8_K levels), scales float[nsb],
-// then per super-block the sums its kernel needs: Q4_K and Q5_K int16[8], the sums of the levels of each
-// 32-element sub-block (for the mins); Q6_K int32[16], biases -32 * (sum of the levels of each
-// 16-element sub-block): starting a sub-block's dot product from one removes the weights' offset
-// of 32 exactly.
-
-template <DType kT>
-void prep_q8k(const float* x, uint8_t* out, int64_t n, void (*quantize_q8_k)(const float*, BlockQ8_K*, int64_t)) {
-  const int64_t nsb = n / 256;
-  auto* qs = reinterpret_cast<int8_t*>(out);
-  auto* ds = reinterpret_cast<float*>(out + n);
-  uint8_t* sums = out + n + 4 * nsb;
-  BlockQ8_K tmp;
-  for (int64_t b = 0; b < nsb; ++b) {
-    quantize_q8_k(x + 256 * b, &tmp, 256);
-    std::memcpy(qs + 256 * b, tmp.qs, 256);
-    ds[b] = tmp.d;
-    if constexpr (kT == DType::Q4_K) {
-      auto* bs = reinterpret_cast<int16_t*>(sums) + 8 * b;
-      for (int j = 0; j < 8; ++j) bs[j] = static_cast<int16_t>(tmp.bsums[2 * j] + tmp.bsums[2 * j + 1]);
-    } else {
-      auto* bias = reinterpret_cast<int32_t*>(sums) + 16 * b;
-      for (int j = 0; j < 16; ++j) bias[j] = -32 * tmp.bsums[j];
-    }
-  }
-}
-
 // One 16-row group x NT tokens (Q4_K, or Q5_K with kQ5). Per sub-block the integer dot product of
 // each row (16 vpdpbusd for a pair of sub-blocks, low and high nibbles; Q5_K adds 16 to the bytes
 // whose fifth bit is set with one masked byte add each) is scaled by its 6-bit scale in integers
@@ -178,7 +117,7 @@ void group_k4(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, fl
   constexpr size_t kNib = kQ5 ? kQ5KMaskBytes : 0;  // Q5_K: the fifth-bit masks precede each chunk's nibbles
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
-  const Tokens<256, int16_t, NT> tok(act, stride, n);
+  const PackedTokens<256, int16_t, NT> tok(act, stride, n);
   for (int64_t b = 0; b < nsb; ++b) {
     const Q4KOffsets o = q4k_offsets(b, kBlock);
     __m512i S[NT];
@@ -227,7 +166,7 @@ void group_q6k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
   const int64_t nsb = n / 256;
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
-  const Tokens<256, int32_t, NT> tok(act, stride, n);
+  const PackedTokens<256, int32_t, NT> tok(act, stride, n);
   const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   for (int64_t b = 0; b < nsb; ++b) {
     const Q6KOffsets o = q6k_offsets(b);
@@ -321,15 +260,6 @@ void group_float(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride,
 // Tokens per call: as many as the registers hold (accumulators and partial sums per token).
 constexpr int kTileQ32 = 8, kTileQ4K = 6, kTileQ6K = 4, kTileFloat = 8;
 
-// Runtime token count 1..kMax -> f(std::integral_constant<int, nt>).
-template <int kMax, class F>
-void with_nt(int nt, F&& f) {
-  if constexpr (kMax > 1) {
-    if (nt < kMax) return with_nt<kMax - 1>(nt, f);
-  }
-  f(std::integral_constant<int, kMax>{});
-}
-
 // The GroupFn of each kernel family.
 template <Q32 kT>
 void q32_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
@@ -347,35 +277,9 @@ void float_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, f
   with_nt<kTileFloat>(nt, [&](auto k) { group_float<V, decltype(k)::value>(g, n, a, s, y, l); });
 }
 
-void prep(DType t, const float* x, uint8_t* out, int64_t n) {
-  if (t == DType::Q4_K || t == DType::Q5_K)
-    prep_q8k<DType::Q4_K>(x, out, n, avx512_kernels().quantize_q8_k);
-  else if (t == DType::Q6_K)
-    prep_q8k<DType::Q6_K>(x, out, n, avx512_kernels().quantize_q8_k);
-  else if (t == DType::BF16)
-    quantize_row(DType::BF16, x, out, n);
-  else
-    prep_q8b(x, out, n, t == DType::Q8_0 ? 128 : t == DType::Q5_0 ? 16 : 8);
-}
-
-size_t act_bytes(DType t, int64_t n) {
-  switch (t) {
-    case DType::Q4_K:
-    case DType::Q5_K:
-      return static_cast<size_t>(n + 4 * (n / 256) + 16 * (n / 256));
-    case DType::Q6_K:
-      return static_cast<size_t>(n + 4 * (n / 256) + 64 * (n / 256));
-    case DType::BF16:
-      return static_cast<size_t>(2 * n);
-    default:
-      return static_cast<size_t>(n + 4 * (n / 32) + 4 * (n / 32));
-  }
-}
-
 const PackedKernels kPacked = {{q32_fn<Q32::Q4_0>, kTileQ32}, {q32_fn<Q32::Q5_0>, kTileQ32}, {q32_fn<Q32::Q8_0>, kTileQ32},
                                {k4_fn<false>, kTileQ4K},         {k4_fn<true>, kTileQ4K},          {q6k_fn, kTileQ6K},
-                               {float_fn<F16Vec>, kTileFloat},   {float_fn<BF16Vec>, kTileFloat},  prep,
-                               act_bytes};
+                               {float_fn<F16Vec>, kTileFloat},   {float_fn<BF16Vec>, kTileFloat}};
 
 }  // namespace
 

@@ -1,0 +1,406 @@
+// The packed products (packed.h layouts) on 256-bit registers, for the AVX2 tier (integer dot
+// products with vpmaddubsw) and the AVX-VNNI tier (vpdpbusd). Included only by packed_avx2.cpp and
+// packed_avxvnni.cpp, each compiled for its tier: everything here has internal linkage, so the two
+// tiers' instantiations never mix.
+//
+// The 16-row groups are read as two halves of 8 rows: a ymm holds 4 inputs of 8 rows (one int32 lane
+// per row), so one dot-product step against a broadcast of 4 activation bytes advances 8 row sums,
+// and every loaded weight vector serves all NT tokens of the tile from registers. With 16 registers
+// a half of 8 rows leaves room for 4 tokens' sums; the activations are broadcast from memory (a load
+// port, not an ALU one).
+//
+// Integer sums are exact and the float steps per block are those of the AVX-512 kernels, lane for
+// lane: for the integer types every tier gives bitwise the same results, and a token's result never
+// depends on the other tokens of the call.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/cpu/kernels.h"
+#include "kernels/cpu/packed.h"
+#include "kernels/cpu/packed_act.h"
+
+namespace ferrum::kernels {
+namespace {  // internal linkage: one copy per tier's translation unit
+
+inline __m256i bcast32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+inline __m256i load256(const uint8_t* p) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
+}
+// 8 F16 values (one per row of a half) as floats.
+inline __m256 load_f16x8(const uint8_t* p) {
+  return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(p)));
+}
+// 8 bytes (one per row) widened to int32 lanes, unsigned or signed.
+inline __m256i u8x8(const uint8_t* p) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+inline __m256i s8x8(const uint8_t* p) {
+  return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+// A per-row int32 value v (|v| < 2^15) in both 16-bit halves of its lane: the operand of a
+// vpmaddwd that multiplies both 16-bit partial sums of a row by v.
+inline __m256i dup16(__m256i v) {
+  return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(v, 16));
+}
+// 0x10 in byte k where bit k of m is set (Q5's fifth bits: bit 4r+i is byte i of row r).
+inline __m256i fifth_bits(const uint8_t* p) {
+  uint32_t m;
+  std::memcpy(&m, p, 4);
+  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
+                                          3, 3, 3, 3, 3, 3, 3);
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(m)), spread), bit);
+  return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(0x10));
+}
+// The low and high nibbles of the 32 weight bytes at w; with kFifth plus 16 where the fifth bit
+// is set (the 32-bit masks at h, low nibbles, and h + 8, high nibbles).
+template <bool kFifth>
+inline void nibbles(const uint8_t* w, const uint8_t* h, __m256i& lo, __m256i& hi) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i v = load256(w);
+  lo = _mm256_and_si256(v, m4);
+  hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+  if constexpr (kFifth) {
+    lo = _mm256_or_si256(lo, fifth_bits(h));
+    hi = _mm256_or_si256(hi, fifth_bits(h + 8));
+  }
+}
+
+// f(std::integral_constant<int, i>) for i = 0 .. N-1: loop indices that select instructions must be
+// compile-time constants (a loop the compiler does not unroll would select them at run time).
+template <int N, int I = 0, class F>
+inline void static_for(F&& f) {
+  if constexpr (I < N) {
+    f(std::integral_constant<int, I>{});
+    static_for<N, I + 1>(f);
+  }
+}
+
+// ---------------------------------------------------------------- integer dot-product policies
+// A row's partial sum over some steps: without VNNI 16-bit lanes (two per row) that vpmaddubsw
+// steps add into, widened to int32 (vpmaddwd) before they can overflow: a step adds two products
+// of a weight w <= wmax and an activation |a| <= 128, so 32767 / (256 wmax) steps fit (Q4 8, Q5 4,
+// Q6 2). With VNNI the partial is int32 already. widen_scaled multiplies by a per-row factor on the
+// way (without VNNI inside the same vpmaddwd; the factor in the form factor() gives).
+
+struct DotMaddubs {
+  static constexpr bool kVnni = false;
+  static constexpr int steps_per_widen(int wmax) { return 32767 / (256 * wmax); }
+  static __m256i step(__m256i p, __m256i w, __m256i a) { return _mm256_add_epi16(p, _mm256_maddubs_epi16(w, a)); }
+  static __m256i widen(__m256i p) { return _mm256_madd_epi16(p, _mm256_set1_epi16(1)); }
+  static __m256i factor(__m256i v) { return dup16(v); }
+  static __m256i widen_scaled(__m256i p, __m256i f) { return _mm256_madd_epi16(p, f); }
+};
+
+struct DotVnni {
+  static constexpr bool kVnni = true;
+  static constexpr int steps_per_widen(int) { return 1 << 20; }
+  static __m256i step(__m256i p, __m256i w, __m256i a) { return _mm256_dpbusd_avx_epi32(p, w, a); }
+  static __m256i widen(__m256i p) { return p; }
+  static __m256i factor(__m256i v) { return v; }
+  static __m256i widen_scaled(__m256i p, __m256i f) { return _mm256_mullo_epi32(p, f); }
+};
+
+
+// ---------------------------------------------------------------- Q4_0 / Q5_0 / Q8_0
+
+enum class Q32 { Q4_0, Q5_0, Q8_0 };
+
+// Rows 8h..8h+7 of a group x NT tokens. Per token and block: the integer sum (8 dot-product steps;
+// Q8_0 without VNNI: its unsigned bytes split into nibbles, 16 steps), plus the block's bias, one
+// conversion, one multiply of the scales and one fused multiply-add.
+template <class D, Q32 kT, int NT>
+void half32(const uint8_t* g, int h, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+  const int64_t nb = n / 32;
+  constexpr size_t kQs = kT == Q32::Q8_0 ? 512 : kT == Q32::Q5_0 ? 320 : 256;
+  constexpr bool kSplit = kT == Q32::Q8_0 && !D::kVnni;  // bytes as 16 * high nibble + low nibble
+  constexpr bool kTwice = kT == Q32::Q5_0 && !D::kVnni;  // 8 steps of 5-bit weights: widen halfway
+  const PackedTokens<32, int32_t, NT> tok(act, stride, n);
+  __m256 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const Q32Offsets o = q32_offsets(b, kQs);
+    const uint8_t* q = g + o.qs + 32 * h;
+    __m256i p[NT];
+    [[maybe_unused]] __m256i p2[NT];  // kSplit: high nibbles; kTwice: the first half, widened
+    for (int t = 0; t < NT; ++t) p[t] = p2[t] = _mm256_setzero_si256();
+    if constexpr (kSplit) {
+      for (int j = 0; j < 8; ++j) {
+        __m256i lo, hi;
+        nibbles<false>(q + 64 * j, nullptr, lo, hi);
+        for (int t = 0; t < NT; ++t) {
+          const __m256i a = bcast32(tok.qs[t] + 32 * b + 4 * j);
+          p[t] = D::step(p[t], lo, a);
+          p2[t] = D::step(p2[t], hi, a);
+        }
+      }
+    } else if constexpr (kT == Q32::Q8_0) {
+      for (int j = 0; j < 8; ++j) {
+        const __m256i w = load256(q + 64 * j);
+        for (int t = 0; t < NT; ++t) p[t] = D::step(p[t], w, bcast32(tok.qs[t] + 32 * b + 4 * j));
+      }
+    } else {
+      // Q5_0: the fifth bits come first (per step a 64-bit mask per nibble half), then the nibbles.
+      constexpr size_t kL = kT == Q32::Q5_0 ? 64 : 0;
+      const uint8_t* bits = g + o.qs + 4 * h;
+      for (int j = 0; j < 4; ++j) {
+        __m256i lo, hi;
+        nibbles<kT == Q32::Q5_0>(q + kL + 64 * j, bits + 16 * j, lo, hi);
+        for (int t = 0; t < NT; ++t) {
+          p[t] = D::step(p[t], lo, bcast32(tok.qs[t] + 32 * b + 4 * j));
+          p[t] = D::step(p[t], hi, bcast32(tok.qs[t] + 32 * b + 16 + 4 * j));
+        }
+        if constexpr (kTwice) {
+          if (j == 1)
+            for (int t = 0; t < NT; ++t) {
+              p2[t] = D::widen(p[t]);
+              p[t] = _mm256_setzero_si256();
+            }
+        }
+      }
+    }
+    const __m256 dw = load_f16x8(g + o.d + 16 * h);
+    for (int t = 0; t < NT; ++t) {
+      __m256i total = _mm256_add_epi32(D::widen(p[t]), _mm256_set1_epi32(tok.sums[t][b]));
+      if constexpr (kSplit) total = _mm256_add_epi32(total, _mm256_slli_epi32(D::widen(p2[t]), 4));
+      if constexpr (kTwice) total = _mm256_add_epi32(total, p2[t]);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_mul_ps(dw, _mm256_set1_ps(tok.d[t][b])), acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy + 8 * h, acc[t]);
+}
+
+// ---------------------------------------------------------------- Q4_K / Q5_K
+
+// Rows 8h..8h+7 x NT tokens (Q4_K, or Q5_K with kQ5). One sub-block at a time (the low nibbles of a
+// chunk, then its high nibbles, reloading the bytes from L1), so each token holds one partial and
+// one super-block sum: 8 dot-product steps per sub-block, scaled by its 6-bit scale in integers
+// (without VNNI inside the widening vpmaddwd; with VNNI one vpmulld); the mins term is 4 vpmaddwd
+// per super-block, and the super-block ends in two fused multiply-adds per token.
+template <class D, bool kQ5, int NT>
+void half_k4(const uint8_t* g, int h, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+  const int64_t nsb = n / 256;
+  constexpr size_t kBlock = kQ5 ? kQ5KBlockBytes : kQ4KBlockBytes, kChunk = kQ5 ? kQ5KChunkBytes : kQ4KChunkBytes;
+  constexpr size_t kNib = kQ5 ? kQ5KMaskBytes : 0;
+  constexpr int kWiden = D::steps_per_widen(kQ5 ? 31 : 15);
+  const PackedTokens<256, int16_t, NT> tok(act, stride, n);
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  __m256 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nsb; ++b) {
+    const Q4KOffsets o = q4k_offsets(b, kBlock);
+    __m256i S[NT];
+    for (int t = 0; t < NT; ++t) S[t] = _mm256_setzero_si256();
+    static_for<8>([&](auto sub_c) {
+      constexpr int sub = decltype(sub_c)::value, c = sub / 2, high = sub % 2;
+      const __m256i f = D::factor(u8x8(g + o.sc + 16 * sub + 8 * h));
+      const uint8_t* q = g + o.qs + c * kChunk;
+      __m256i p[NT];
+      for (int t = 0; t < NT; ++t) p[t] = _mm256_setzero_si256();
+      for (int j = 0; j < 8; ++j) {
+        const __m256i v = load256(q + kNib + 64 * j + 32 * h);
+        __m256i w = _mm256_and_si256(high ? _mm256_srli_epi16(v, 4) : v, m4);  // (high: a constant)
+        if constexpr (kQ5) w = _mm256_or_si256(w, fifth_bits(q + 16 * j + 8 * high + 4 * h));
+        for (int t = 0; t < NT; ++t) p[t] = D::step(p[t], w, bcast32(tok.qs[t] + 256 * b + 32 * sub + 4 * j));
+        if ((j + 1) % kWiden == 0 || j == 7)
+          for (int t = 0; t < NT; ++t) {
+            S[t] = _mm256_add_epi32(S[t], D::widen_scaled(p[t], f));
+            p[t] = _mm256_setzero_si256();
+          }
+      }
+    });
+    __m256i M[NT];
+    for (int t = 0; t < NT; ++t) M[t] = _mm256_setzero_si256();
+    for (int pr = 0; pr < 4; ++pr) {
+      const __m256i mn = _mm256_cvtepu8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(g + o.mn + 32 * pr + 16 * h)));
+      for (int t = 0; t < NT; ++t) M[t] = _mm256_add_epi32(M[t], _mm256_madd_epi16(mn, bcast32(tok.sums[t] + 8 * b + 2 * pr)));
+    }
+    const __m256 d = load_f16x8(g + o.d + 16 * h), dm = load_f16x8(g + o.dmin + 16 * h);
+    for (int t = 0; t < NT; ++t) {
+      const __m256 da = _mm256_set1_ps(tok.d[t][b]);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[t]), _mm256_mul_ps(d, da), acc[t]);
+      acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M[t]), _mm256_mul_ps(dm, da), acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy + 8 * h, acc[t]);
+}
+
+// ---------------------------------------------------------------- Q6_K
+
+// Rows 8h..8h+7 x NT tokens. Per 4 inputs j of a 128-element half, L j, L j+8 and H j give 4
+// vectors of 6-bit values (sub-blocks j/4, 4+j/4, 2+j/4, 6+j/4 of the half); one sub-block at a
+// time, so one partial per token is live. With VNNI a sub-block starts from its bias and is scaled
+// by vpmulld (as AVX-512); without, its 16-bit sums are scaled in the widening vpmaddwd every 2
+// steps and the offset of 32 is applied once per super-block: 8 vpmaddwd of the scale pairs against
+// the activations' level sums.
+template <class D, int NT>
+void half_q6k(const uint8_t* g, int h, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+  const int64_t nsb = n / 256;
+  constexpr int kWiden = D::steps_per_widen(63);
+  const PackedTokens<256, int32_t, NT> tok(act, stride, n);
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+  __m256 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nsb; ++b) {
+    const Q6KOffsets o = q6k_offsets(b);
+    const uint8_t* q = g + o.qs + 32 * h;
+    __m256i S[NT];
+    for (int t = 0; t < NT; ++t) S[t] = _mm256_setzero_si256();
+    for (int hh = 0; hh < 2; ++hh)
+      static_for<4>([&](auto v_c) {  // which of the 4 values of a step: sub-blocks (0, 4, 2, 6) + j/4
+        constexpr int v = decltype(v_c)::value;
+        for (int jq = 0; jq < 2; ++jq) {  // the sub-block's steps j = 4 jq .. 4 jq + 3
+          const int sb = 8 * hh + (v == 0 ? 0 : v == 1 ? 4 : v == 2 ? 2 : 6) + jq;
+          const int a_off = 128 * hh + (v == 0 ? 0 : v == 1 ? 64 : v == 2 ? 32 : 96);
+          const __m256i f = D::factor(s8x8(g + o.sc + 16 * sb + 8 * h));
+          __m256i p[NT];
+          for (int t = 0; t < NT; ++t)
+            p[t] = D::kVnni ? _mm256_set1_epi32(tok.sums[t][16 * b + sb]) : _mm256_setzero_si256();
+          for (int j = 4 * jq; j < 4 * jq + 4; ++j) {
+            const __m256i l = load256(q + q6k_l(hh, v < 2 ? j : j + 8)), hb = load256(q + q6k_h(hh, j));
+            __m256i lv = l, hv = hb;
+            if constexpr (v % 2 == 1) lv = _mm256_srli_epi16(l, 4);
+            if constexpr (v == 0) hv = _mm256_slli_epi16(hb, 4);
+            if constexpr (v == 2) hv = _mm256_slli_epi16(hb, 2);
+            if constexpr (v == 3) hv = _mm256_srli_epi16(hb, 2);
+            const __m256i w = _mm256_or_si256(_mm256_and_si256(lv, m4), _mm256_and_si256(hv, m30));
+            for (int t = 0; t < NT; ++t) p[t] = D::step(p[t], w, bcast32(tok.qs[t] + 256 * b + a_off + 4 * j));
+            if ((j + 1) % kWiden == 0 || j == 4 * jq + 3)
+              for (int t = 0; t < NT; ++t) {
+                S[t] = _mm256_add_epi32(S[t], D::widen_scaled(p[t], f));
+                p[t] = _mm256_setzero_si256();
+              }
+          }
+        }
+      });
+    if constexpr (!D::kVnni) {
+      // S -= 32 * sum over sub-blocks of scale x level sum.
+      __m256i M[NT];
+      for (int t = 0; t < NT; ++t) M[t] = _mm256_setzero_si256();
+      for (int pr = 0; pr < 8; ++pr) {
+        const __m128i s0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(g + o.sc + 16 * (2 * pr) + 8 * h));
+        const __m128i s1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(g + o.sc + 16 * (2 * pr + 1) + 8 * h));
+        const __m256i pair = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s0, s1));
+        for (int t = 0; t < NT; ++t)
+          M[t] = _mm256_add_epi32(M[t], _mm256_madd_epi16(pair, bcast32(q6k_level_sums(tok.sums[t], n, b) + 2 * pr)));
+      }
+      for (int t = 0; t < NT; ++t) S[t] = _mm256_sub_epi32(S[t], _mm256_slli_epi32(M[t], 5));
+    }
+    const __m256 d = load_f16x8(g + o.d + 16 * h);
+    for (int t = 0; t < NT; ++t)
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[t]), _mm256_mul_ps(d, _mm256_set1_ps(tok.d[t][b])), acc[t]);
+  }
+  for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy + 8 * h, acc[t]);
+}
+
+// ---------------------------------------------------------------- F16 x F32 and BF16 x BF16
+// Whole groups of 16 rows (two ymm per input), so each broadcast activation serves 2 FMAs; even
+// and odd inputs in separate accumulators (the AVX-512 kernels' order, so a lone token is not
+// latency-bound).
+
+template <int NT>
+void group_f16(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+  const float* a[NT];
+  __m256 e[NT][2], od[NT][2];
+  for (int t = 0; t < NT; ++t) {
+    a[t] = reinterpret_cast<const float*>(act + t * stride);
+    e[t][0] = e[t][1] = od[t][0] = od[t][1] = _mm256_setzero_ps();
+  }
+  for (int64_t k = 0; k < n; k += 2) {
+    const __m256 w0 = load_f16x8(g + 32 * k), w1 = load_f16x8(g + 32 * k + 16);
+    const __m256 v0 = load_f16x8(g + 32 * k + 32), v1 = load_f16x8(g + 32 * k + 48);
+    for (int t = 0; t < NT; ++t) {
+      const __m256 x0 = _mm256_broadcast_ss(a[t] + k), x1 = _mm256_broadcast_ss(a[t] + k + 1);
+      e[t][0] = _mm256_fmadd_ps(w0, x0, e[t][0]);
+      e[t][1] = _mm256_fmadd_ps(w1, x0, e[t][1]);
+      od[t][0] = _mm256_fmadd_ps(v0, x1, od[t][0]);
+      od[t][1] = _mm256_fmadd_ps(v1, x1, od[t][1]);
+    }
+  }
+  for (int t = 0; t < NT; ++t)
+    for (int i = 0; i < 2; ++i) _mm256_storeu_ps(y + t * ldy + 8 * i, _mm256_add_ps(e[t][i], od[t][i]));
+}
+
+// BF16 pairs (inputs 2p, 2p+1 of a row in one int32 lane) widened by shifts; the odd input is
+// added before the even one, as vdpbf16ps does (products of BF16 values are exact in F32).
+template <int NT>
+void group_bf16(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+  const uint16_t* a[NT];
+  __m256 e[NT][2], od[NT][2];
+  for (int t = 0; t < NT; ++t) {
+    a[t] = reinterpret_cast<const uint16_t*>(act + t * stride);
+    e[t][0] = e[t][1] = od[t][0] = od[t][1] = _mm256_setzero_ps();
+  }
+  const __m256i hi_mask = _mm256_set1_epi32(static_cast<int32_t>(0xFFFF0000u));
+  auto hi = [&](__m256i v) { return _mm256_castsi256_ps(_mm256_and_si256(v, hi_mask)); };
+  auto lo = [](__m256i v) { return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)); };
+  for (int64_t k = 0; k < n; k += 4) {
+    __m256i w[2][2];  // [pair][half]
+    for (int p = 0; p < 2; ++p)
+      for (int i = 0; i < 2; ++i) w[p][i] = load256(g + 32 * (k + 2 * p) + 32 * i);
+    for (int t = 0; t < NT; ++t) {
+      const __m256i x0 = bcast32(a[t] + k), x1 = bcast32(a[t] + k + 2);
+      for (int i = 0; i < 2; ++i) {
+        e[t][i] = _mm256_fmadd_ps(lo(w[0][i]), lo(x0), _mm256_fmadd_ps(hi(w[0][i]), hi(x0), e[t][i]));
+        od[t][i] = _mm256_fmadd_ps(lo(w[1][i]), lo(x1), _mm256_fmadd_ps(hi(w[1][i]), hi(x1), od[t][i]));
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t)
+    for (int i = 0; i < 2; ++i) _mm256_storeu_ps(y + t * ldy + 8 * i, _mm256_add_ps(e[t][i], od[t][i]));
+}
+
+// ---------------------------------------------------------------- the tier's table
+
+// Tokens per call: as many as 16 registers hold.
+template <class D>
+struct Tiles {
+  static constexpr int kQ32 = 4, kQ8 = 4, kK4 = 4, kQ6K = 4, kF16 = 3, kBF16 = 2;
+};
+
+template <class D, Q32 kT>
+void q32_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
+  constexpr int kMax = kT == Q32::Q8_0 ? Tiles<D>::kQ8 : Tiles<D>::kQ32;
+  with_nt<kMax>(nt, [&](auto k) {
+    for (int h = 0; h < 2; ++h) half32<D, kT, decltype(k)::value>(g, h, n, a, s, y, l);
+  });
+}
+template <class D, bool kQ5>
+void k4_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
+  with_nt<Tiles<D>::kK4>(nt, [&](auto k) {
+    for (int h = 0; h < 2; ++h) half_k4<D, kQ5, decltype(k)::value>(g, h, n, a, s, y, l);
+  });
+}
+template <class D>
+void q6k_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
+  with_nt<Tiles<D>::kQ6K>(nt, [&](auto k) {
+    for (int h = 0; h < 2; ++h) half_q6k<D, decltype(k)::value>(g, h, n, a, s, y, l);
+  });
+}
+template <class D>
+void f16_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
+  with_nt<Tiles<D>::kF16>(nt, [&](auto k) { group_f16<decltype(k)::value>(g, n, a, s, y, l); });
+}
+template <class D>
+void bf16_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
+  with_nt<Tiles<D>::kBF16>(nt, [&](auto k) { group_bf16<decltype(k)::value>(g, n, a, s, y, l); });
+}
+
+template <class D>
+constexpr PackedKernels ymm_packed_kernels() {
+  using T = Tiles<D>;
+  return {{q32_fn<D, Q32::Q4_0>, T::kQ32}, {q32_fn<D, Q32::Q5_0>, T::kQ32}, {q32_fn<D, Q32::Q8_0>, T::kQ8},
+          {k4_fn<D, false>, T::kK4},       {k4_fn<D, true>, T::kK4},        {q6k_fn<D>, T::kQ6K},
+          {f16_fn<D>, T::kF16},            {bf16_fn<D>, T::kBF16}};
+}
+
+}  // namespace
+}  // namespace ferrum::kernels
