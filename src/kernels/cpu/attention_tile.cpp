@@ -1,5 +1,5 @@
-// Generic C++ attention tile steps (scalar and AVX2 machines, head sizes the AVX-512 steps do not
-// take), and the choice of the steps for the active ISA.
+// Generic C++ attention tile steps (scalar machines, head sizes the SIMD steps do not take, INT8
+// caches on AVX2), and the choice of the steps for the active ISA.
 #include "kernels/cpu/attention_tile.h"
 
 #include <algorithm>
@@ -167,7 +167,10 @@ const AttentionTileOps& generic_tile_ops() {
 }
 
 const AttentionTileOps& attention_tile_ops(int head_dim) {
-  if (head_dim % 16 == 0 && std::strcmp(active_kernels().name, "avx512") == 0) return avx512_tile_ops();
+  const char* isa = active_kernels().name;
+  if (head_dim % 16 == 0 && std::strcmp(isa, "avx512") == 0) return avx512_tile_ops();
+  if (head_dim % 8 == 0 && (std::strcmp(isa, "avx2") == 0 || std::strcmp(isa, "avx2vnni") == 0))
+    return avx2_tile_ops();
   return kGeneric;
 }
 

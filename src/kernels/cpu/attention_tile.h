@@ -1,6 +1,6 @@
 // The inner steps of tiled (online-softmax) attention over one KV head: load a tile of up to
 // kKeyTile cached keys and values (converted from the cache type in registers), score R query rows
-// against it, update each row's running max / sum / output. Per ISA (generic C++ and AVX-512); the
+// against it, update each row's running max / sum / output. Per ISA (generic C++, AVX2, AVX-512); the
 // driver (attention.cpp) decides which rows and tiles to run.
 //
 // Every row's arithmetic is the same whatever the other rows of the call (R, blocking): each
@@ -76,8 +76,10 @@ struct AttentionTileOps {
 };
 
 const AttentionTileOps& generic_tile_ops();
+const AttentionTileOps& avx2_tile_ops();
 const AttentionTileOps& avx512_tile_ops();
-// The ops for the active ISA (kernels.h) and this head size (AVX-512 needs hd % 16 == 0).
+// The ops for the active ISA (kernels.h) and this head size (AVX-512 needs hd % 16 == 0, AVX2 and
+// AVX2 + VNNI hd % 8 == 0).
 const AttentionTileOps& attention_tile_ops(int head_dim);
 
 }  // namespace ferrum::kernels

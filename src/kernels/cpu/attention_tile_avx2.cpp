@@ -1,0 +1,299 @@
+// AVX2 + FMA attention tile steps (head sizes that are multiples of 8) for F32/F16/BF16 caches;
+// INT8 caches take the generic integer steps. Keys are converted from the cache 8 tokens x one
+// dimension at a time (a cache group stores dimension d of its 16 tokens together); with 16 ymm
+// registers scores are blocked 2 rows x 32 keys and outputs 2 rows x 32 columns. A row's arithmetic
+// is the same blocked or alone, and the same as the generic and AVX-512 steps' (one chain of fused
+// multiply-adds per score in order of the dimension, per output element in order of the key).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cpu/attention_tile.h"
+
+namespace ferrum::kernels {
+namespace {
+
+// 8 consecutive elements of a float cache type at e, as floats.
+template <KvType T>
+inline __m256 load8(const uint8_t* e) {
+  static_assert(T != KvType::INT8, "INT8 caches take the integer steps");
+  if constexpr (T == KvType::F32) return _mm256_loadu_ps(reinterpret_cast<const float*>(e));
+  if constexpr (T == KvType::F16) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(e)));
+  if constexpr (T == KvType::BF16) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(e)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  }
+}
+
+// Calls f.template operator()<T>() for the float cache type t (the loops are compiled per type).
+template <typename F>
+void with_float_type(KvType t, F&& f) {
+  switch (t) {
+    case KvType::F32:
+      return f.template operator()<KvType::F32>();
+    case KvType::F16:
+      return f.template operator()<KvType::F16>();
+    case KvType::BF16:
+      return f.template operator()<KvType::BF16>();
+    case KvType::INT8:
+      break;
+  }
+}
+
+// All-ones in the lanes k of tile columns [base, base + 8) with a <= base + k < b.
+inline __m256 lane_mask(int base, int a, int b) {
+  const __m256i k = _mm256_add_epi32(_mm256_set1_epi32(base), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256i ge_a = _mm256_cmpgt_epi32(k, _mm256_set1_epi32(a - 1)), lt_b = _mm256_cmpgt_epi32(_mm256_set1_epi32(b), k);
+  return _mm256_castsi256_ps(_mm256_and_si256(ge_a, lt_b));
+}
+
+template <KvType T>
+void load_keys_t(const uint8_t* const* groups, int a, int b, int h, int hd, float* kt) {
+  const size_t es = kv_element_bytes(T);
+  for (int g = 0; g < kTileGroups; ++g)
+    for (int half = 0; half < 2; ++half) {
+      const int base = kKvGroup * g + 8 * half;
+      float* out = kt + base;
+      if (base + 8 <= a || base >= b) {
+        for (int d = 0; d < hd; ++d) _mm256_storeu_ps(out + d * kKeyTile, _mm256_setzero_ps());
+        continue;
+      }
+      const __m256 m = lane_mask(base, a, b);
+      const uint8_t* e = groups[g] + (kv_key_offset(h, 0, 0, hd) + 8 * half) * es;
+      for (int d = 0; d < hd; ++d)
+        _mm256_storeu_ps(out + d * kKeyTile, _mm256_and_ps(m, load8<T>(e + d * kKvGroup * es)));
+    }
+}
+
+void load_keys(const uint8_t* const* groups, int a, int b, KvType t, int h, int n_head_kv, int hd,
+               float* kt) {
+  if (t == KvType::INT8) return generic_tile_ops().load_keys(groups, a, b, t, h, n_head_kv, hd, kt);
+  with_float_type(t, [&]<KvType T>() { load_keys_t<T>(groups, a, b, h, hd, kt); });
+}
+
+template <KvType T>
+inline const uint8_t* value_row(const uint8_t* const* groups, int j, int h, int hd) {
+  return groups[j / kKvGroup] + kv_value_offset(h, j % kKvGroup, hd) * kv_element_bytes(T);
+}
+
+template <KvType T>
+void load_values_t(const uint8_t* const* groups, int a, int b, int h, int hd, float* vt) {
+  for (int j = 0; j < b; ++j) {
+    if (j < a) {
+      for (int d0 = 0; d0 < hd; d0 += 8) _mm256_storeu_ps(vt + j * hd + d0, _mm256_setzero_ps());
+      continue;
+    }
+    const uint8_t* e = value_row<T>(groups, j, h, hd);
+    for (int d0 = 0; d0 < hd; d0 += 8) _mm256_storeu_ps(vt + j * hd + d0, load8<T>(e + d0 * kv_element_bytes(T)));
+  }
+}
+
+void load_values(const uint8_t* const* groups, int a, int b, KvType t, int h, int n_head_kv, int hd,
+                 float* vt) {
+  if (t == KvType::INT8) return generic_tile_ops().load_values(groups, a, b, t, h, n_head_kv, hd, vt);
+  with_float_type(t, [&]<KvType T>() { load_values_t<T>(groups, a, b, h, hd, vt); });
+}
+
+// NR query rows x 32 keys from key j0: 4 ymm accumulators per row.
+template <int NR>
+void scores_rows(const float* q, const float* kt, int hd, float scale, int j0, float* s) {
+  __m256 acc[NR][4];
+  for (int r = 0; r < NR; ++r)
+    for (int c = 0; c < 4; ++c) acc[r][c] = _mm256_setzero_ps();
+  for (int d = 0; d < hd; ++d) {
+    const float* k = kt + d * kKeyTile + j0;
+    const __m256 k0 = _mm256_loadu_ps(k), k1 = _mm256_loadu_ps(k + 8), k2 = _mm256_loadu_ps(k + 16),
+                 k3 = _mm256_loadu_ps(k + 24);
+    for (int r = 0; r < NR; ++r) {
+      const __m256 qd = _mm256_broadcast_ss(q + r * hd + d);
+      acc[r][0] = _mm256_fmadd_ps(qd, k0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(qd, k1, acc[r][1]);
+      acc[r][2] = _mm256_fmadd_ps(qd, k2, acc[r][2]);
+      acc[r][3] = _mm256_fmadd_ps(qd, k3, acc[r][3]);
+    }
+  }
+  const __m256 vs = _mm256_set1_ps(scale);
+  for (int r = 0; r < NR; ++r)
+    for (int c = 0; c < 4; ++c) _mm256_storeu_ps(s + r * kKeyTile + j0 + 8 * c, _mm256_mul_ps(acc[r][c], vs));
+}
+
+void scores(const float* q, int R, const float* kt, int hd, float scale, float* s) {
+  for (int j0 = 0; j0 < kKeyTile; j0 += 32) {
+    int r = 0;
+    for (; r + 2 <= R; r += 2) scores_rows<2>(q + r * hd, kt, hd, scale, j0, s + r * kKeyTile);
+    for (; r < R; ++r) scores_rows<1>(q + r * hd, kt, hd, scale, j0, s + r * kKeyTile);
+  }
+}
+
+// NR query rows x the 16 keys of a cache group, converted as load_keys converts them.
+template <KvType T, int NR>
+void scores_group_rows(const float* q, const uint8_t* group, int hd, float scale, float* s) {
+  const size_t es = kv_element_bytes(T);
+  const uint8_t* e = group;
+  __m256 acc[NR][2];
+  for (int r = 0; r < NR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int d = 0; d < hd; ++d) {
+    const __m256 k0 = load8<T>(e + d * kKvGroup * es), k1 = load8<T>(e + (d * kKvGroup + 8) * es);
+    for (int r = 0; r < NR; ++r) {
+      const __m256 qd = _mm256_broadcast_ss(q + r * hd + d);
+      acc[r][0] = _mm256_fmadd_ps(qd, k0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(qd, k1, acc[r][1]);
+    }
+  }
+  for (int r = 0; r < NR; ++r)
+    for (int c = 0; c < 2; ++c)
+      _mm256_storeu_ps(s + r * kKeyTile + 8 * c, _mm256_mul_ps(acc[r][c], _mm256_set1_ps(scale)));
+}
+
+void scores_group(QueryRows q, int R, const uint8_t* group, KvType t, int h, int n_head_kv, int hd,
+                  float scale, float* s) {
+  if (t == KvType::INT8) return generic_tile_ops().scores_group(q, R, group, t, h, n_head_kv, hd, scale, s);
+  with_float_type(t, [&]<KvType T>() {
+    const uint8_t* g = group + kv_key_offset(h, 0, 0, hd) * kv_element_bytes(T);
+    int r = 0;
+    for (; r + 4 <= R; r += 4) scores_group_rows<T, 4>(q.f + r * hd, g, hd, scale, s + r * kKeyTile);
+    for (; r < R; ++r) scores_group_rows<T, 1>(q.f + r * hd, g, hd, scale, s + r * kKeyTile);
+  });
+}
+
+// e^x for 8 lanes, the steps of exp16 (exp_avx512.h): x = n ln2 + r, e^r by its Taylor polynomial to
+// degree 7, times 2^n built in the exponent field (exact, as vscalefps). Below -87.3 the result
+// is 0 (exp(-inf) = 0 for masked scores); above 88 it saturates at e^88 (softmax only passes x <= 0).
+inline __m256 exp8(__m256 x) {
+  const __m256 live = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_GE_OQ);
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.0f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860682030941723212e-6f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 5040);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_and_ps(live, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
+}
+
+inline float hmax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+void softmax_step(float* s, int R, float* m, float* l, float* c) {
+  for (int r = 0; r < R; ++r) {
+    float* x = s + r * kKeyTile;
+    __m256 v[8];
+    __m256 mx8 = _mm256_set1_ps(m[r]);
+    for (int k = 0; k < 8; ++k) mx8 = _mm256_max_ps(mx8, v[k] = _mm256_loadu_ps(x + 8 * k));
+    const float mx = hmax(mx8);
+    const __m256 vm = _mm256_set1_ps(mx);
+    __m256 sum = _mm256_setzero_ps();
+    for (int k = 0; k < 8; ++k) {
+      const __m256 e = exp8(_mm256_sub_ps(v[k], vm));
+      _mm256_storeu_ps(x + 8 * k, e);
+      sum = _mm256_add_ps(sum, e);
+    }
+    c[r] = std::exp(m[r] - mx);
+    l[r] = l[r] * c[r] + hsum(sum);
+    m[r] = mx;
+  }
+}
+
+// NR rows x 8 NV output columns from column i, value rows from vt (c: the rows' rescaling).
+template <int NR, int NV>
+void accumulate_block(const float* p, const float* vt, int n, int hd, int i, const float* c, float* acc) {
+  __m256 a[NR][NV];
+  for (int r = 0; r < NR; ++r)
+    for (int k = 0; k < NV; ++k) a[r][k] = _mm256_mul_ps(_mm256_loadu_ps(acc + r * hd + i + 8 * k), _mm256_set1_ps(c[r]));
+  for (int j = 0; j < n; ++j) {
+    const float* v = vt + j * hd + i;
+    __m256 vv[NV];
+    for (int k = 0; k < NV; ++k) vv[k] = _mm256_loadu_ps(v + 8 * k);
+    for (int r = 0; r < NR; ++r) {
+      const __m256 w = _mm256_broadcast_ss(p + r * kKeyTile + j);
+      for (int k = 0; k < NV; ++k) a[r][k] = _mm256_fmadd_ps(w, vv[k], a[r][k]);
+    }
+  }
+  for (int r = 0; r < NR; ++r)
+    for (int k = 0; k < NV; ++k) _mm256_storeu_ps(acc + r * hd + i + 8 * k, a[r][k]);
+}
+
+template <int NR>
+void accumulate_nr(const float* p, const float* vt, int n, int hd, const float* c, float* acc) {
+  int i = 0;
+  for (; i + 32 <= hd; i += 32) accumulate_block<NR, 4>(p, vt, n, hd, i, c, acc);
+  for (; i < hd; i += 8) accumulate_block<NR, 1>(p, vt, n, hd, i, c, acc);
+}
+
+void accumulate(const float* p, int R, const float* vt, int n, int hd, const float* c, float* acc) {
+  int r = 0;
+  for (; r + 2 <= R; r += 2) accumulate_nr<2>(p + r * kKeyTile, vt, n, hd, c + r, acc + r * hd);
+  for (; r < R; ++r) accumulate_nr<1>(p + r * kKeyTile, vt, n, hd, c + r, acc + r * hd);
+}
+
+// NR rows x 8 NV output columns from column i, value rows converted from the cache in registers.
+template <KvType T, int NR, int NV>
+void accumulate_cached(const float* p, const uint8_t* const* groups, int a, int n, int h, int hd, int i,
+                       const float* c, float* acc) {
+  __m256 acc_r[NR][NV];
+  for (int r = 0; r < NR; ++r)
+    for (int k = 0; k < NV; ++k) {
+      acc_r[r][k] = _mm256_loadu_ps(acc + r * hd + i + 8 * k);
+      if (c) acc_r[r][k] = _mm256_mul_ps(acc_r[r][k], _mm256_set1_ps(c[r]));
+    }
+  for (int j = a; j < n; ++j) {
+    const uint8_t* e = value_row<T>(groups, j, h, hd) + i * kv_element_bytes(T);
+    __m256 v[NV];
+    for (int k = 0; k < NV; ++k) v[k] = load8<T>(e + 8 * k * kv_element_bytes(T));
+    for (int r = 0; r < NR; ++r) {
+      const __m256 w = _mm256_broadcast_ss(p + r * kKeyTile + j);
+      for (int k = 0; k < NV; ++k) acc_r[r][k] = _mm256_fmadd_ps(w, v[k], acc_r[r][k]);
+    }
+  }
+  for (int r = 0; r < NR; ++r)
+    for (int k = 0; k < NV; ++k) _mm256_storeu_ps(acc + r * hd + i + 8 * k, acc_r[r][k]);
+}
+
+template <KvType T, int NR>
+void accumulate_cached_rows(const float* p, const uint8_t* const* groups, int a, int n, int h, int hd,
+                            const float* c, float* acc) {
+  int i = 0;
+  for (; i + 32 <= hd; i += 32) accumulate_cached<T, NR, 4>(p, groups, a, n, h, hd, i, c, acc);
+  for (; i < hd; i += 8) accumulate_cached<T, NR, 1>(p, groups, a, n, h, hd, i, c, acc);
+}
+
+void accumulate_rows(const float* p, int R, const uint8_t* const* groups, int a, int n, KvType t, int h,
+                     int n_head_kv, int hd, const float* c, float* acc) {
+  if (t == KvType::INT8)
+    return generic_tile_ops().accumulate_rows(p, R, groups, a, n, t, h, n_head_kv, hd, c, acc);
+  with_float_type(t, [&]<KvType T>() {
+    int r = 0;
+    for (; r + 2 <= R; r += 2)
+      accumulate_cached_rows<T, 2>(p + r * kKeyTile, groups, a, n, h, hd, c ? c + r : c, acc + r * hd);
+    for (; r < R; ++r)
+      accumulate_cached_rows<T, 1>(p + r * kKeyTile, groups, a, n, h, hd, c ? c + r : c, acc + r * hd);
+  });
+}
+
+const AttentionTileOps kAvx2 = {load_keys,    load_values, scores,         scores_group,
+                                softmax_step, accumulate,  accumulate_rows};
+
+}  // namespace
+
+const AttentionTileOps& avx2_tile_ops() {
+  return kAvx2;
+}
+
+}  // namespace ferrum::kernels
