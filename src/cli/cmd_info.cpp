@@ -7,6 +7,7 @@
 #include "core/fail.h"
 #include "engine/loader.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/matmul.h"
 #include "models/bert_model.h"
 
 namespace ferrum::cli {
@@ -70,6 +71,7 @@ Runner add_info(CLI::App& app) {
   return [f] {
     ModelFiles m = open_model_files(f->model, f->tokenizer);
     nlohmann::json j = describe(m);
+    j["isa"] = kernels::active_isa();  // the kernel tier this machine runs the model with
     if (m.config.arch == Arch::Bert) {
       const BertDefaults bd = bert_defaults(f->model);
       j["pooling"] = {{"type", pooling_name(bd.pooling)}, {"normalize", bd.normalize}};
@@ -100,6 +102,7 @@ Runner add_info(CLI::App& app) {
                 m.weights.total_bytes() / 1048576.0);
     for (const auto& [type, e] : j["tensor_types"].items())
       std::printf("  %-5s %4d tensors %10.2f MiB\n", type.c_str(), e["tensors"].get<int>(), e["bytes"].get<size_t>() / 1048576.0);
+    std::printf("kernels: %s (FERRUM_ISA=scalar|avx2|avx2vnni|avx512 forces a tier)\n", kernels::active_isa());
     std::printf("KV cache bytes per token:");
     for (const auto& [type, b] : j["kv_bytes_per_token"].items()) std::printf(" %s %zu", type.c_str(), b.get<size_t>());
     std::printf("\n");

@@ -197,3 +197,31 @@ TEST(MakeModel, QwenShapeHasBiasesAndUnknownShapeFails) {
 
 }  // namespace
 }  // namespace ferrum::test
+
+namespace ferrum::test {
+namespace {
+
+// `info` and `bench` name the kernel tier in use; FERRUM_ISA picks it, and a tier that does not
+// exist is one clean error naming the variable.
+TEST(Bench, InfoAndBenchNameTheKernelTier) {
+  {
+    ScopedEnv isa("FERRUM_ISA", "scalar");
+    auto info = run_ferrum("info '" + bundled() + "' --json");
+    ASSERT_EQ(info.exit_code, 0) << info.err;
+    EXPECT_EQ(nlohmann::json::parse(info.out)["isa"], "scalar");
+    auto text = run_ferrum("info '" + bundled() + "'");
+    EXPECT_NE(text.out.find("kernels: scalar"), std::string::npos) << text.out;
+    auto bench = run_ferrum("bench '" + bundled() + "' -p 4 -n 2 -r 1 -t 1 --no-warmup --json");
+    ASSERT_EQ(bench.exit_code, 0) << bench.err;
+    EXPECT_EQ(nlohmann::json::parse(bench.out)["setup"]["isa"], "scalar");
+  }
+  ScopedEnv bad("FERRUM_ISA", "neon");
+  auto r = run_ferrum("info '" + bundled() + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("ferrum: error: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("neon"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("avx2vnni"), std::string::npos) << "the message lists the tiers: " << r.err;
+}
+
+}  // namespace
+}  // namespace ferrum::test

@@ -1,7 +1,8 @@
 // Micro-benchmark of the matmul kernels (disabled by default; run with
 // --gtest_also_run_disabled_tests --gtest_filter='*Bench*'). Prints GFLOP/s and weight GB/s for
 // 2048x2048 and 8192x2048 (rows x inputs) per type at n_tok 1 and 64, for each ISA the CPU has;
-// "scalar" is the naive baseline measured in the same run.
+// "scalar" is the naive baseline measured in the same run. FERRUM_BENCH_TYPES and
+// FERRUM_BENCH_ISAS (comma lists) shorten a run.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -45,6 +46,7 @@ TEST(MatmulBench, DISABLED_Bench) {
   ThreadPool pool(nth ? std::atoi(nth) : 0);
   MatmulScratch scratch;
   const char* only = std::getenv("FERRUM_BENCH_TYPES");  // e.g. "Q4_0,Q4_K" to shorten a run
+  const char* isas = std::getenv("FERRUM_BENCH_ISAS");   // e.g. "avx2,avx2vnni"
   std::printf(
       "threads %d (%s)\n| type | rows x cols | n_tok | isa | prec | ms | GFLOP/s | GB/s "
       "|\n|---|---|---|---|---|---|---|---|\n",
@@ -58,7 +60,7 @@ TEST(MatmulBench, DISABLED_Bench) {
         const auto x = test::gaussian(static_cast<size_t>(n_tok * 2048), 5);
         std::vector<float> y(static_cast<size_t>(n_tok * rows));
         for (const char* isa : {"scalar", "avx2", "avx2vnni", "avx512"}) {
-          if (!isa_supported(isa)) continue;
+          if (!isa_supported(isa) || (isas && !std::strstr(isas, isa))) continue;
           force_isa(isa);
           for (Precision prec : {Precision::Fast, Precision::Exact}) {
             if (prec == Precision::Exact && std::string(isa) != "avx512") continue;
