@@ -192,7 +192,6 @@ void half_k4(const uint8_t* g, int h, int64_t n, const uint8_t* act, size_t stri
   constexpr size_t kNib = kQ5 ? kQ5KMaskBytes : 0;
   constexpr int kWiden = D::steps_per_widen(kQ5 ? 31 : 15);
   const PackedTokens<256, int16_t, NT> tok(act, stride, n);
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
   __m256 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nsb; ++b) {
