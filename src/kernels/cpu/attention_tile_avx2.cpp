@@ -1,5 +1,5 @@
-// AVX2 + FMA attention tile steps (head sizes that are multiples of 8) for F32/F16/BF16 caches;
-// INT8 caches take the generic integer steps. Keys are converted from the cache 8 tokens x one
+// AVX2 + FMA attention tile steps (head sizes that are multiples of 8), every cache type; INT8 with
+// the integer steps of attention_tile.h (vpmaddubsw / vpmaddwd). Keys are converted from the cache 8 tokens x one
 // dimension at a time (a cache group stores dimension d of its 16 tokens together); with 16 ymm
 // registers scores are blocked 2 rows x 32 keys and outputs 2 rows x 32 columns. A row's arithmetic
 // is the same blocked or alone, and the same as the generic and AVX-512 steps' (one chain of fused
@@ -147,9 +147,45 @@ void scores_group_rows(const float* q, const uint8_t* group, int hd, float scale
       _mm256_storeu_ps(s + r * kKeyTile + 8 * c, _mm256_mul_ps(acc[r][c], _mm256_set1_ps(scale)));
 }
 
+// INT8: NR quantized rows x the 16 keys of a group. A 64-byte quad holds 4 dimensions of the 16 keys
+// grouped by key (kv_format.h): per half of 8 keys, vpmaddubsw of the keys' magnitudes against the
+// query bytes carrying the keys' signs (the stored bytes minus the bias, so no product saturates:
+// 2 x 128 x 127 < 2^15), widened by vpmaddwd. The integer dot products are those of the other
+// ISAs, so are the scores.
+template <int NR>
+void scores_group_int8(const QueryRows& q, const uint8_t* e, const float* kscale, int hd, float scale, float* s) {
+  __m256i acc[NR][2];
+  for (int r = 0; r < NR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+  const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
+  for (int d = 0; d < hd; d += 4)
+    for (int half = 0; half < 2; ++half) {
+      const __m256i k = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(e + d * kKvGroup + 32 * half)), bias);
+      const __m256i mag = _mm256_abs_epi8(k);
+      for (int r = 0; r < NR; ++r) {
+        int32_t q4;
+        std::memcpy(&q4, q.q8 + r * hd + d, 4);
+        const __m256i signed_q = _mm256_sign_epi8(_mm256_set1_epi32(q4), k);
+        acc[r][half] = _mm256_add_epi32(acc[r][half], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, signed_q), ones));
+      }
+    }
+  for (int r = 0; r < NR; ++r) {
+    const __m256 f = _mm256_set1_ps(q.qs[r] * scale);
+    for (int half = 0; half < 2; ++half)
+      _mm256_storeu_ps(s + r * kKeyTile + 8 * half,
+                       _mm256_mul_ps(_mm256_cvtepi32_ps(acc[r][half]), _mm256_mul_ps(_mm256_loadu_ps(kscale + 8 * half), f)));
+  }
+}
+
 void scores_group(QueryRows q, int R, const uint8_t* group, KvType t, int h, int n_head_kv, int hd,
                   float scale, float* s) {
-  if (t == KvType::INT8) return generic_tile_ops().scores_group(q, R, group, t, h, n_head_kv, hd, scale, s);
+  if (t == KvType::INT8) {
+    const uint8_t* e = group + kv_int8_key_offset(h, 0, 0, hd);
+    const float* ks = kv_scales(group, h, hd);
+    int r = 0;
+    for (; r + 4 <= R; r += 4) scores_group_int8<4>(q.from(r), e, ks, hd, scale, s + r * kKeyTile);
+    for (; r < R; ++r) scores_group_int8<1>(q.from(r), e, ks, hd, scale, s + r * kKeyTile);
+    return;
+  }
   with_float_type(t, [&]<KvType T>() {
     const uint8_t* g = group + kv_key_offset(h, 0, 0, hd) * kv_element_bytes(T);
     int r = 0;
@@ -274,10 +310,72 @@ void accumulate_cached_rows(const float* p, const uint8_t* const* groups, int a,
   for (; i < hd; i += 8) accumulate_cached<T, NR, 1>(p, groups, a, n, h, hd, i, c, acc);
 }
 
+// INT8 values (attention_tile.h, kProbLevels). NR rows' x_j = p_j * vs_j of one group's columns
+// [lo, hi) rounded to 16 bits, as int32 pairs (even token low, odd token high), and their ps.
+template <int NR>
+inline void quantize_probs(const float* p, const float* vs, int lo, int hi, int32_t (*pairs)[kKvGroup / 2], float* ps) {
+  const __m256 m0 = lane_mask(0, lo, hi), m1 = lane_mask(8, lo, hi);
+  for (int r = 0; r < NR; ++r) {
+    const __m256 x0 = _mm256_and_ps(m0, _mm256_mul_ps(_mm256_loadu_ps(p + r * kKeyTile), _mm256_loadu_ps(vs)));
+    const __m256 x1 = _mm256_and_ps(m1, _mm256_mul_ps(_mm256_loadu_ps(p + r * kKeyTile + 8), _mm256_loadu_ps(vs + 8)));
+    const float mx = std::max(0.0f, hmax(_mm256_max_ps(x0, x1)));
+    const __m256 inv = _mm256_set1_ps(mx > 0.0f ? kProbLevels / mx : 0.0f);
+    const __m256i q = _mm256_packs_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(x0, inv)), _mm256_cvtps_epi32(_mm256_mul_ps(x1, inv)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(pairs[r]), _mm256_permute4x64_epi64(q, 0xD8));
+    ps[r] = mx / kProbLevels;
+  }
+}
+
+// NR rows x 8 NV output columns from column i: integer sums over token pairs [jp0, jp1) of a group
+// (values at e: the head's interleaved pairs), one vpmaddwd per 2 tokens x 8 columns x row.
+template <int NR, int NV>
+void accumulate_int8(const int32_t (*pairs)[kKvGroup / 2], const float* ps, const uint8_t* e, int jp0, int jp1,
+                     int hd, int i, float* acc) {
+  __m256i sum[NR][NV];
+  for (int r = 0; r < NR; ++r)
+    for (int k = 0; k < NV; ++k) sum[r][k] = _mm256_setzero_si256();
+  for (int jp = jp0; jp < jp1; ++jp) {
+    const uint8_t* v = e + jp * 2 * hd + 2 * i;
+    __m256i w[NV];
+    for (int k = 0; k < NV; ++k) w[k] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + 16 * k)));
+    for (int r = 0; r < NR; ++r) {
+      const __m256i pr = _mm256_set1_epi32(pairs[r][jp]);
+      for (int k = 0; k < NV; ++k) sum[r][k] = _mm256_add_epi32(sum[r][k], _mm256_madd_epi16(w[k], pr));
+    }
+  }
+  for (int r = 0; r < NR; ++r)
+    for (int k = 0; k < NV; ++k) {
+      float* o = acc + r * hd + i + 8 * k;
+      _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[r][k]), _mm256_set1_ps(ps[r]), _mm256_loadu_ps(o)));
+    }
+}
+
+template <int NR>
+void accumulate_int8_rows(const float* p, const uint8_t* const* groups, int a, int n, int h, int hd, float* acc) {
+  for (int g = a / kKvGroup; g * kKvGroup < n; ++g) {
+    const int lo = std::max(a - kKvGroup * g, 0), hi = std::min(n - kKvGroup * g, kKvGroup);
+    int32_t pairs[NR][kKvGroup / 2];
+    float ps[NR];
+    quantize_probs<NR>(p + kKvGroup * g, kv_scales(groups[g], h, hd), lo, hi, pairs, ps);
+    const uint8_t* e = groups[g] + kv_int8_value_offset(h, 0, 0, hd);
+    int i = 0;
+    for (; i + 32 <= hd; i += 32) accumulate_int8<NR, 4>(pairs, ps, e, lo / 2, (hi + 1) / 2, hd, i, acc);
+    for (; i < hd; i += 8) accumulate_int8<NR, 1>(pairs, ps, e, lo / 2, (hi + 1) / 2, hd, i, acc);
+  }
+}
+
 void accumulate_rows(const float* p, int R, const uint8_t* const* groups, int a, int n, KvType t, int h,
                      int n_head_kv, int hd, const float* c, float* acc) {
-  if (t == KvType::INT8)
-    return generic_tile_ops().accumulate_rows(p, R, groups, a, n, t, h, n_head_kv, hd, c, acc);
+  if (t == KvType::INT8) {
+    if (c)
+      for (int r = 0; r < R; ++r)
+        for (int i = 0; i < hd; i += 8)
+          _mm256_storeu_ps(acc + r * hd + i, _mm256_mul_ps(_mm256_loadu_ps(acc + r * hd + i), _mm256_set1_ps(c[r])));
+    int r = 0;
+    for (; r + 2 <= R; r += 2) accumulate_int8_rows<2>(p + r * kKeyTile, groups, a, n, h, hd, acc + r * hd);
+    for (; r < R; ++r) accumulate_int8_rows<1>(p + r * kKeyTile, groups, a, n, h, hd, acc + r * hd);
+    return;
+  }
   with_float_type(t, [&]<KvType T>() {
     int r = 0;
     for (; r + 2 <= R; r += 2)
