@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/membw.h"
 #include "core/fail.h"
+#include "core/profile.h"
 #include "core/thread_pool.h"
 #include "engine/loader.h"
 #include "kernels/cpu/matmul.h"
@@ -30,7 +31,7 @@ struct BenchFlags {
   std::vector<int> batch;
   std::vector<int> depth = {0};
   int ubatch = 0;
-  bool json = false, roofline = false, no_warmup = false;
+  bool json = false, roofline = false, no_warmup = false, profile = false;
   double bandwidth = 0;
   uint32_t seed = 1234;
   std::vector<std::string> lora_each;  // distinct adapters, sequence b uses the (b mod k)-th
@@ -46,6 +47,7 @@ struct Result {
   std::string name;
   int n_prompt = 0, n_gen = 0, batch = 1, depth = 0;
   std::vector<double> ts;  // tokens/s of each repetition
+  std::string profile;     // --profile: where the timed repetitions' time went
   double mean = 0, sd = 0;
   void finish() {
     double s = 0;
@@ -227,7 +229,12 @@ int run_bench(BenchFlags& f) {
   std::vector<Result> results;
   auto measure = [&](Result r, auto&& once) {
     if (!f.no_warmup) once();  // warm-up, as llama-bench
+    if (f.profile) profile::enable(true);
     for (int i = 0; i < f.reps; ++i) r.ts.push_back(once());
+    if (f.profile) {
+      r.profile = profile::format(profile::take(), r.name);
+      profile::enable(false);
+    }
     r.finish();
     results.push_back(std::move(r));
   };
@@ -291,6 +298,7 @@ int run_bench(BenchFlags& f) {
                         {"stddev_ts", r.sd}, {"samples_ts", r.ts}};
     if (const Result* base = tg1_at(r.depth); r.batch > 1 && base) e["ratio_to_batch1"] = r.mean / base->mean;
     if (r.n_gen > 0 && r.batch == 1 && roof_ts > 0) e["roofline_fraction"] = r.mean / roof_ts;
+    if (f.profile) e["profile"] = r.profile;
     j["results"].push_back(e);
   }
   if (bw.gb_per_s > 0)
@@ -343,6 +351,7 @@ int run_bench(BenchFlags& f) {
     if (tg1)
       std::printf("          %s = %.1f%% of the roofline\n", tg1->name.c_str(), 100.0 * tg1->mean / roof_ts);
   }
+  for (const Result& r : results) std::printf("%s", r.profile.c_str());
   return 0;
 }
 
@@ -374,6 +383,9 @@ Runner add_bench(CLI::App& app) {
                   "memory read bandwidth in GB/s for the roofline (skips measuring)");
   sub->add_option("--seed", f->seed, "seed of the random token ids");
   sub->add_flag("--json", f->json, "print JSON");
+  sub->add_flag("--profile", f->profile,
+                "time per op kind (matmul by weight type and shape, attention, norms, RoPE, KV writes, "
+                "sampling, thread-pool waits) and per layer, per forward pass of each test");
   sub->add_flag(
       "--no-warmup", f->no_warmup,
       "skip the warm-up run of each test (as llama-bench's; saves the depth prefill at long contexts)");

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/spec_flags.h"
 #include "core/fail.h"
+#include "core/profile.h"
 #include "engine/engine.h"
 #include "engine/loader.h"
 #include "grammar/grammar_cache.h"
@@ -218,6 +219,7 @@ int run(RunFlags& f) {
   } else {
     prompt_loop(lm, f);
   }
+  if (profile::enabled()) std::fprintf(stderr, "%s", profile::format(profile::take(), "run").c_str());
   return 0;
 }
 

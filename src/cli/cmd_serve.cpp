@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/spec_flags.h"
 #include "core/fail.h"
+#include "core/profile.h"
 #include "engine/engine.h"
 #include "engine/loader.h"
 #include "models/bert_model.h"
@@ -91,6 +92,7 @@ int serve_until_signal(server::Server& srv, Engine* engine, const std::string& b
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let handlers send their last bytes
   srv.stop();
   std::fprintf(stderr, "ferrum serve: stopped\n");
+  if (profile::enabled()) std::fprintf(stderr, "%s", profile::format(profile::take(), "serve").c_str());
   return 0;
 }
 

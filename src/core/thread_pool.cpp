@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 
+#include "core/profile.h"
+
 namespace ferrum {
 namespace {
 inline void cpu_relax() {
@@ -47,6 +49,7 @@ void ThreadPool::dispatch(Call call, void* ctx) {
   generation_.notify_all();
   call(ctx, 0, n_threads_);
   // Wait for the workers; they finish at about the same time as the caller.
+  profile::Scope wait(profile::Op::PoolWait);
   int spins = 0;
   while (pending_.load(std::memory_order_acquire) != 0) {
     if (++spins < kSpinIterations) {

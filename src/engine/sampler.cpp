@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/fail.h"
+#include "core/profile.h"
 
 namespace ferrum {
 
@@ -34,6 +35,7 @@ Sampler::Sampler(const SamplingParams& p, int n_vocab) : p_(p), n_vocab_(n_vocab
 }
 
 int32_t Sampler::sample(const float* logits, std::span<const int32_t> history) {
+  const profile::Scope scope(profile::Op::Sampling);
   return draw(distribution(logits, history));
 }
 

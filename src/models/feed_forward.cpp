@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/fail.h"
+#include "core/profile.h"
 #include "kernels/cpu/elementwise.h"
 #include "models/moe.h"
 
@@ -34,7 +35,10 @@ void DenseFeedForward::forward(const float* x, int64_t n, float* out, FfnContext
   if (ctx.lora)
     ctx.lora->apply(ctx.layer, LoraSite::GateUp, x, n_embd_, gu_.data(), 2 * ff, ctx.pool, ctx.precision,
                     ctx.scratch);
-  for (int64_t t = 0; t < n; ++t) kernels::swiglu(&gu_[t * 2 * ff], &gu_[t * 2 * ff + ff], &act_[t * ff], ff);
+  {
+    const profile::Scope scope(profile::Op::Elementwise);
+    for (int64_t t = 0; t < n; ++t) kernels::swiglu(&gu_[t * 2 * ff], &gu_[t * 2 * ff + ff], &act_[t * ff], ff);
+  }
   down_.forward(act_.data(), ff, n, out, n_embd_, ctx.pool, ctx.precision, ctx.scratch);
   if (ctx.lora)
     ctx.lora->apply(ctx.layer, LoraSite::Down, act_.data(), ff, out, n_embd_, ctx.pool, ctx.precision,

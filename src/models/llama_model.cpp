@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/fail.h"
+#include "core/profile.h"
 #include "core/quant.h"
 #include "kernels/cpu/elementwise.h"
 #include "models/precision.h"
@@ -216,16 +217,18 @@ void LlamaModel::load_inputs(const runtime::KvCache& kv, std::span<const SeqInpu
   }
 }
 
-void LlamaModel::run_layer(int l, runtime::KvCache& kv, std::span<const SeqInput> batch, int64_t n) {
-  const int64_t d = cfg_.n_embd, qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), hd = cfg_.head_dim;
-  const int64_t wqkv = qd + 2 * kvd;
+// out[t] = rms_norm(x[t]) * w for the n rows of the residual stream.
+void LlamaModel::norm_rows(const float* x, const float* w, float* out, int64_t n) {
+  const profile::Scope scope(profile::Op::Norm);
+  const int64_t d = cfg_.n_embd;
+  for (int64_t t = 0; t < n; ++t) kernels::rms_norm(x + t * d, w, out + t * d, d, cfg_.norm_eps);
+}
+
+// Biases, per-head q/k norms and RoPE on the n rows of qkv_.
+void LlamaModel::rope_qk(const Layer& L, int64_t n) {
+  const profile::Scope scope(profile::Op::Rope);
+  const int64_t qd = cfg_.q_dim(), hd = cfg_.head_dim, wqkv = qd + 2 * cfg_.kv_dim();
   const float eps = cfg_.norm_eps;
-  const int kl = l - opts_.layer_begin;  // the cache holds only this stage's layers
-  Layer& L = layers_[kl];
-  for (int64_t t = 0; t < n; ++t) kernels::rms_norm(&x_[t * d], L.attn_norm, &h_[t * d], d, eps);
-  matmul(L.qkv, h_.data(), d, n, qkv_.data(), wqkv);
-  LoraBatch* lora = lora_.active() ? &lora_ : nullptr;
-  if (lora) lora->apply(l, LoraSite::Qkv, h_.data(), d, qkv_.data(), wqkv, pool_, kprec_, mm_scratch_);
   for (int64_t t = 0; t < n; ++t) {
     float* row = &qkv_[t * wqkv];
     if (L.bias_qkv) kernels::add_inplace(row, L.bias_qkv, wqkv);
@@ -241,26 +244,55 @@ void LlamaModel::run_layer(int l, runtime::KvCache& kv, std::span<const SeqInput
       kernels::rope_apply(kh, cs, cfg_.n_rot, cfg_.rope_interleaved);
     }
   }
+}
+
+// The batch's keys and values into layer kl of the cache; each job gets its view of the cache.
+void LlamaModel::write_kv(int kl, runtime::KvCache& kv, std::span<const SeqInput> batch) {
+  const profile::Scope scope(profile::Op::KvWrite);
+  const int64_t qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), wqkv = qd + 2 * kvd;
   for (size_t i = 0, off = 0; i < batch.size(); ++i) {
     for (int64_t t = 0; t < jobs_[i].n_tok; ++t, ++off)
       kv.write(kl, batch[i].seq, pos_[off], &qkv_[off * wqkv + qd], &qkv_[off * wqkv + qd + kvd]);
     jobs_[i].kv = kv.view(kl, batch[i].seq);
   }
+}
+
+void LlamaModel::add_residual(const float* y, int64_t n) {
+  const profile::Scope scope(profile::Op::Elementwise);
+  kernels::add_inplace(x_.data(), y, n * cfg_.n_embd);
+}
+
+void LlamaModel::run_layer(int l, runtime::KvCache& kv, std::span<const SeqInput> batch, int64_t n) {
+  const int64_t d = cfg_.n_embd, qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), hd = cfg_.head_dim;
+  const int64_t wqkv = qd + 2 * kvd;
+  const int kl = l - opts_.layer_begin;  // the cache holds only this stage's layers
+  Layer& L = layers_[kl];
+  profile::set_layer(l);
+  norm_rows(x_.data(), L.attn_norm, h_.data(), n);
+  matmul(L.qkv, h_.data(), d, n, qkv_.data(), wqkv);
+  LoraBatch* lora = lora_.active() ? &lora_ : nullptr;
+  if (lora) lora->apply(l, LoraSite::Qkv, h_.data(), d, qkv_.data(), wqkv, pool_, kprec_, mm_scratch_);
+  rope_qk(L, n);
+  write_kv(kl, kv, batch);
   kernels::AttentionParams ap;
   ap.n_head = cfg_.n_head;
   ap.n_head_kv = cfg_.n_head_kv;
   ap.head_dim = cfg_.head_dim;
   ap.scale = 1.0f / std::sqrt(static_cast<float>(hd));
   ap.sliding_window = cfg_.sliding_window;
-  kernels::attention(ap, jobs_.data(), static_cast<int>(jobs_.size()), pool_, attn_scratch_);
+  {
+    const profile::Scope scope(profile::Op::Attention);
+    kernels::attention(ap, jobs_.data(), static_cast<int>(jobs_.size()), pool_, attn_scratch_);
+  }
   matmul(L.wo, attn_.data(), qd, n, tmp_.data(), d);
   if (lora) lora->apply(l, LoraSite::Out, attn_.data(), qd, tmp_.data(), d, pool_, kprec_, mm_scratch_);
-  kernels::add_inplace(x_.data(), tmp_.data(), n * d);
+  add_residual(tmp_.data(), n);
 
-  for (int64_t t = 0; t < n; ++t) kernels::rms_norm(&x_[t * d], L.ffn_norm, &h_[t * d], d, eps);
+  norm_rows(x_.data(), L.ffn_norm, h_.data(), n);
   FfnContext fctx{pool_, kprec_, mm_scratch_, lora, l};
   L.ffn->forward(h_.data(), n, tmp_.data(), fctx);
-  kernels::add_inplace(x_.data(), tmp_.data(), n * d);
+  add_residual(tmp_.data(), n);
+  profile::set_layer(-1);
 }
 
 void LlamaModel::write_outputs(std::span<const SeqInput> batch, ForwardOut out) {
@@ -279,9 +311,12 @@ void LlamaModel::write_outputs(std::span<const SeqInput> batch, ForwardOut out) 
     }
   // Logits: the final norm of the rows that need them, packed, then one output matmul.
   rows = 0;
-  for (size_t i = 0, off = 0; i < batch.size(); off += jobs_[i].n_tok, ++i)
-    for (int64_t t = first_row(batch[i].logits, jobs_[i].n_tok); t < jobs_[i].n_tok; ++t, ++rows)
-      kernels::rms_norm(&x_[(off + t) * d], output_norm_, &h_[rows * d], d, eps);
+  {
+    const profile::Scope scope(profile::Op::Norm);
+    for (size_t i = 0, off = 0; i < batch.size(); off += jobs_[i].n_tok, ++i)
+      for (int64_t t = first_row(batch[i].logits, jobs_[i].n_tok); t < jobs_[i].n_tok; ++t, ++rows)
+        kernels::rms_norm(&x_[(off + t) * d], output_norm_, &h_[rows * d], d, eps);
+  }
   if (rows > 0) matmul(output_, h_.data(), d, rows, out.logits, cfg_.n_vocab);
 }
 
@@ -302,6 +337,7 @@ void LlamaModel::forward(KvCache& cache, std::span<const SeqInput> batch, Forwar
   }
   ++stats_.forward_calls;
   stats_.forward_tokens += n;
+  profile::count_pass();
   write_outputs(batch, out);
 }
 

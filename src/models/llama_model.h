@@ -51,6 +51,10 @@ class LlamaModel : public Model {
   int64_t plan(runtime::KvCache& kv, std::span<const SeqInput> batch, ForwardOut out);
   void load_inputs(const runtime::KvCache& kv, std::span<const SeqInput> batch);
   void run_layer(int l, runtime::KvCache& kv, std::span<const SeqInput> batch, int64_t n);
+  void norm_rows(const float* x, const float* w, float* out, int64_t n);
+  void rope_qk(const Layer& L, int64_t n);
+  void write_kv(int kl, runtime::KvCache& kv, std::span<const SeqInput> batch);
+  void add_residual(const float* y, int64_t n);
   void write_outputs(std::span<const SeqInput> batch, ForwardOut out);
 
   ModelConfig cfg_;

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/fail.h"
+#include "core/profile.h"
 
 namespace ferrum {
 
@@ -27,6 +28,7 @@ void LoraBatch::plan(std::span<const SeqInput> batch, int64_t n_embd, const Lora
 
 void LoraBatch::apply(int layer, LoraSite site, const float* x, int64_t ldx, float* y, int64_t ldy,
                       ThreadPool& pool, kernels::Precision prec, kernels::MatmulScratch& scratch) {
+  const profile::Scope scope(profile::Op::Lora);
   for (const Group& g : groups_) {
     const LoraSiteWeights& w = g.adapter->site(layer, site);
     if (!w.a.data) continue;

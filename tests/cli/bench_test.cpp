@@ -225,3 +225,28 @@ TEST(Bench, InfoAndBenchNameTheKernelTier) {
 
 }  // namespace
 }  // namespace ferrum::test
+
+namespace ferrum::test {
+namespace {
+
+// --profile adds where each test's time went (per op kind and layer) after the table; FERRUM_PROFILE=1
+// makes `run` print it at the end.
+TEST(Bench, ProfileReportsOpsPerTest) {
+  auto r = run_ferrum("bench '" + bundled() + "' -p 8 -n 4 -r 1 -t 1 --no-warmup --profile");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("profile: pp8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("profile: tg4 (4 forward passes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| matmul "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| attention "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("per layer"), std::string::npos) << r.out;
+  auto plain = run_ferrum("bench '" + bundled() + "' -p 8 -n 0 -r 1 -t 1 --no-warmup");
+  EXPECT_EQ(plain.out.find("profile:"), std::string::npos) << "no profile unless asked for";
+  ScopedEnv on("FERRUM_PROFILE", "1");
+  auto run = run_ferrum("run '" + bundled() + "' --prompt 'Once' -n 4 --temperature 0");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("profile: run"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("| sampling "), std::string::npos) << run.err;
+}
+
+}  // namespace
+}  // namespace ferrum::test

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/fail.h"
+#include "core/profile.h"
 
 namespace ferrum::kernels {
 namespace {
@@ -26,6 +27,11 @@ Linear::Linear(std::vector<TensorView> parts, Precision prec, ThreadPool& pool, 
     rows_ += p.rows();
   }
   rowwise_ = parts_;
+  for (const TensorView& p : parts_) {
+    const std::string t = dtype_name(rounded_type(rounding, p.type));
+    if (label_.find(t) == std::string::npos) label_ += (label_.empty() ? "" : "+") + t;
+  }
+  label_ += " " + std::to_string(rows_) + "x" + std::to_string(parts_[0].cols());
   const bool pack = prec == Precision::Fast && packed_kernels_active() && packing_enabled();
   auto type = [&](const TensorView& p) { return rounded_type(rounding, p.type); };
   auto packs = [&](const TensorView& p) { return pack && packable(type(p), p.rows(), p.cols()); };
@@ -68,6 +74,7 @@ size_t Linear::weight_bytes() const {
 
 void Linear::forward(const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy, ThreadPool& pool,
                      Precision prec, MatmulScratch& scratch) const {
+  const profile::Scope scope(profile::Op::Matmul, &label_);
   if (prec == Precision::Fast && packed_kernels_active()) {
     for (const Segment& s : segments_) {
       if (s.packed)

@@ -1,8 +1,9 @@
 // A weight matrix of a linear layer as the forward pass uses it: one or more row blocks of the file
 // stacked in order (q, k, v -> one matrix), multiplied in one call. When the kernels allow it (Fast
-// precision, the avx512 kernels, a packable type, rows in multiples of 8) consecutive blocks of one
-// type are also repacked into one PackedMatrix at load (q and k of Q4_K together when v is Q6_K);
-// the file's rows stay as they are (the embedding lookup and the other ISAs read them), so forcing
+// precision, a tier with packed kernels: avx2, avx2vnni or avx512; a packable type, rows in
+// multiples of 16) consecutive blocks of one type are also repacked into one PackedMatrix at load
+// (q and k of Q4_K together when v is Q6_K). Every packed tier reads the same layout, and the
+// file's rows stay as they are (the embedding lookup and the scalar kernels read them), so forcing
 // another ISA later still works.
 // With WeightRounding::Bf16 (--precision bf16) F16 and F32 parts are multiplied as BF16: rounded
 // while they are packed, or, where a part is not packed, held as an owned BF16 copy. (A part packed
@@ -10,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/tensor.h"
@@ -57,6 +59,7 @@ class Linear {
   std::vector<int64_t> offsets_;                         // first row of each part
   std::vector<Segment> segments_;
   int64_t rows_ = 0;
+  std::string label_;  // "Q4_K 3072x2048": the profile's name for this product
 };
 
 }  // namespace ferrum::kernels

@@ -1,4 +1,6 @@
-// Weight matrices repacked at load for the AVX-512 VNNI kernels. Rows are interleaved 16 at a time
+// Weight matrices repacked at load for the packed kernels of every SIMD tier (AVX-512 in
+// packed_avx512.cpp; AVX2 and AVX-VNNI, which read a group as two halves of 8 rows, in
+// packed_ymm.h). Rows are interleaved 16 at a time
 // so that one zmm holds the same few inputs of 16 rows: a kernel multiplies it by a broadcast of one
 // token's activations and gets 16 partial row sums in 16 lanes (an outer-product micro-kernel). A
 // loaded weight vector serves every token of the tile from registers, the activations are read as
