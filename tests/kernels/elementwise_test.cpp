@@ -19,7 +19,7 @@ struct IsaGuard {
   ~IsaGuard() { force_isa(saved.c_str()); }
 };
 
-const char* const kIsas[] = {"scalar", "avx2", "avx512"};
+const char* const kIsas[] = {"scalar", "avx2", "avx2vnni", "avx512"};
 
 TEST(Elementwise, SoftmaxMatchesFloat64OnEveryIsa) {
   IsaGuard guard;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/fp16.h"
+#include "kernels/cpu/exp_avx2.h"
 #include "kernels/cpu/kernels.h"
 
 namespace ferrum::kernels {
@@ -328,6 +329,64 @@ void f16_row(const uint16_t* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] = f16_to_f32(x[i]);
 }
 
+// The first m < 8 values at p in a vector (the rest zero), and back.
+inline __m256 load_part(const float* p, int64_t m) {
+  alignas(32) float t[8] = {};
+  for (int64_t i = 0; i < m; ++i) t[i] = p[i];
+  return _mm256_load_ps(t);
+}
+inline void store_part(float* p, __m256 v, int64_t m) {
+  alignas(32) float t[8];
+  _mm256_store_ps(t, v);
+  for (int64_t i = 0; i < m; ++i) p[i] = t[i];
+}
+
+// As the AVX-512 softmax16: max, exponentials (exp8) summed in double, one multiply.
+void softmax8(float* x, int64_t n) {
+  __m256 vmx = _mm256_set1_ps(-INFINITY);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) vmx = _mm256_max_ps(vmx, _mm256_loadu_ps(x + i));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, vmx);
+  float mx = lanes[0];
+  for (int k = 1; k < 8; ++k) mx = lanes[k] > mx ? lanes[k] : mx;
+  for (int64_t j = i; j < n; ++j) mx = x[j] > mx ? x[j] : mx;
+  const __m256 m = _mm256_set1_ps(mx);
+  __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+  auto add = [&](__m256 e) {
+    s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+  };
+  for (i = 0; i + 8 <= n; i += 8) {
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
+    _mm256_storeu_ps(x + i, e);
+    add(e);
+  }
+  if (i < n) {
+    const __m256 e = _mm256_and_ps(exp8(_mm256_sub_ps(load_part(x + i, n - i), m)),
+                                   _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - i)),
+                                                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))));
+    store_part(x + i, e, n - i);
+    add(e);
+  }
+  alignas(32) double d[4];
+  _mm256_store_pd(d, _mm256_add_pd(s0, s1));
+  const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / ((d[0] + d[1]) + (d[2] + d[3]))));
+  for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
+  for (; i < n; ++i) x[i] *= _mm256_cvtss_f32(inv);
+}
+
+// out = silu(gate) * up = gate / (1 + e^-gate) * up.
+inline __m256 swiglu_vec(__m256 g, __m256 u) {
+  const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), g));
+  return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
+}
+void swiglu8(const float* gate, const float* up, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, swiglu_vec(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+  if (i < n) store_part(out + i, swiglu_vec(load_part(gate + i, n - i), load_part(up + i, n - i)), n - i);
+}
+
 template <template <int> class K>
 void row_fn(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
   tile_dispatch<K>(nt, w, n, act, stride, y, ldy);
@@ -351,8 +410,8 @@ const IsaKernels& avx2_kernels() {
                                scalar_kernels().quantize_q8_1f,
                                scalar_kernels().quantize_q8_k,
                                f16_row,
-                               scalar_kernels().softmax,
-                               scalar_kernels().swiglu,
+                               softmax8,
+                               swiglu8,
                                &avx2_packed_kernels()};
   return k;
 }
