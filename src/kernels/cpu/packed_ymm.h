@@ -131,7 +131,9 @@ template <class D, Q32 kT, int NT, int H>
 void half32(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
   const int64_t nb = n / 32;
   constexpr size_t kQs = kT == Q32::Q8_0 ? 512 : kT == Q32::Q5_0 ? 320 : 256;
-  constexpr bool kSplit = kT == Q32::Q8_0 && !D::kVnni;  // bytes as 16 * high nibble + low nibble
+  // Q8_0 without VNNI: the signed levels' magnitudes against activations carrying their signs (no
+  // product of the unsigned bytes fits vpmaddubsw's 16 bits), widened every step; no bias then.
+  constexpr bool kSigned = kT == Q32::Q8_0 && !D::kVnni;
   constexpr bool kTwice = kT == Q32::Q5_0 && !D::kVnni;  // 8 steps of 5-bit weights: widen halfway
   const PackedTokens<32, int32_t, NT> tok(act, stride, n);
   __m256 acc[H][NT];
@@ -141,20 +143,19 @@ void half32(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stri
     const Q32Offsets o = q32_offsets(b, kQs);
     if constexpr (H == 2) prefetch(g + o.qs + 512);
     __m256i p[H][NT];
-    [[maybe_unused]] __m256i p2[H][NT];  // kSplit: high nibbles; kTwice: the first half, widened
+    [[maybe_unused]] __m256i p2[H][NT];  // kTwice: the first half, widened
     for (int hh = 0; hh < H; ++hh)
       for (int t = 0; t < NT; ++t) p[hh][t] = p2[hh][t] = _mm256_setzero_si256();
     for (int hh = 0; hh < H; ++hh) {
       const int h = h0 + hh;
       const uint8_t* q = g + o.qs + 32 * h;
-      if constexpr (kSplit) {
+      if constexpr (kSigned) {
         for (int j = 0; j < 8; ++j) {
-          __m256i lo, hi;
-          nibbles<false>(q + 64 * j, nullptr, lo, hi);
+          const __m256i w = _mm256_xor_si256(load256(q + 64 * j), _mm256_set1_epi8(static_cast<char>(0x80)));
+          const __m256i mag = _mm256_abs_epi8(w);
           for (int t = 0; t < NT; ++t) {
-            const __m256i a = bcast32(tok.qs[t] + 32 * b + 4 * j);
-            p[hh][t] = D::step(p[hh][t], lo, a);
-            p2[hh][t] = D::step(p2[hh][t], hi, a);
+            const __m256i a = _mm256_sign_epi8(bcast32(tok.qs[t] + 32 * b + 4 * j), w);
+            p[hh][t] = _mm256_add_epi32(p[hh][t], D::widen(_mm256_maddubs_epi16(mag, a)));
           }
         }
       } else if constexpr (kT == Q32::Q8_0) {
@@ -186,8 +187,7 @@ void half32(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stri
     for (int hh = 0; hh < H; ++hh) {
       const __m256 dw = load_f16x8(g + o.d + 16 * (h0 + hh));
       for (int t = 0; t < NT; ++t) {
-        __m256i total = _mm256_add_epi32(D::widen(p[hh][t]), _mm256_set1_epi32(tok.sums[t][b]));
-        if constexpr (kSplit) total = _mm256_add_epi32(total, _mm256_slli_epi32(D::widen(p2[hh][t]), 4));
+        __m256i total = kSigned ? p[hh][t] : _mm256_add_epi32(D::widen(p[hh][t]), _mm256_set1_epi32(tok.sums[t][b]));
         if constexpr (kTwice) total = _mm256_add_epi32(total, p2[hh][t]);
         acc[hh][t] =
             _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_mul_ps(dw, _mm256_set1_ps(tok.d[t][b])), acc[hh][t]);
@@ -407,7 +407,7 @@ void group_bf16(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, 
 // Tokens per call: as many as 16 registers hold.
 template <class D>
 struct Tiles {
-  static constexpr int kQ32 = 4, kQ8 = 4, kK4 = 4, kQ6K = 4, kF16 = 3, kBF16 = 2;
+  static constexpr int kQ32 = 6, kQ8 = 6, kK4 = 4, kQ6K = 4, kF16 = 3, kBF16 = 2;
 };
 
 // A group: both halves in one pass for up to kWhole tokens, else half by half.
