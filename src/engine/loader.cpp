@@ -6,6 +6,7 @@
 
 #include "core/fail.h"
 #include "formats/convert_llama2c.h"
+#include "kernels/cpu/matmul.h"
 
 namespace fs = std::filesystem;
 
@@ -80,6 +81,10 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path, const std::st
       return Tokenizer::from_llama2c(llama2c_tokenizer_path(path, tokenizer_path));
   }
   fail("unreachable");
+}
+
+std::string kernel_tier() {
+  return kernels::active_isa();
 }
 
 }  // namespace ferrum

@@ -21,6 +21,10 @@ struct ModelFiles {
 };
 ModelFiles open_model_files(const std::string& path, const std::string& tokenizer_path = "");
 
+// The CPU kernel tier models run with on this machine ("avx2", "avx2vnni", "avx512", "scalar"):
+// the best the CPU has, or FERRUM_ISA.
+std::string kernel_tier();
+
 // Path of llama2.c's tokenizer for a checkpoint: explicit, else tokenizer.bin / tok<N>.bin beside it.
 std::string llama2c_tokenizer_path(const std::string& checkpoint, const std::string& explicit_path);
 

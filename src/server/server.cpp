@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "chat/chat_prompt.h"
+#include "engine/loader.h"
 #include "server/api_error.h"
 #include "server/api_key.h"
 #include "server/embeddings.h"
@@ -185,7 +186,7 @@ void Server::route(const HttpRequest& req, HttpResponse& res, const ClientProbe&
 
 void Server::models(const std::string& id, HttpResponse& res) {
   const auto& cfg = engine_ ? engine_->model().config() : embedder_->config();
-  json meta = {{"n_vocab", cfg.n_vocab}, {"kind", engine_ ? "decoder" : "encoder"}};
+  json meta = {{"n_vocab", cfg.n_vocab}, {"kind", engine_ ? "decoder" : "encoder"}, {"isa", kernel_tier()}};
   if (engine_) meta["n_ctx"] = engine_->kv_capacity();
   if (embedder_) meta["n_embd"] = embedder_->dim();
   json m = {{"id", opt_.model_name},

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <thread>
 
+#include "engine/loader.h"
 #include "raw_http.h"
 #include "server/embeddings.h"
 #include "server_fixture.h"
@@ -112,6 +113,7 @@ TEST(DecoderEmbeddings, BatchEqualsAloneUnitLengthAndMatchesTheModel) {
   auto r = c.Get("/v1/models/test-model");
   ASSERT_TRUE(r);
   EXPECT_EQ(json::parse(r->body)["meta"]["n_embd"], 64);
+  EXPECT_EQ(json::parse(r->body)["meta"]["isa"], kernel_tier()) << "the kernel tier in use";
 }
 
 TEST(DecoderEmbeddings, MeanPoolingDiffersFromLast) {
