@@ -19,7 +19,8 @@ bool from_environment() {
 }
 
 int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -139,17 +140,21 @@ std::string format(const Report& r, const std::string& title) {
   }
   std::vector<std::pair<std::pair<std::string, std::string>, std::pair<int64_t, double>>> ops(by_op.begin(),
                                                                                               by_op.end());
-  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
+  std::sort(ops.begin(), ops.end(),
+            [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
   std::string s = fmt::format("\nprofile: {} ({} forward passes; ms per pass)\n", title, r.passes);
   s += fmt::format("| {:<11} | {:<22} | {:>9} | {:>9} | {:>6} |\n", "op", "detail", "calls/pass", "ms", "%");
   s += "|-------------|------------------------|------------|-----------|--------|\n";
   for (const auto& [k, v] : ops)
     s += fmt::format("| {:<11} | {:<22} | {:>10.1f} | {:>9.3f} | {:>5.1f}% |\n", k.first, k.second,
-                     static_cast<double>(v.first) * per, v.second * 1e3 * per, total > 0 ? 100.0 * v.second / total : 0.0);
-  s += fmt::format("| {:<11} | {:<22} | {:>10} | {:>9.3f} | {:>5.1f}% |\n", "total", "", "", total * 1e3 * per, 100.0);
+                     static_cast<double>(v.first) * per, v.second * 1e3 * per,
+                     total > 0 ? 100.0 * v.second / total : 0.0);
+  s += fmt::format("| {:<11} | {:<22} | {:>10} | {:>9.3f} | {:>5.1f}% |\n", "total", "", "",
+                   total * 1e3 * per, 100.0);
   s += "per layer (ms per pass):";
   for (const auto& [layer, sec] : by_layer)
-    s += layer < 0 ? fmt::format(" rest {:.3f}", sec * 1e3 * per) : fmt::format(" {}:{:.3f}", layer, sec * 1e3 * per);
+    s += layer < 0 ? fmt::format(" rest {:.3f}", sec * 1e3 * per)
+                   : fmt::format(" {}:{:.3f}", layer, sec * 1e3 * per);
   s += "\n";
   return s;
 }

@@ -37,7 +37,8 @@ void DenseFeedForward::forward(const float* x, int64_t n, float* out, FfnContext
                     ctx.scratch);
   {
     const profile::Scope scope(profile::Op::Elementwise);
-    for (int64_t t = 0; t < n; ++t) kernels::swiglu(&gu_[t * 2 * ff], &gu_[t * 2 * ff + ff], &act_[t * ff], ff);
+    for (int64_t t = 0; t < n; ++t)
+      kernels::swiglu(&gu_[t * 2 * ff], &gu_[t * 2 * ff + ff], &act_[t * ff], ff);
   }
   down_.forward(act_.data(), ff, n, out, n_embd_, ctx.pool, ctx.precision, ctx.scratch);
   if (ctx.lora)

@@ -79,8 +79,8 @@ TEST(MatmulBench, DISABLED_Bench) {
                 [&] { lin.forward(x.data(), 2048, n_tok, y.data(), rows, pool, Precision::Fast, scratch); },
                 pool);
             std::printf("| %s | %ldx2048 | %ld | %s | %s | %.3f | %.1f | %.1f |\n", dtype_name(t), (long)rows,
-                        (long)n_tok, (std::string(isa) + " packed").c_str(), "fast", s * 1e3, 2.0 * rows * 2048 * n_tok / s * 1e-9,
-                        lin.weight_bytes() / s * 1e-9);
+                        (long)n_tok, (std::string(isa) + " packed").c_str(), "fast", s * 1e3,
+                        2.0 * rows * 2048 * n_tok / s * 1e-9, lin.weight_bytes() / s * 1e-9);
             std::fflush(stdout);
           }
         }

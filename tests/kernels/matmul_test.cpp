@@ -286,7 +286,8 @@ TEST(Matmul, EnvironmentSelectsIsa) {
   EXPECT_NE(std::system(("FERRUM_ISA=scalar FERRUM_TEST_EXPECT_ISA=avx2 '" + self + "'" + filter).c_str()), 0)
       << "the check itself must be able to fail";
   for (const std::string isa : {"avx2", "avx2vnni", "avx512"}) {
-    const std::string run = "FERRUM_ISA=" + isa + " FERRUM_TEST_EXPECT_ISA=" + isa + " '" + self + "'" + filter;
+    const std::string run =
+        "FERRUM_ISA=" + isa + " FERRUM_TEST_EXPECT_ISA=" + isa + " '" + self + "'" + filter;
     // A tier the CPU lacks is refused at start (the process fails), never silently replaced.
     if (isa_supported(isa.c_str()))
       EXPECT_EQ(std::system(run.c_str()), 0) << isa;

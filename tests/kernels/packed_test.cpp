@@ -76,7 +76,8 @@ std::vector<std::string> packed_tiers() {
 class PackedProduct : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (packed_tiers().empty()) GTEST_SKIP() << "no tier with packed kernels on this CPU (packing is off there)";
+    if (packed_tiers().empty())
+      GTEST_SKIP() << "no tier with packed kernels on this CPU (packing is off there)";
   }
   void TearDown() override { force_isa(saved_.c_str()); }
   template <class F>
@@ -94,33 +95,33 @@ TEST_F(PackedProduct, MatchesRowMajorFastPathAndReference) {
   ThreadPool pool(2);
   MatmulScratch scratch;
   each_tier([&](const std::string& isa) {
-  for (const Shape& s : kShapes) {
-    test::TestMatrix m(s.type, s.rows, s.cols, 5);
-    const Linear lin({m.view}, Precision::Fast, pool);
-    ASSERT_NE(lin.packed(), nullptr) << dtype_name(s.type);
-    const int64_t n_tok = 7;
-    const auto x = test::gaussian(static_cast<size_t>(n_tok * s.cols), 9);
-    std::vector<float> yp(n_tok * s.rows), yr(n_tok * s.rows);
-    lin.forward(x.data(), s.cols, n_tok, yp.data(), s.rows, pool, Precision::Fast, scratch);
-    matmul(m.view, x.data(), s.cols, n_tok, yr.data(), s.rows, pool, Precision::Fast, scratch);
-    const auto w = m.dequantized();
-    double worst_rows = 0, worst_ref = 0;
-    for (int64_t t = 0; t < n_tok; ++t)
-      for (int64_t r = 0; r < s.rows; ++r) {
-        double ref = 0, mag = 0;
-        for (int64_t i = 0; i < s.cols; ++i) {
-          ref += static_cast<double>(w[r * s.cols + i]) * x[t * s.cols + i];
-          mag += std::fabs(static_cast<double>(w[r * s.cols + i]) * x[t * s.cols + i]);
+    for (const Shape& s : kShapes) {
+      test::TestMatrix m(s.type, s.rows, s.cols, 5);
+      const Linear lin({m.view}, Precision::Fast, pool);
+      ASSERT_NE(lin.packed(), nullptr) << dtype_name(s.type);
+      const int64_t n_tok = 7;
+      const auto x = test::gaussian(static_cast<size_t>(n_tok * s.cols), 9);
+      std::vector<float> yp(n_tok * s.rows), yr(n_tok * s.rows);
+      lin.forward(x.data(), s.cols, n_tok, yp.data(), s.rows, pool, Precision::Fast, scratch);
+      matmul(m.view, x.data(), s.cols, n_tok, yr.data(), s.rows, pool, Precision::Fast, scratch);
+      const auto w = m.dequantized();
+      double worst_rows = 0, worst_ref = 0;
+      for (int64_t t = 0; t < n_tok; ++t)
+        for (int64_t r = 0; r < s.rows; ++r) {
+          double ref = 0, mag = 0;
+          for (int64_t i = 0; i < s.cols; ++i) {
+            ref += static_cast<double>(w[r * s.cols + i]) * x[t * s.cols + i];
+            mag += std::fabs(static_cast<double>(w[r * s.cols + i]) * x[t * s.cols + i]);
+          }
+          const float got = yp[t * s.rows + r];
+          // Same 8-bit activations as the row-major Fast path: only the float summation order differs.
+          worst_rows = std::max(worst_rows, std::fabs(got - yr[t * s.rows + r]) / (mag + 1e-9));
+          // Against exact float64 with float activations: the 8-bit activation error (~1/254 per value).
+          worst_ref = std::max(worst_ref, std::fabs(got - ref) / (mag + 1e-9));
         }
-        const float got = yp[t * s.rows + r];
-        // Same 8-bit activations as the row-major Fast path: only the float summation order differs.
-        worst_rows = std::max(worst_rows, std::fabs(got - yr[t * s.rows + r]) / (mag + 1e-9));
-        // Against exact float64 with float activations: the 8-bit activation error (~1/254 per value).
-        worst_ref = std::max(worst_ref, std::fabs(got - ref) / (mag + 1e-9));
-      }
-    EXPECT_LT(worst_rows, 1e-5) << dtype_name(s.type) << " " << s.rows << "x" << s.cols;
-    EXPECT_LT(worst_ref, 2e-2) << dtype_name(s.type) << " " << s.rows << "x" << s.cols;
-  }
+      EXPECT_LT(worst_rows, 1e-5) << dtype_name(s.type) << " " << s.rows << "x" << s.cols;
+      EXPECT_LT(worst_ref, 2e-2) << dtype_name(s.type) << " " << s.rows << "x" << s.cols;
+    }
   });
 }
 
@@ -128,19 +129,19 @@ TEST_F(PackedProduct, TokenResultDoesNotDependOnBatch) {
   ThreadPool pool(2);
   MatmulScratch scratch;
   each_tier([&](const std::string& isa) {
-  for (const Shape& s : kShapes) {
-    test::TestMatrix m(s.type, s.rows, s.cols, 3);
-    const Linear lin({m.view}, Precision::Fast, pool);
-    const int64_t n_tok = 19;  // tiles of 8, 8, 3 (Q4_K, Q5_K: 6, 6, 6, 1)
-    const auto x = test::gaussian(static_cast<size_t>(n_tok * s.cols), 4);
-    std::vector<float> batch(n_tok * s.rows), one(s.rows);
-    lin.forward(x.data(), s.cols, n_tok, batch.data(), s.rows, pool, Precision::Fast, scratch);
-    for (int64_t t = 0; t < n_tok; ++t) {
-      lin.forward(x.data() + t * s.cols, s.cols, 1, one.data(), s.rows, pool, Precision::Fast, scratch);
-      ASSERT_EQ(0, std::memcmp(one.data(), batch.data() + t * s.rows, s.rows * sizeof(float)))
-          << dtype_name(s.type) << " " << s.rows << "x" << s.cols << " token " << t;
+    for (const Shape& s : kShapes) {
+      test::TestMatrix m(s.type, s.rows, s.cols, 3);
+      const Linear lin({m.view}, Precision::Fast, pool);
+      const int64_t n_tok = 19;  // tiles of 8, 8, 3 (Q4_K, Q5_K: 6, 6, 6, 1)
+      const auto x = test::gaussian(static_cast<size_t>(n_tok * s.cols), 4);
+      std::vector<float> batch(n_tok * s.rows), one(s.rows);
+      lin.forward(x.data(), s.cols, n_tok, batch.data(), s.rows, pool, Precision::Fast, scratch);
+      for (int64_t t = 0; t < n_tok; ++t) {
+        lin.forward(x.data() + t * s.cols, s.cols, 1, one.data(), s.rows, pool, Precision::Fast, scratch);
+        ASSERT_EQ(0, std::memcmp(one.data(), batch.data() + t * s.rows, s.rows * sizeof(float)))
+            << dtype_name(s.type) << " " << s.rows << "x" << s.cols << " token " << t;
+      }
     }
-  }
   });
 }
 
@@ -167,7 +168,8 @@ TEST_F(PackedProduct, TiersGiveTheSameBits) {
       }
       for (size_t i = 0; i < y.size(); ++i) {
         if (s.type == DType::BF16)
-          ASSERT_NEAR(y[i], first[i], 1e-6 * (std::fabs(first[i]) + 1e-3)) << isa << " " << s.rows << "x" << s.cols;
+          ASSERT_NEAR(y[i], first[i], 1e-6 * (std::fabs(first[i]) + 1e-3))
+              << isa << " " << s.rows << "x" << s.cols;
         else
           ASSERT_EQ(y[i], first[i]) << isa << " vs " << tiers[0] << " " << dtype_name(s.type) << " " << s.rows
                                     << "x" << s.cols << " output " << i;

@@ -1,4 +1,5 @@
-// Generic C++ attention tile steps (scalar machines, head sizes the SIMD steps do not take), and the choice of the steps for the active ISA.
+// Generic C++ attention tile steps (scalar machines, head sizes the SIMD steps do not take), and the choice
+// of the steps for the active ISA.
 #include "kernels/cpu/attention_tile.h"
 
 #include <algorithm>

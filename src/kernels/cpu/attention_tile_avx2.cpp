@@ -1,9 +1,9 @@
 // AVX2 + FMA attention tile steps (head sizes that are multiples of 8), every cache type; INT8 with
-// the integer steps of attention_tile.h (vpmaddubsw / vpmaddwd). Keys are converted from the cache 8 tokens x one
-// dimension at a time (a cache group stores dimension d of its 16 tokens together); with 16 ymm
-// registers scores are blocked 2 rows x 32 keys and outputs 2 rows x 32 columns. A row's arithmetic
-// is the same blocked or alone, and the same as the generic and AVX-512 steps' (one chain of fused
-// multiply-adds per score in order of the dimension, per output element in order of the key).
+// the integer steps of attention_tile.h (vpmaddubsw / vpmaddwd). Keys are converted from the cache 8 tokens x
+// one dimension at a time (a cache group stores dimension d of its 16 tokens together); with 16 ymm registers
+// scores are blocked 2 rows x 32 keys and outputs 2 rows x 32 columns. A row's arithmetic is the same blocked
+// or alone, and the same as the generic and AVX-512 steps' (one chain of fused multiply-adds per score in
+// order of the dimension, per output element in order of the key).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -21,7 +21,8 @@ template <KvType T>
 inline __m256 load8(const uint8_t* e) {
   static_assert(T != KvType::INT8, "INT8 caches take the integer steps");
   if constexpr (T == KvType::F32) return _mm256_loadu_ps(reinterpret_cast<const float*>(e));
-  if constexpr (T == KvType::F16) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(e)));
+  if constexpr (T == KvType::F16)
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(e)));
   if constexpr (T == KvType::BF16) {
     const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(e)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
@@ -46,7 +47,8 @@ void with_float_type(KvType t, F&& f) {
 // All-ones in the lanes k of tile columns [base, base + 8) with a <= base + k < b.
 inline __m256 lane_mask(int base, int a, int b) {
   const __m256i k = _mm256_add_epi32(_mm256_set1_epi32(base), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  const __m256i ge_a = _mm256_cmpgt_epi32(k, _mm256_set1_epi32(a - 1)), lt_b = _mm256_cmpgt_epi32(_mm256_set1_epi32(b), k);
+  const __m256i ge_a = _mm256_cmpgt_epi32(k, _mm256_set1_epi32(a - 1)),
+                lt_b = _mm256_cmpgt_epi32(_mm256_set1_epi32(b), k);
   return _mm256_castsi256_ps(_mm256_and_si256(ge_a, lt_b));
 }
 
@@ -87,7 +89,8 @@ void load_values_t(const uint8_t* const* groups, int a, int b, int h, int hd, fl
       continue;
     }
     const uint8_t* e = value_row<T>(groups, j, h, hd);
-    for (int d0 = 0; d0 < hd; d0 += 8) _mm256_storeu_ps(vt + j * hd + d0, load8<T>(e + d0 * kv_element_bytes(T)));
+    for (int d0 = 0; d0 < hd; d0 += 8)
+      _mm256_storeu_ps(vt + j * hd + d0, load8<T>(e + d0 * kv_element_bytes(T)));
   }
 }
 
@@ -154,26 +157,30 @@ void scores_group_rows(const float* q, const uint8_t* group, int hd, float scale
 // 2 x 128 x 127 < 2^15), widened by vpmaddwd. The integer dot products are those of the other
 // ISAs, so are the scores.
 template <int NR>
-void scores_group_int8(const QueryRows& q, const uint8_t* e, const float* kscale, int hd, float scale, float* s) {
+void scores_group_int8(const QueryRows& q, const uint8_t* e, const float* kscale, int hd, float scale,
+                       float* s) {
   __m256i acc[NR][2];
   for (int r = 0; r < NR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
   const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
   for (int d = 0; d < hd; d += 4)
     for (int half = 0; half < 2; ++half) {
-      const __m256i k = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(e + d * kKvGroup + 32 * half)), bias);
+      const __m256i k = _mm256_xor_si256(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e + d * kKvGroup + 32 * half)), bias);
       const __m256i mag = _mm256_abs_epi8(k);
       for (int r = 0; r < NR; ++r) {
         int32_t q4;
         std::memcpy(&q4, q.q8 + r * hd + d, 4);
         const __m256i signed_q = _mm256_sign_epi8(_mm256_set1_epi32(q4), k);
-        acc[r][half] = _mm256_add_epi32(acc[r][half], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, signed_q), ones));
+        acc[r][half] =
+            _mm256_add_epi32(acc[r][half], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, signed_q), ones));
       }
     }
   for (int r = 0; r < NR; ++r) {
     const __m256 f = _mm256_set1_ps(q.qs[r] * scale);
     for (int half = 0; half < 2; ++half)
       _mm256_storeu_ps(s + r * kKeyTile + 8 * half,
-                       _mm256_mul_ps(_mm256_cvtepi32_ps(acc[r][half]), _mm256_mul_ps(_mm256_loadu_ps(kscale + 8 * half), f)));
+                       _mm256_mul_ps(_mm256_cvtepi32_ps(acc[r][half]),
+                                     _mm256_mul_ps(_mm256_loadu_ps(kscale + 8 * half), f)));
   }
 }
 
@@ -231,7 +238,8 @@ template <int NR, int NV>
 void accumulate_block(const float* p, const float* vt, int n, int hd, int i, const float* c, float* acc) {
   __m256 a[NR][NV];
   for (int r = 0; r < NR; ++r)
-    for (int k = 0; k < NV; ++k) a[r][k] = _mm256_mul_ps(_mm256_loadu_ps(acc + r * hd + i + 8 * k), _mm256_set1_ps(c[r]));
+    for (int k = 0; k < NV; ++k)
+      a[r][k] = _mm256_mul_ps(_mm256_loadu_ps(acc + r * hd + i + 8 * k), _mm256_set1_ps(c[r]));
   for (int j = 0; j < n; ++j) {
     const float* v = vt + j * hd + i;
     __m256 vv[NV];
@@ -292,14 +300,18 @@ void accumulate_cached_rows(const float* p, const uint8_t* const* groups, int a,
 // INT8 values (attention_tile.h, kProbLevels). NR rows' x_j = p_j * vs_j of one group's columns
 // [lo, hi) rounded to 16 bits, as int32 pairs (even token low, odd token high), and their ps.
 template <int NR>
-inline void quantize_probs(const float* p, const float* vs, int lo, int hi, int32_t (*pairs)[kKvGroup / 2], float* ps) {
+inline void quantize_probs(const float* p, const float* vs, int lo, int hi, int32_t (*pairs)[kKvGroup / 2],
+                           float* ps) {
   const __m256 m0 = lane_mask(0, lo, hi), m1 = lane_mask(8, lo, hi);
   for (int r = 0; r < NR; ++r) {
-    const __m256 x0 = _mm256_and_ps(m0, _mm256_mul_ps(_mm256_loadu_ps(p + r * kKeyTile), _mm256_loadu_ps(vs)));
-    const __m256 x1 = _mm256_and_ps(m1, _mm256_mul_ps(_mm256_loadu_ps(p + r * kKeyTile + 8), _mm256_loadu_ps(vs + 8)));
+    const __m256 x0 =
+        _mm256_and_ps(m0, _mm256_mul_ps(_mm256_loadu_ps(p + r * kKeyTile), _mm256_loadu_ps(vs)));
+    const __m256 x1 =
+        _mm256_and_ps(m1, _mm256_mul_ps(_mm256_loadu_ps(p + r * kKeyTile + 8), _mm256_loadu_ps(vs + 8)));
     const float mx = std::max(0.0f, hmax(_mm256_max_ps(x0, x1)));
     const __m256 inv = _mm256_set1_ps(mx > 0.0f ? kProbLevels / mx : 0.0f);
-    const __m256i q = _mm256_packs_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(x0, inv)), _mm256_cvtps_epi32(_mm256_mul_ps(x1, inv)));
+    const __m256i q = _mm256_packs_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(x0, inv)),
+                                         _mm256_cvtps_epi32(_mm256_mul_ps(x1, inv)));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(pairs[r]), _mm256_permute4x64_epi64(q, 0xD8));
     ps[r] = mx / kProbLevels;
   }
@@ -308,15 +320,16 @@ inline void quantize_probs(const float* p, const float* vs, int lo, int hi, int3
 // NR rows x 8 NV output columns from column i: integer sums over token pairs [jp0, jp1) of a group
 // (values at e: the head's interleaved pairs), one vpmaddwd per 2 tokens x 8 columns x row.
 template <int NR, int NV>
-void accumulate_int8(const int32_t (*pairs)[kKvGroup / 2], const float* ps, const uint8_t* e, int jp0, int jp1,
-                     int hd, int i, float* acc) {
+void accumulate_int8(const int32_t (*pairs)[kKvGroup / 2], const float* ps, const uint8_t* e, int jp0,
+                     int jp1, int hd, int i, float* acc) {
   __m256i sum[NR][NV];
   for (int r = 0; r < NR; ++r)
     for (int k = 0; k < NV; ++k) sum[r][k] = _mm256_setzero_si256();
   for (int jp = jp0; jp < jp1; ++jp) {
     const uint8_t* v = e + jp * 2 * hd + 2 * i;
     __m256i w[NV];
-    for (int k = 0; k < NV; ++k) w[k] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + 16 * k)));
+    for (int k = 0; k < NV; ++k)
+      w[k] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + 16 * k)));
     for (int r = 0; r < NR; ++r) {
       const __m256i pr = _mm256_set1_epi32(pairs[r][jp]);
       for (int k = 0; k < NV; ++k) sum[r][k] = _mm256_add_epi32(sum[r][k], _mm256_madd_epi16(w[k], pr));
@@ -325,12 +338,14 @@ void accumulate_int8(const int32_t (*pairs)[kKvGroup / 2], const float* ps, cons
   for (int r = 0; r < NR; ++r)
     for (int k = 0; k < NV; ++k) {
       float* o = acc + r * hd + i + 8 * k;
-      _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[r][k]), _mm256_set1_ps(ps[r]), _mm256_loadu_ps(o)));
+      _mm256_storeu_ps(
+          o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[r][k]), _mm256_set1_ps(ps[r]), _mm256_loadu_ps(o)));
     }
 }
 
 template <int NR>
-void accumulate_int8_rows(const float* p, const uint8_t* const* groups, int a, int n, int h, int hd, float* acc) {
+void accumulate_int8_rows(const float* p, const uint8_t* const* groups, int a, int n, int h, int hd,
+                          float* acc) {
   for (int g = a / kKvGroup; g * kKvGroup < n; ++g) {
     const int lo = std::max(a - kKvGroup * g, 0), hi = std::min(n - kKvGroup * g, kKvGroup);
     int32_t pairs[NR][kKvGroup / 2];
@@ -349,7 +364,8 @@ void accumulate_rows(const float* p, int R, const uint8_t* const* groups, int a,
     if (c)
       for (int r = 0; r < R; ++r)
         for (int i = 0; i < hd; i += 8)
-          _mm256_storeu_ps(acc + r * hd + i, _mm256_mul_ps(_mm256_loadu_ps(acc + r * hd + i), _mm256_set1_ps(c[r])));
+          _mm256_storeu_ps(acc + r * hd + i,
+                           _mm256_mul_ps(_mm256_loadu_ps(acc + r * hd + i), _mm256_set1_ps(c[r])));
     int r = 0;
     for (; r + 2 <= R; r += 2) accumulate_int8_rows<2>(p + r * kKeyTile, groups, a, n, h, hd, acc + r * hd);
     for (; r < R; ++r) accumulate_int8_rows<1>(p + r * kKeyTile, groups, a, n, h, hd, acc + r * hd);

@@ -363,9 +363,10 @@ void softmax8(float* x, int64_t n) {
     add(e);
   }
   if (i < n) {
-    const __m256 e = _mm256_and_ps(exp8(_mm256_sub_ps(load_part(x + i, n - i), m)),
-                                   _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - i)),
-                                                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))));
+    const __m256 e =
+        _mm256_and_ps(exp8(_mm256_sub_ps(load_part(x + i, n - i), m)),
+                      _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - i)),
+                                                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))));
     store_part(x + i, e, n - i);
     add(e);
   }
@@ -383,7 +384,8 @@ inline __m256 swiglu_vec(__m256 g, __m256 u) {
 }
 void swiglu8(const float* gate, const float* up, float* out, int64_t n) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, swiglu_vec(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, swiglu_vec(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
   if (i < n) store_part(out + i, swiglu_vec(load_part(gate + i, n - i), load_part(up + i, n - i)), n - i);
 }
 

@@ -246,8 +246,9 @@ void matmul_packed(const PackedMatrix& P, const float* x, int64_t ldx, int64_t n
   size_t stride = static_cast<size_t>(ldx) * sizeof(float);
   if (P.type != DType::F16) {  // F16 weights multiply the F32 activations as they are
     stride = (packed_act_bytes(P.type, cols) + 63) / 64 * 64;
-    act = prepare_activations(pool, scratch, n_tok, cols, stride,
-                              [&](int64_t t, uint8_t* out) { prep_packed_act(isa, P.type, x + t * ldx, out, cols); });
+    act = prepare_activations(pool, scratch, n_tok, cols, stride, [&](int64_t t, uint8_t* out) {
+      prep_packed_act(isa, P.type, x + t * ldx, out, cols);
+    });
   }
   for_items(
       pool, P.rows, cols, n_tok, kTokenGroup,

@@ -13,7 +13,6 @@
 
 #include <cstddef>
 #include <cstdint>
-
 #include <type_traits>
 
 #include "ferrum/dtype.h"

@@ -277,9 +277,10 @@ void float_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, f
   with_nt<kTileFloat>(nt, [&](auto k) { group_float<V, decltype(k)::value>(g, n, a, s, y, l); });
 }
 
-const PackedKernels kPacked = {{q32_fn<Q32::Q4_0>, kTileQ32}, {q32_fn<Q32::Q5_0>, kTileQ32}, {q32_fn<Q32::Q8_0>, kTileQ32},
-                               {k4_fn<false>, kTileQ4K},         {k4_fn<true>, kTileQ4K},          {q6k_fn, kTileQ6K},
-                               {float_fn<F16Vec>, kTileFloat},   {float_fn<BF16Vec>, kTileFloat}};
+const PackedKernels kPacked = {{q32_fn<Q32::Q4_0>, kTileQ32},  {q32_fn<Q32::Q5_0>, kTileQ32},
+                               {q32_fn<Q32::Q8_0>, kTileQ32},  {k4_fn<false>, kTileQ4K},
+                               {k4_fn<true>, kTileQ4K},        {q6k_fn, kTileQ6K},
+                               {float_fn<F16Vec>, kTileFloat}, {float_fn<BF16Vec>, kTileFloat}};
 
 }  // namespace
 

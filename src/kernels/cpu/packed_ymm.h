@@ -60,10 +60,11 @@ inline __m256i dup16(__m256i v) {
 inline __m256i fifth_bits(const uint8_t* p) {
   uint32_t m;
   std::memcpy(&m, p, 4);
-  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
-                                          3, 3, 3, 3, 3, 3, 3);
+  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2,
+                                          2, 3, 3, 3, 3, 3, 3, 3, 3);
   const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
-  const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(m)), spread), bit);
+  const __m256i v =
+      _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(m)), spread), bit);
   return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(0x10));
 }
 // The low and high nibbles of the 32 weight bytes at w; with kFifth plus 16 where the fifth bit
@@ -100,7 +101,9 @@ inline void static_for(F&& f) {
 struct DotMaddubs {
   static constexpr bool kVnni = false;
   static constexpr int steps_per_widen(int wmax) { return 32767 / (256 * wmax); }
-  static __m256i step(__m256i p, __m256i w, __m256i a) { return _mm256_add_epi16(p, _mm256_maddubs_epi16(w, a)); }
+  static __m256i step(__m256i p, __m256i w, __m256i a) {
+    return _mm256_add_epi16(p, _mm256_maddubs_epi16(w, a));
+  }
   static __m256i widen(__m256i p) { return _mm256_madd_epi16(p, _mm256_set1_epi16(1)); }
   static __m256i factor(__m256i v) { return dup16(v); }
   static __m256i widen_scaled(__m256i p, __m256i f) { return _mm256_madd_epi16(p, f); }
@@ -114,7 +117,6 @@ struct DotVnni {
   static __m256i factor(__m256i v) { return v; }
   static __m256i widen_scaled(__m256i p, __m256i f) { return _mm256_mullo_epi32(p, f); }
 };
-
 
 // Each kernel handles H halves of the group (from half h0) per pass: H = 2 for few tokens, so a
 // gemv streams each group once and a broadcast activation serves 16 rows; H = 1 for full tiles,
@@ -187,10 +189,11 @@ void half32(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stri
     for (int hh = 0; hh < H; ++hh) {
       const __m256 dw = load_f16x8(g + o.d + 16 * (h0 + hh));
       for (int t = 0; t < NT; ++t) {
-        __m256i total = kSigned ? p[hh][t] : _mm256_add_epi32(D::widen(p[hh][t]), _mm256_set1_epi32(tok.sums[t][b]));
+        __m256i total =
+            kSigned ? p[hh][t] : _mm256_add_epi32(D::widen(p[hh][t]), _mm256_set1_epi32(tok.sums[t][b]));
         if constexpr (kTwice) total = _mm256_add_epi32(total, p2[hh][t]);
-        acc[hh][t] =
-            _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_mul_ps(dw, _mm256_set1_ps(tok.d[t][b])), acc[hh][t]);
+        acc[hh][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total),
+                                     _mm256_mul_ps(dw, _mm256_set1_ps(tok.d[t][b])), acc[hh][t]);
       }
     }
   }
@@ -208,7 +211,8 @@ void half32(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stri
 template <class D, bool kQ5, int NT, int H>
 void half_k4(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
   const int64_t nsb = n / 256;
-  constexpr size_t kBlock = kQ5 ? kQ5KBlockBytes : kQ4KBlockBytes, kChunk = kQ5 ? kQ5KChunkBytes : kQ4KChunkBytes;
+  constexpr size_t kBlock = kQ5 ? kQ5KBlockBytes : kQ4KBlockBytes,
+                   kChunk = kQ5 ? kQ5KChunkBytes : kQ4KChunkBytes;
   constexpr size_t kNib = kQ5 ? kQ5KMaskBytes : 0;
   constexpr int kWiden = D::steps_per_widen(kQ5 ? 31 : 15);
   const PackedTokens<256, int16_t, NT> tok(act, stride, n);
@@ -226,7 +230,8 @@ void half_k4(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t str
         for (size_t off = 0; off < kChunk; off += 128) prefetch(q + off + 512);
       for (int hh = 0; hh < H; ++hh) {
         const int h = h0 + hh;
-        const __m256i fl = D::factor(u8x8(g + o.sc + 32 * c + 8 * h)), fh = D::factor(u8x8(g + o.sc + 32 * c + 16 + 8 * h));
+        const __m256i fl = D::factor(u8x8(g + o.sc + 32 * c + 8 * h)),
+                      fh = D::factor(u8x8(g + o.sc + 32 * c + 16 + 8 * h));
         __m256i pl[NT], ph[NT];
         for (int t = 0; t < NT; ++t) pl[t] = ph[t] = _mm256_setzero_si256();
         for (int j = 0; j < 8; ++j) {
@@ -239,7 +244,8 @@ void half_k4(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t str
           }
           if ((j + 1) % kWiden == 0 || j == 7)
             for (int t = 0; t < NT; ++t) {
-              S[hh][t] = _mm256_add_epi32(S[hh][t], _mm256_add_epi32(D::widen_scaled(pl[t], fl), D::widen_scaled(ph[t], fh)));
+              S[hh][t] = _mm256_add_epi32(
+                  S[hh][t], _mm256_add_epi32(D::widen_scaled(pl[t], fl), D::widen_scaled(ph[t], fh)));
               pl[t] = ph[t] = _mm256_setzero_si256();
             }
         }
@@ -250,8 +256,10 @@ void half_k4(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t str
       __m256i M[NT];
       for (int t = 0; t < NT; ++t) M[t] = _mm256_setzero_si256();
       for (int pr = 0; pr < 4; ++pr) {
-        const __m256i mn = _mm256_cvtepu8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(g + o.mn + 32 * pr + 16 * h)));
-        for (int t = 0; t < NT; ++t) M[t] = _mm256_add_epi32(M[t], _mm256_madd_epi16(mn, bcast32(tok.sums[t] + 8 * b + 2 * pr)));
+        const __m256i mn = _mm256_cvtepu8_epi16(
+            _mm_load_si128(reinterpret_cast<const __m128i*>(g + o.mn + 32 * pr + 16 * h)));
+        for (int t = 0; t < NT; ++t)
+          M[t] = _mm256_add_epi32(M[t], _mm256_madd_epi16(mn, bcast32(tok.sums[t] + 8 * b + 2 * pr)));
       }
       const __m256 d = load_f16x8(g + o.d + 16 * h), dm = load_f16x8(g + o.dmin + 16 * h);
       for (int t = 0; t < NT; ++t) {
@@ -310,7 +318,8 @@ void half_q6k(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t st
               if constexpr (v == 2) hv = _mm256_slli_epi16(hb, 2);
               if constexpr (v == 3) hv = _mm256_srli_epi16(hb, 2);
               const __m256i w = _mm256_or_si256(_mm256_and_si256(lv, m4), _mm256_and_si256(hv, m30));
-              for (int t = 0; t < NT; ++t) p[t] = D::step(p[t], w, bcast32(tok.qs[t] + 256 * b + a_off + 4 * j));
+              for (int t = 0; t < NT; ++t)
+                p[t] = D::step(p[t], w, bcast32(tok.qs[t] + 256 * b + a_off + 4 * j));
               if ((j + 1) % kWiden == 0 || j == 4 * jq + 3)
                 for (int t = 0; t < NT; ++t) {
                   S[hh][t] = _mm256_add_epi32(S[hh][t], D::widen_scaled(p[t], f));
@@ -327,18 +336,21 @@ void half_q6k(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t st
         __m256i M[NT];
         for (int t = 0; t < NT; ++t) M[t] = _mm256_setzero_si256();
         for (int pr = 0; pr < 8; ++pr) {
-          const __m128i s0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(g + o.sc + 16 * (2 * pr) + 8 * h));
-          const __m128i s1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(g + o.sc + 16 * (2 * pr + 1) + 8 * h));
+          const __m128i s0 =
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(g + o.sc + 16 * (2 * pr) + 8 * h));
+          const __m128i s1 =
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(g + o.sc + 16 * (2 * pr + 1) + 8 * h));
           const __m256i pair = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s0, s1));
           for (int t = 0; t < NT; ++t)
-            M[t] = _mm256_add_epi32(M[t], _mm256_madd_epi16(pair, bcast32(q6k_level_sums(tok.sums[t], n, b) + 2 * pr)));
+            M[t] = _mm256_add_epi32(
+                M[t], _mm256_madd_epi16(pair, bcast32(q6k_level_sums(tok.sums[t], n, b) + 2 * pr)));
         }
         for (int t = 0; t < NT; ++t) S[hh][t] = _mm256_sub_epi32(S[hh][t], _mm256_slli_epi32(M[t], 5));
       }
       const __m256 d = load_f16x8(g + o.d + 16 * h);
       for (int t = 0; t < NT; ++t)
-        acc[hh][t] =
-            _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[hh][t]), _mm256_mul_ps(d, _mm256_set1_ps(tok.d[t][b])), acc[hh][t]);
+        acc[hh][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[hh][t]),
+                                     _mm256_mul_ps(d, _mm256_set1_ps(tok.d[t][b])), acc[hh][t]);
     }
   }
   for (int hh = 0; hh < H; ++hh)
@@ -425,19 +437,25 @@ template <class D, Q32 kT>
 void q32_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
   constexpr int kMax = kT == Q32::Q8_0 ? Tiles<D>::kQ8 : Tiles<D>::kQ32;
   with_nt<kMax>(nt, [&](auto k) {
-    halves<2>(nt, [&](auto H, int h0) { half32<D, kT, decltype(k)::value, decltype(H)::value>(g, h0, n, a, s, y, l); });
+    halves<2>(nt, [&](auto H, int h0) {
+      half32<D, kT, decltype(k)::value, decltype(H)::value>(g, h0, n, a, s, y, l);
+    });
   });
 }
 template <class D, bool kQ5>
 void k4_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
   with_nt<Tiles<D>::kK4>(nt, [&](auto k) {
-    halves<1>(nt, [&](auto H, int h0) { half_k4<D, kQ5, decltype(k)::value, decltype(H)::value>(g, h0, n, a, s, y, l); });
+    halves<1>(nt, [&](auto H, int h0) {
+      half_k4<D, kQ5, decltype(k)::value, decltype(H)::value>(g, h0, n, a, s, y, l);
+    });
   });
 }
 template <class D>
 void q6k_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
   with_nt<Tiles<D>::kQ6K>(nt, [&](auto k) {
-    halves<1>(nt, [&](auto H, int h0) { half_q6k<D, decltype(k)::value, decltype(H)::value>(g, h0, n, a, s, y, l); });
+    halves<1>(nt, [&](auto H, int h0) {
+      half_q6k<D, decltype(k)::value, decltype(H)::value>(g, h0, n, a, s, y, l);
+    });
   });
 }
 template <class D>
@@ -452,9 +470,14 @@ void bf16_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, fl
 template <class D>
 constexpr PackedKernels ymm_packed_kernels() {
   using T = Tiles<D>;
-  return {{q32_fn<D, Q32::Q4_0>, T::kQ32}, {q32_fn<D, Q32::Q5_0>, T::kQ32}, {q32_fn<D, Q32::Q8_0>, T::kQ8},
-          {k4_fn<D, false>, T::kK4},       {k4_fn<D, true>, T::kK4},        {q6k_fn<D>, T::kQ6K},
-          {f16_fn<D>, T::kF16},            {bf16_fn<D>, T::kBF16}};
+  return {{q32_fn<D, Q32::Q4_0>, T::kQ32},
+          {q32_fn<D, Q32::Q5_0>, T::kQ32},
+          {q32_fn<D, Q32::Q8_0>, T::kQ8},
+          {k4_fn<D, false>, T::kK4},
+          {k4_fn<D, true>, T::kK4},
+          {q6k_fn<D>, T::kQ6K},
+          {f16_fn<D>, T::kF16},
+          {bf16_fn<D>, T::kBF16}};
 }
 
 }  // namespace
