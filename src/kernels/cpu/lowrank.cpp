@@ -45,7 +45,10 @@ void lowrank_up_add(const float* u, int64_t ldu, int64_t n, const TensorView& bt
     fail("lowrank_up_add: tensor '{}' has type {}, expected F32 or F16", bt.name, dtype_name(bt.type));
   if (n <= 0) return;
   const int64_t out = bt.ne[0], r = bt.ne[1];
-  const LowrankFn fn = std::strcmp(active_isa(), "avx512") == 0 ? lowrank_up_add_avx512 : lowrank_portable;
+  const char* isa = active_isa();
+  const LowrankFn fn = std::strcmp(isa, "avx512") == 0   ? lowrank_up_add_avx512
+                       : std::strcmp(isa, "scalar") == 0 ? lowrank_portable
+                                                         : lowrank_up_add_avx2;  // avx2, avx2vnni
   // Threads split the outputs (chunks of 256): each output's chain is computed by one thread.
   const int64_t chunk = 256, n_chunks = (out + chunk - 1) / chunk;
   if (n_chunks == 1 || out * r * n < (1 << 15)) {

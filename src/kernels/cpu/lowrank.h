@@ -21,5 +21,7 @@ using LowrankFn = void (*)(const float* u, int64_t ldu, int64_t n, const TensorV
                            int64_t o1, const int64_t* rows, float* y, int64_t ldy);
 void lowrank_up_add_avx512(const float* u, int64_t ldu, int64_t n, const TensorView& bt, int64_t o0,
                            int64_t o1, const int64_t* rows, float* y, int64_t ldy);
+void lowrank_up_add_avx2(const float* u, int64_t ldu, int64_t n, const TensorView& bt, int64_t o0, int64_t o1,
+                         const int64_t* rows, float* y, int64_t ldy);
 
 }  // namespace ferrum::kernels
