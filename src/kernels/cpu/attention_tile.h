@@ -75,6 +75,27 @@ struct AttentionTileOps {
                           int n_head_kv, int hd, const float* c, float* acc);
 };
 
+// Helpers of the SIMD steps (each compiles its loops per float cache type).
+// Calls f.template operator()<T>() for the float cache type t; nothing for INT8.
+template <typename F>
+void with_float_kv_type(KvType t, F&& f) {
+  switch (t) {
+    case KvType::F32:
+      return f.template operator()<KvType::F32>();
+    case KvType::F16:
+      return f.template operator()<KvType::F16>();
+    case KvType::BF16:
+      return f.template operator()<KvType::BF16>();
+    case KvType::INT8:
+      break;
+  }
+}
+// The value row of tile column j (head h) in its cache group, float cache types.
+template <KvType T>
+inline const uint8_t* kv_value_row(const uint8_t* const* groups, int j, int h, int hd) {
+  return groups[j / kKvGroup] + kv_value_offset(h, j % kKvGroup, hd) * kv_element_bytes(T);
+}
+
 const AttentionTileOps& generic_tile_ops();
 const AttentionTileOps& avx2_tile_ops();
 const AttentionTileOps& avx512_tile_ops();

@@ -29,21 +29,6 @@ inline __m256 load8(const uint8_t* e) {
   }
 }
 
-// Calls f.template operator()<T>() for the float cache type t (the loops are compiled per type).
-template <typename F>
-void with_float_type(KvType t, F&& f) {
-  switch (t) {
-    case KvType::F32:
-      return f.template operator()<KvType::F32>();
-    case KvType::F16:
-      return f.template operator()<KvType::F16>();
-    case KvType::BF16:
-      return f.template operator()<KvType::BF16>();
-    case KvType::INT8:
-      break;
-  }
-}
-
 // All-ones in the lanes k of tile columns [base, base + 8) with a <= base + k < b.
 inline __m256 lane_mask(int base, int a, int b) {
   const __m256i k = _mm256_add_epi32(_mm256_set1_epi32(base), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -73,12 +58,7 @@ void load_keys_t(const uint8_t* const* groups, int a, int b, int h, int hd, floa
 void load_keys(const uint8_t* const* groups, int a, int b, KvType t, int h, int n_head_kv, int hd,
                float* kt) {
   if (t == KvType::INT8) return generic_tile_ops().load_keys(groups, a, b, t, h, n_head_kv, hd, kt);
-  with_float_type(t, [&]<KvType T>() { load_keys_t<T>(groups, a, b, h, hd, kt); });
-}
-
-template <KvType T>
-inline const uint8_t* value_row(const uint8_t* const* groups, int j, int h, int hd) {
-  return groups[j / kKvGroup] + kv_value_offset(h, j % kKvGroup, hd) * kv_element_bytes(T);
+  with_float_kv_type(t, [&]<KvType T>() { load_keys_t<T>(groups, a, b, h, hd, kt); });
 }
 
 template <KvType T>
@@ -88,7 +68,7 @@ void load_values_t(const uint8_t* const* groups, int a, int b, int h, int hd, fl
       for (int d0 = 0; d0 < hd; d0 += 8) _mm256_storeu_ps(vt + j * hd + d0, _mm256_setzero_ps());
       continue;
     }
-    const uint8_t* e = value_row<T>(groups, j, h, hd);
+    const uint8_t* e = kv_value_row<T>(groups, j, h, hd);
     for (int d0 = 0; d0 < hd; d0 += 8)
       _mm256_storeu_ps(vt + j * hd + d0, load8<T>(e + d0 * kv_element_bytes(T)));
   }
@@ -97,7 +77,7 @@ void load_values_t(const uint8_t* const* groups, int a, int b, int h, int hd, fl
 void load_values(const uint8_t* const* groups, int a, int b, KvType t, int h, int n_head_kv, int hd,
                  float* vt) {
   if (t == KvType::INT8) return generic_tile_ops().load_values(groups, a, b, t, h, n_head_kv, hd, vt);
-  with_float_type(t, [&]<KvType T>() { load_values_t<T>(groups, a, b, h, hd, vt); });
+  with_float_kv_type(t, [&]<KvType T>() { load_values_t<T>(groups, a, b, h, hd, vt); });
 }
 
 // NR query rows x 32 keys from key j0: 4 ymm accumulators per row.
@@ -194,7 +174,7 @@ void scores_group(QueryRows q, int R, const uint8_t* group, KvType t, int h, int
     for (; r < R; ++r) scores_group_int8<1>(q.from(r), e, ks, hd, scale, s + r * kKeyTile);
     return;
   }
-  with_float_type(t, [&]<KvType T>() {
+  with_float_kv_type(t, [&]<KvType T>() {
     const uint8_t* g = group + kv_key_offset(h, 0, 0, hd) * kv_element_bytes(T);
     int r = 0;
     for (; r + 4 <= R; r += 4) scores_group_rows<T, 4>(q.f + r * hd, g, hd, scale, s + r * kKeyTile);
@@ -277,7 +257,7 @@ void accumulate_cached(const float* p, const uint8_t* const* groups, int a, int 
       if (c) acc_r[r][k] = _mm256_mul_ps(acc_r[r][k], _mm256_set1_ps(c[r]));
     }
   for (int j = a; j < n; ++j) {
-    const uint8_t* e = value_row<T>(groups, j, h, hd) + i * kv_element_bytes(T);
+    const uint8_t* e = kv_value_row<T>(groups, j, h, hd) + i * kv_element_bytes(T);
     __m256 v[NV];
     for (int k = 0; k < NV; ++k) v[k] = load8<T>(e + 8 * k * kv_element_bytes(T));
     for (int r = 0; r < NR; ++r) {
@@ -371,7 +351,7 @@ void accumulate_rows(const float* p, int R, const uint8_t* const* groups, int a,
     for (; r < R; ++r) accumulate_int8_rows<1>(p + r * kKeyTile, groups, a, n, h, hd, acc + r * hd);
     return;
   }
-  with_float_type(t, [&]<KvType T>() {
+  with_float_kv_type(t, [&]<KvType T>() {
     int r = 0;
     for (; r + 2 <= R; r += 2)
       accumulate_cached_rows<T, 2>(p + r * kKeyTile, groups, a, n, h, hd, c ? c + r : c, acc + r * hd);
