@@ -59,8 +59,6 @@ size_t packed_act_bytes(DType t, int64_t n) {
       return static_cast<size_t>(n + 4 * (n / 256) + 64 * (n / 256) + 32 * (n / 256));
     case DType::BF16:
       return static_cast<size_t>(2 * n);
-    case DType::F16:
-      return static_cast<size_t>(4 * n);
     default:
       return static_cast<size_t>(n + 4 * (n / 32) + 4 * (n / 32));
   }
@@ -74,9 +72,6 @@ void prep_packed_act(const IsaKernels& k, DType t, const float* x, uint8_t* out,
       return prep_q8k(k, t, x, out, n);
     case DType::BF16:
       return quantize_row(DType::BF16, x, out, n);
-    case DType::F16:
-      std::memcpy(out, x, static_cast<size_t>(n) * sizeof(float));
-      return;
     default:
       return prep_q8b(k, x, out, n, t == DType::Q8_0 ? 128 : t == DType::Q5_0 ? 16 : 8);
   }

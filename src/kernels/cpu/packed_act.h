@@ -21,9 +21,11 @@ namespace ferrum::kernels {
 
 struct IsaKernels;
 
-// Bytes of one token's prepared activations for packed weights of type t (n inputs).
+// Bytes of one token's prepared activations for packed weights of type t (n inputs); not F16,
+// whose kernels read the F32 activations as they are.
 size_t packed_act_bytes(DType t, int64_t n);
-// Prepares one token (n values at x) for packed weights of type t, with the tier's quantizers.
+// Prepares one token (n values at x) for packed weights of type t (not F16), with the tier's
+// quantizers.
 void prep_packed_act(const IsaKernels& k, DType t, const float* x, uint8_t* out, int64_t n);
 
 // Pointers into NT tokens' prepared activations, token t at act + t * stride: levels, one float
