@@ -12,6 +12,7 @@
 
 #include "formats/gguf.h"
 #include "formats/gguf_writer.h"
+#include "test_util.h"
 
 namespace ferrum {
 namespace {
@@ -40,8 +41,9 @@ struct TinyModel {
       add(b + "attn_v.weight", {256, 64});
       add(b + "ffn_down.weight", {256, 256});
     }
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("ferrum-quantize-test-" + std::string(tied ? "tied" : "untied") + ".gguf");
+    // A directory of this process's own: ctest may run this test in two processes at once.
+    const auto path =
+        std::filesystem::path(test::temp_dir()) / (std::string(tied ? "tied" : "untied") + ".gguf");
     w.write(path.string());
     return path.string();
   }
