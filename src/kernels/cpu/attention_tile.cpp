@@ -167,11 +167,8 @@ const AttentionTileOps& generic_tile_ops() {
 }
 
 const AttentionTileOps& attention_tile_ops(int head_dim) {
-  const char* isa = active_kernels().name;
-  if (head_dim % 16 == 0 && std::strcmp(isa, "avx512") == 0) return avx512_tile_ops();
-  if (head_dim % 8 == 0 && (std::strcmp(isa, "avx2") == 0 || std::strcmp(isa, "avx2vnni") == 0))
-    return avx2_tile_ops();
-  return kGeneric;
+  const IsaKernels& k = active_kernels();
+  return k.tile_ops && head_dim % k.tile_head_multiple == 0 ? *k.tile_ops : kGeneric;
 }
 
 }  // namespace ferrum::kernels

@@ -99,8 +99,8 @@ inline const uint8_t* kv_value_row(const uint8_t* const* groups, int j, int h, i
 const AttentionTileOps& generic_tile_ops();
 const AttentionTileOps& avx2_tile_ops();
 const AttentionTileOps& avx512_tile_ops();
-// The ops for the active ISA (kernels.h) and this head size (AVX-512 needs hd % 16 == 0, AVX2 and
-// AVX2 + VNNI hd % 8 == 0).
+// The ops for the active ISA (kernels.h: IsaKernels::tile_ops) and this head size (AVX-512 needs
+// hd % 16 == 0, AVX2 and AVX2 + VNNI hd % 8 == 0).
 const AttentionTileOps& attention_tile_ops(int head_dim);
 
 }  // namespace ferrum::kernels

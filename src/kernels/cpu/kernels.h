@@ -6,8 +6,11 @@
 #include <cstdint>
 
 #include "core/quant.h"
+#include "kernels/cpu/lowrank.h"
 
 namespace ferrum::kernels {
+
+struct AttentionTileOps;  // attention_tile.h
 
 // Activations for the 32-element weight types, one token of n values: n int8 levels, then n/32
 // float scales d (F16-rounded, as llama.cpp's Q8_0 activations), then n/32 float sums
@@ -69,6 +72,12 @@ struct IsaKernels {
   void (*swiglu)(const float* gate, const float* up, float* out, int64_t n);
   // Kernels for the packed layouts (null: this tier multiplies the file's rows only).
   const PackedKernels* packed;
+  // Attention tile steps for head sizes that are multiples of tile_head_multiple (null, or other
+  // head sizes: the generic steps).
+  const AttentionTileOps* tile_ops;
+  int tile_head_multiple;
+  // y += u B^T for LoRA adapters (lowrank.h).
+  LowrankFn lowrank;
 };
 
 const PackedKernels& avx512_packed_kernels();

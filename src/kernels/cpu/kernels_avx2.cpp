@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/fp16.h"
+#include "kernels/cpu/attention_tile.h"
 #include "kernels/cpu/exp_avx2.h"
 #include "kernels/cpu/kernels.h"
 
@@ -414,7 +415,10 @@ const IsaKernels& avx2_kernels() {
                                f16_row,
                                softmax8,
                                swiglu8,
-                               &avx2_packed_kernels()};
+                               &avx2_packed_kernels(),
+                               &avx2_tile_ops(),
+                               8,
+                               lowrank_up_add_avx2};
   return k;
 }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/fp16.h"
+#include "kernels/cpu/attention_tile.h"
 #include "kernels/cpu/exp_avx512.h"
 #include "kernels/cpu/kernels.h"
 
@@ -540,7 +541,10 @@ const IsaKernels& avx512_kernels() {
                                f16_row,
                                softmax16,
                                swiglu16,
-                               &avx512_packed_kernels()};
+                               &avx512_packed_kernels(),
+                               &avx512_tile_ops(),
+                               16,
+                               lowrank_up_add_avx512};
   return k;
 }
 

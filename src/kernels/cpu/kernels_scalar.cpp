@@ -244,10 +244,26 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
-const IsaKernels kScalar = {
-    "scalar",           rows_of<q4_0>, rows_of<q5_0>, rows_of<q5_1>, rows_of<q8_0>, rows_of<qk4<false>>,
-    rows_of<qk4<true>>, rows_of<q6_k>, rows_of<bf16>, rows_of<f16>,  rows_of<f32>,  quantize_q8_1f,
-    quantize_q8_k,      f16_row,       softmax,       swiglu,        nullptr};
+const IsaKernels kScalar = {"scalar",
+                            rows_of<q4_0>,
+                            rows_of<q5_0>,
+                            rows_of<q5_1>,
+                            rows_of<q8_0>,
+                            rows_of<qk4<false>>,
+                            rows_of<qk4<true>>,
+                            rows_of<q6_k>,
+                            rows_of<bf16>,
+                            rows_of<f16>,
+                            rows_of<f32>,
+                            quantize_q8_1f,
+                            quantize_q8_k,
+                            f16_row,
+                            softmax,
+                            swiglu,
+                            nullptr,
+                            nullptr,
+                            1,
+                            lowrank_up_add_portable};
 
 }  // namespace
 

@@ -5,16 +5,18 @@
 
 #include "core/fail.h"
 #include "core/fp16.h"
-#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/kernels.h"
 
 namespace ferrum::kernels {
 namespace {
 
 constexpr int64_t kBlock = 64;  // outputs per inner block (accumulators stay in registers)
 
+}  // namespace
+
 // Portable version: the same chain per output, written so the compiler vectorizes over o.
-void lowrank_portable(const float* u, int64_t ldu, int64_t n, const TensorView& bt, int64_t o0, int64_t o1,
-                      const int64_t* rows, float* y, int64_t ldy) {
+void lowrank_up_add_portable(const float* u, int64_t ldu, int64_t n, const TensorView& bt, int64_t o0,
+                             int64_t o1, const int64_t* rows, float* y, int64_t ldy) {
   const int64_t out = bt.ne[0], r = bt.ne[1];
   float acc[kBlock], b[kBlock];
   for (int64_t t = 0; t < n; ++t) {
@@ -37,18 +39,13 @@ void lowrank_portable(const float* u, int64_t ldu, int64_t n, const TensorView& 
   }
 }
 
-}  // namespace
-
 void lowrank_up_add(const float* u, int64_t ldu, int64_t n, const TensorView& bt, const int64_t* rows,
                     float* y, int64_t ldy, ThreadPool& pool) {
   if (bt.type != DType::F32 && bt.type != DType::F16)
     fail("lowrank_up_add: tensor '{}' has type {}, expected F32 or F16", bt.name, dtype_name(bt.type));
   if (n <= 0) return;
   const int64_t out = bt.ne[0], r = bt.ne[1];
-  const char* isa = active_isa();
-  const LowrankFn fn = std::strcmp(isa, "avx512") == 0   ? lowrank_up_add_avx512
-                       : std::strcmp(isa, "scalar") == 0 ? lowrank_portable
-                                                         : lowrank_up_add_avx2;  // avx2, avx2vnni
+  const LowrankFn fn = active_kernels().lowrank;
   // Threads split the outputs (chunks of 256): each output's chain is computed by one thread.
   const int64_t chunk = 256, n_chunks = (out + chunk - 1) / chunk;
   if (n_chunks == 1 || out * r * n < (1 << 15)) {

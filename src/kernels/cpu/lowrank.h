@@ -19,6 +19,8 @@ void lowrank_up_add(const float* u, int64_t ldu, int64_t n, const TensorView& bt
 // One thread's part: outputs [o0, o1) of every row (o0, o1 multiples of 16 except o1 = out).
 using LowrankFn = void (*)(const float* u, int64_t ldu, int64_t n, const TensorView& bt, int64_t o0,
                            int64_t o1, const int64_t* rows, float* y, int64_t ldy);
+void lowrank_up_add_portable(const float* u, int64_t ldu, int64_t n, const TensorView& bt, int64_t o0,
+                             int64_t o1, const int64_t* rows, float* y, int64_t ldy);
 void lowrank_up_add_avx512(const float* u, int64_t ldu, int64_t n, const TensorView& bt, int64_t o0,
                            int64_t o1, const int64_t* rows, float* y, int64_t ldy);
 void lowrank_up_add_avx2(const float* u, int64_t ldu, int64_t n, const TensorView& bt, int64_t o0, int64_t o1,
