@@ -12,6 +12,24 @@
 
 namespace ferrum {
 
+// The accepted range of one sampling parameter (both ends included). One table for
+// SamplingParams::validate(), the CLI's flags and the HTTP API's fields, so each refuses the same values.
+struct ParamRange {
+  const char* name;
+  double lo, hi;
+  bool contains(double v) const { return v >= lo && v <= hi; }
+};
+namespace sampling_range {
+inline constexpr ParamRange temperature{"temperature", 0, 2};
+inline constexpr ParamRange top_k{"top_k", -1, 1 << 30};  // -1 and 0: off
+inline constexpr ParamRange top_p{"top_p", 0, 1};         // 0 itself is refused: nothing would be left
+inline constexpr ParamRange min_p{"min_p", 0, 1};
+inline constexpr ParamRange repeat_penalty{"repeat_penalty", 0.01, 10};
+inline constexpr ParamRange presence_penalty{"presence_penalty", -2, 2};
+inline constexpr ParamRange frequency_penalty{"frequency_penalty", -2, 2};
+inline constexpr ParamRange penalty_last_n{"penalty_last_n", -1, 1 << 30};  // -1: all
+}  // namespace sampling_range
+
 struct SamplingParams {
   float temperature = 0.8f;       // <= 0: greedy (argmax, lowest id on ties)
   int top_k = 40;                 // <= 0: off

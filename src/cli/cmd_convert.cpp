@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "core/fail.h"
 #include "engine/loader.h"
 #include "formats/convert_hf.h"
@@ -43,7 +44,9 @@ Runner add_quantize(CLI::App& app) {
   sub->add_option("input", f->in, "input GGUF")->required();
   sub->add_option("output", f->out, "output GGUF")->required();
   sub->add_option("type", f->type, "Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_M, Q5_K_M, F16, BF16, F32")->required();
-  sub->add_option("-t,--threads", f->threads, "worker threads");
+  sub->add_option("-t,--threads", f->threads, "worker threads")
+      ->check(whole(1, ModelFlags::kMaxThreads))
+      ->default_str("all cores");
   return [f] {
     const int n = quantize_model(f->in, f->out, f->type, f->threads);
     std::fprintf(stderr, "wrote %s (%d tensors converted)\n", f->out.c_str(), n);

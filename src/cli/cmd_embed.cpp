@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "core/fail.h"
 #include "engine/loader.h"
 #include "models/bert_model.h"
@@ -27,12 +28,14 @@ Runner add_embed(CLI::App& app) {
   sub->add_option("text", f->texts, "one or more texts (each is embedded separately)")->required();
   sub->add_option("--pooling", f->pooling,
                   "mean, cls or last (default: a BERT model's own setting; last for a decoder)")
-      ->check(CLI::IsMember({"mean", "cls", "last"}));
+      ->check(one_of({"mean", "cls", "last"}));
   sub->add_flag("--normalize", f->normalize,
                 "L2-normalize the vectors (default: as a BERT model says; always for a decoder)");
   sub->add_flag("--raw", f->raw, "never L2-normalize, even if the model's files ask for it");
   sub->add_flag("--json", f->json, "print JSON");
-  sub->add_option("-t,--threads", f->threads, "worker threads (default: all cores)");
+  sub->add_option("-t,--threads", f->threads, "worker threads")
+      ->check(whole(1, ModelFlags::kMaxThreads))
+      ->default_str("all cores");
   add_precision_option(sub, f->precision);
   return [f] {
     if (f->normalize && f->raw) fail("--normalize and --raw exclude each other");

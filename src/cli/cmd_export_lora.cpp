@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "core/fail.h"
 #include "models/lora_merge.h"
 
@@ -20,7 +21,7 @@ Runner add_export_lora(CLI::App& app) {
       ->required();
   sub->add_option("--type", f->type,
                   "type of the merged matrices: F32, F16, BF16 or Q8_0 (default: each keeps its own)")
-      ->check(CLI::IsMember({"F32", "F16", "BF16", "Q8_0"}));
+      ->check(one_of({"F32", "F16", "BF16", "Q8_0"}));
   return [f] {
     std::vector<LoraSpec> specs;
     for (const std::string& s : f->lora) specs.push_back(parse_lora_spec(s));

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "core/fail.h"
 #include "engine/loader.h"
 #include "grammar/grammar_cache.h"
@@ -55,11 +56,11 @@ Runner add_grammar_bench(CLI::App& app) {
   sub->add_option("--grammar", f->grammar, "GBNF file");
   sub->add_option("--json-schema", f->schema, "JSON Schema file");
   sub->add_flag("--json-object", f->json_object, "any JSON object");
-  sub->add_option("-n,--tokens", f->tokens, "tokens per sample")->check(CLI::Range(1, 100000));
-  sub->add_option("--samples", f->samples, "random outputs drawn (timed)")->check(CLI::Range(1, 10000));
+  sub->add_option("-n,--tokens", f->tokens, "tokens per sample")->check(whole(1, 100000));
+  sub->add_option("--samples", f->samples, "random outputs drawn (timed)")->check(whole(1, 10000));
   sub->add_option("--warmup", f->warmup, "random outputs drawn first, not timed (they fill the mask cache)")
-      ->check(CLI::Range(0, 10000));
-  sub->add_option("--seed", f->seed, "random seed");
+      ->check(whole(0, 10000));
+  sub->add_option("--seed", f->seed, "random seed")->check(whole(0, INT64_MAX));
   sub->add_flag("--json", f->json, "print the result as JSON");
   return [f] {
     grammar::GrammarSpec spec;

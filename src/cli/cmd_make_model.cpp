@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "core/fail.h"
 #include "core/fp16.h"
 #include "core/thread_pool.h"
@@ -249,14 +250,19 @@ Runner add_make_model(CLI::App& app) {
       app.add_subcommand("make-model", "write a GGUF with random weights for a model shape (benchmarks)");
   sub->group("");  // a developer tool: not listed in --help
   sub->add_option("output", f->out, "output GGUF")->required();
-  sub->add_option("--shape", f->shape, "llama-1b (Llama-3.2-1B), qwen-0.5b (Qwen2.5-0.5B) or tiny");
+  sub->add_option("--shape", f->shape, "llama-1b (Llama-3.2-1B), qwen-0.5b (Qwen2.5-0.5B) or tiny")
+      ->check(one_of({"llama-1b", "qwen-0.5b", "tiny"}));
   sub->add_option("--type", f->type, "weight type: F16 or F32 (quantize afterwards with `ferrum quantize`)")
-      ->check(CLI::IsMember({"F16", "F32"}));
-  sub->add_option("--seed", f->seed, "random seed");
-  sub->add_option("--layers", f->layers, "override the number of layers");
-  sub->add_option("--vocab", f->vocab, "override the vocabulary size");
-  sub->add_option("--tied", f->tied, "tie output and embedding matrices (true/false; default: as the shape)");
-  sub->add_option("-t,--threads", f->threads, "worker threads");
+      ->check(one_of({"F16", "F32"}));
+  sub->add_option("--seed", f->seed, "random seed")->check(whole(0, INT64_MAX));
+  sub->add_option("--layers", f->layers, "override the number of layers")->check(whole(1, 1024));
+  sub->add_option("--vocab", f->vocab, "override the vocabulary size")->check(whole(311, 1 << 24));
+  sub->add_option("--tied", f->tied, "tie output and embedding matrices")
+      ->check(one_of({"true", "false"}))
+      ->default_str("as the shape");
+  sub->add_option("-t,--threads", f->threads, "worker threads")
+      ->check(whole(1, ModelFlags::kMaxThreads))
+      ->default_str("all cores");
   return [f] {
     Shape s = preset_shape(f->shape);
     if (f->layers) {

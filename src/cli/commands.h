@@ -15,7 +15,9 @@ using Runner = std::function<int()>;
 
 // Flags shared by every command that loads a model.
 struct ModelFlags {
-  std::string model;
+  static constexpr int kMaxThreads = 4096;
+  std::string model;       // the positional path
+  std::string model_flag;  // -m/--model
   std::string tokenizer;  // llama2.c only
   int threads = 0;
   std::string precision = "fast";
@@ -29,6 +31,9 @@ struct ModelFlags {
   KvOptions kv_options() const;  // the flags, then FERRUM_KV_* for what they leave unset
   // The model path, or the bundled default model when none was given.
   std::string model_path() const;
+
+ private:
+  bool require_model_ = false;
 };
 
 // --precision (ModelFlags and `embed`): fast, exact or bf16.

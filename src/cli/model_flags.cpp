@@ -1,5 +1,10 @@
+#include <cstdio>
+#include <filesystem>
+
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "core/fail.h"
+#include "core/thread_pool.h"
 
 namespace ferrum::cli {
 
@@ -9,7 +14,7 @@ CLI::Option* add_precision_option(CLI::App* app, std::string& precision) {
                    "matrix products: 'fast' (activations quantized like llama.cpp), 'exact' (F32 "
                    "activations) or 'bf16' (as fast, with F16/F32 weight matrices rounded to BF16 at "
                    "load: BF16 dot products, the logits of the model's BF16 conversion)")
-      ->check(CLI::IsMember({"fast", "exact", "bf16"}));
+      ->check(one_of({"fast", "exact", "bf16"}));
 }
 
 Precision parse_precision(const std::string& name) {
@@ -20,23 +25,30 @@ Precision parse_precision(const std::string& name) {
 }
 
 void ModelFlags::add(CLI::App* app, bool model_optional) {
-  auto* opt =
-      app->add_option("model", model,
-                      "GGUF file, Hugging Face directory, or llama2.c checkpoint" +
-                          std::string(model_optional ? " (default: the bundled stories260K model)" : ""));
-  if (!model_optional) opt->required();
+  const std::string what = "GGUF file, Hugging Face directory, or llama2.c checkpoint";
+  app->add_option("model", model, what + (model_optional ? " (default: the bundled stories260K model)" : ""));
+  // llama.cpp's spelling; the positional stays.
+  app->add_option("-m,--model", model_flag, what)->check(non_empty());
   app->add_option("--tokenizer", tokenizer, "llama2.c tokenizer.bin (default: beside the checkpoint)");
-  app->add_option("-t,--threads", threads, "worker threads (default: all cores)");
+  app->add_option("-t,--threads", threads, "worker threads (more than the cores are cut to the cores)")
+      ->check(whole(1, kMaxThreads))
+      ->default_str("all cores");
   add_precision_option(app, precision);
-  app->add_option("--kv-capacity", kv.capacity, "KV cache tokens per sequence (default: min(context, 4096))");
+  app->add_option("-c,--ctx-size,--kv-capacity", kv.capacity,
+                  "context: KV cache tokens per sequence (at most the model's training context)")
+      ->check(whole(1, int64_t{1} << 24))
+      ->default_str("min(training context, 4096)");
   app->add_option("--kv-layout", kv.layout, "KV cache layout: contiguous or paged (blocks of 16 tokens)")
-      ->check(CLI::IsMember({"contiguous", "paged"}));
-  app->add_option("--kv-type", kv.type, "KV cache element type: f32, f16, bf16 or int8 (default: f16)")
-      ->check(CLI::IsMember({"f32", "f16", "bf16", "int8"}));
+      ->check(one_of({"contiguous", "paged"}));
+  app->add_option("--kv-type", kv.type, "KV cache element type")
+      ->check(one_of({"f32", "f16", "bf16", "int8"}))
+      ->default_str("f16");
   app->add_option("--kv-pool", kv.pool_tokens,
-                  "KV pool size in tokens over all sequences (default: 4 x capacity, serve: max-num-seqs x "
-                  "capacity; at most a quarter of free memory)");
+                  "KV pool size in tokens over all sequences (at most a quarter of free memory)")
+      ->check(whole(1, int64_t{1} << 30))
+      ->default_str("4 x capacity; serve: max-num-seqs x capacity");
   app->add_flag("--prefix-cache", kv.prefix_cache, "reuse cached prompt prefixes (needs --kv-layout paged)");
+  require_model_ = !model_optional;
 }
 
 void ModelFlags::add_lora(CLI::App* app) {
@@ -56,6 +68,12 @@ std::shared_ptr<const LoraAdapter> ModelFlags::load_adapter(const Model& model) 
 ModelOptions ModelFlags::options() const {
   ModelOptions o;
   o.n_threads = threads;
+  const int cores = ThreadPool::default_threads();
+  if (threads > cores) {
+    std::fprintf(stderr, "ferrum: note: --threads %d is more than the %d cores; using %d\n", threads, cores,
+                 cores);
+    o.n_threads = cores;
+  }
   o.precision = parse_precision(precision);
   return o;
 }
@@ -67,11 +85,15 @@ KvOptions ModelFlags::kv_options() const {
 }
 
 std::string ModelFlags::model_path() const {
+  if (!model.empty() && !model_flag.empty())
+    fail("the model is given twice ('{}' and -m '{}'); give one", model, model_flag);
+  const std::string& path = model.empty() ? model_flag : model;
 #ifdef FERRUM_DEFAULT_MODEL
-  if (model.empty()) return FERRUM_DEFAULT_MODEL;
+  if (path.empty() && !require_model_) return FERRUM_DEFAULT_MODEL;
 #endif
-  if (model.empty()) fail("no model given");
-  return model;
+  if (path.empty())
+    fail("no model given: pass a GGUF file, a Hugging Face directory or a llama2.c checkpoint");
+  return path;
 }
 
 }  // namespace ferrum::cli

@@ -1,5 +1,6 @@
 #include "cli/spec_flags.h"
 
+#include "cli/flag_checks.h"
 #include "core/fail.h"
 #include "engine/draft_model_proposer.h"
 #include "engine/ngram_proposer.h"
@@ -8,30 +9,31 @@ namespace ferrum::cli {
 
 void SpecFlags::add(CLI::App* app) {
   app->add_option(
-      "--draft-model", draft_model,
-      "speculative decoding: a smaller model with the same vocabulary proposes tokens the model checks "
-      "(GGUF, HF directory or llama2.c; a quantized copy of the model works)");
+         "--draft-model", draft_model,
+         "speculative decoding: a smaller model with the same vocabulary proposes tokens the model checks "
+         "(GGUF, HF directory or llama2.c; a quantized copy of the model works)")
+      ->check(non_empty());
   app->add_flag(
       "--spec-ngram", ngram,
       "speculative decoding without a second model: propose what followed the last few tokens earlier "
       "in the context (prompt lookup)");
   app->add_option("--draft-max", draft_max, "speculative decoding: tokens proposed per step at most")
-      ->check(CLI::Range(1, 64));
+      ->check(whole(1, 64));
   app->add_option(
          "--draft-p-min", p_min,
          "draft model: stop drafting when the draft's own probability of its next token is below this")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(real(0, 1));
   app->add_flag(
       "--draft-fixed", fixed,
       "always propose --draft-max tokens (default: one fewer after a step that accepted none, one more "
       "after a step that accepted all)");
   app->add_option("--spec-max-batch", max_batch,
                   "serve: no drafts in a step where more than this many sequences are running (0: no limit)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole(0, 4096));
   app->add_option("--spec-ngram-min", ngram_min, "prompt lookup: shortest n-gram that may match")
-      ->check(CLI::Range(1, 64));
+      ->check(whole(1, 64));
   app->add_option("--spec-ngram-max", ngram_max, "prompt lookup: longest n-gram tried first")
-      ->check(CLI::Range(1, 64));
+      ->check(whole(1, 64));
 }
 
 SpecSetup make_spec(const SpecFlags& f, const ModelFlags& model, const LoadedModel& target) {

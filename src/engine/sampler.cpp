@@ -8,16 +8,23 @@
 
 namespace ferrum {
 
+namespace {
+void check(const ParamRange& r, double v) {
+  if (!std::isfinite(v) || !r.contains(v)) fail("{} must be in [{}, {}], got {}", r.name, r.lo, r.hi, v);
+}
+}  // namespace
+
 void SamplingParams::validate() const {
-  if (!std::isfinite(temperature)) fail("temperature must be a finite number");
-  if (top_p <= 0.0f || top_p > 1.0f || !std::isfinite(top_p)) fail("top_p must be in (0, 1], got {}", top_p);
-  if (min_p < 0.0f || min_p > 1.0f || !std::isfinite(min_p)) fail("min_p must be in [0, 1], got {}", min_p);
-  if (repeat_penalty <= 0.0f || !std::isfinite(repeat_penalty))
-    fail("repeat_penalty must be > 0, got {}", repeat_penalty);
-  if (!std::isfinite(presence_penalty) || presence_penalty < -2.0f || presence_penalty > 2.0f)
-    fail("presence_penalty must be in [-2, 2], got {}", presence_penalty);
-  if (!std::isfinite(frequency_penalty) || frequency_penalty < -2.0f || frequency_penalty > 2.0f)
-    fail("frequency_penalty must be in [-2, 2], got {}", frequency_penalty);
+  namespace sr = sampling_range;
+  check(sr::temperature, temperature);
+  check(sr::top_k, top_k);
+  check(sr::top_p, top_p);
+  if (top_p == 0.0f) fail("top_p must be in (0, 1], got 0");
+  check(sr::min_p, min_p);
+  check(sr::repeat_penalty, repeat_penalty);
+  check(sr::presence_penalty, presence_penalty);
+  check(sr::frequency_penalty, frequency_penalty);
+  check(sr::penalty_last_n, penalty_last_n);
 }
 
 int32_t argmax(const float* x, int n) {

@@ -45,6 +45,14 @@ int64_t get_int(const json& b, const char* k, int64_t lo, int64_t hi) {
   return x;
 }
 
+// The sampling fields take the ranges the engine's validation (and the CLI's flags) use.
+double get_number(const json& b, const char* k, const ParamRange& r) {
+  return get_number(b, k, r.lo, r.hi);
+}
+int64_t get_int(const json& b, const char* k, const ParamRange& r) {
+  return get_int(b, k, static_cast<int64_t>(r.lo), static_cast<int64_t>(r.hi));
+}
+
 bool get_bool(const json& b, const char* k) {
   if (!b[k].is_boolean()) bad(k, fmt::format("'{}' must be a boolean (got {})", k, b[k].type_name()));
   return b[k].get<bool>();
@@ -122,16 +130,20 @@ void parse_common(const json& b, const Tokenizer& tok, ParsedRequest& r) {
   if (has(b, "n") && get_int(b, "n", INT64_MIN, INT64_MAX) != 1) bad("n", "only n = 1 is supported");
   if (has(b, "best_of") && get_int(b, "best_of", INT64_MIN, INT64_MAX) != 1)
     bad("best_of", "only best_of = 1 is supported");
-  if (has(b, "temperature")) s.temperature = static_cast<float>(get_number(b, "temperature", 0, 2));
-  if (has(b, "top_p")) s.top_p = static_cast<float>(get_number(b, "top_p", 0, 1));
-  if (has(b, "top_k")) s.top_k = static_cast<int>(get_int(b, "top_k", -1, 1 << 30));
-  if (has(b, "min_p")) s.min_p = static_cast<float>(get_number(b, "min_p", 0, 1));
+  if (has(b, "temperature"))
+    s.temperature = static_cast<float>(get_number(b, "temperature", sampling_range::temperature));
+  if (has(b, "top_p")) s.top_p = static_cast<float>(get_number(b, "top_p", sampling_range::top_p));
+  if (has(b, "top_k")) s.top_k = static_cast<int>(get_int(b, "top_k", sampling_range::top_k));
+  if (has(b, "min_p")) s.min_p = static_cast<float>(get_number(b, "min_p", sampling_range::min_p));
   if (has(b, "presence_penalty"))
-    s.presence_penalty = static_cast<float>(get_number(b, "presence_penalty", -2, 2));
+    s.presence_penalty =
+        static_cast<float>(get_number(b, "presence_penalty", sampling_range::presence_penalty));
   if (has(b, "frequency_penalty"))
-    s.frequency_penalty = static_cast<float>(get_number(b, "frequency_penalty", -2, 2));
+    s.frequency_penalty =
+        static_cast<float>(get_number(b, "frequency_penalty", sampling_range::frequency_penalty));
   if (has(b, "repetition_penalty"))
-    s.repeat_penalty = static_cast<float>(get_number(b, "repetition_penalty", 0.01, 10));
+    s.repeat_penalty =
+        static_cast<float>(get_number(b, "repetition_penalty", sampling_range::repeat_penalty));
   if (has(b, "seed")) {
     const json& v = b["seed"];
     if (!v.is_number_integer()) bad("seed", "'seed' must be an integer");

@@ -111,7 +111,7 @@ TEST(Bench, DepthRunsEveryTestAfterAnUntimedPrefill) {
   EXPECT_EQ(bad.err.rfind("ferrum: error: ", 0), 0u) << bad.err;
   auto neg = run_ferrum("bench '" + bundled() + "' -p 16 -n 0 -r 1 -d -5");
   EXPECT_EQ(neg.exit_code, 1);
-  EXPECT_NE(neg.err.find("-d must not be negative"), std::string::npos) << neg.err;
+  EXPECT_NE(neg.err.find("--n-depth: expects a whole number from 0"), std::string::npos) << neg.err;
 }
 
 TEST(Bench, NoWarmupSkipsTheWarmUpRun) {

@@ -201,7 +201,7 @@ TEST_F(BadInput, ConfigFieldOfWrongType) {
 }
 
 TEST_F(BadInput, BadSamplingParameter) {
-  expect_clean_error(run_ferrum("run --prompt hi --top-p 1.5"), {"top_p"});
+  expect_clean_error(run_ferrum("run --prompt hi --top-p 1.5"), {"--top-p", "above 0 and at most 1", "1.5"});
 }
 
 }  // namespace
