@@ -53,8 +53,16 @@ std::optional<ToolCall> call_of(const json& j, const char* args_key) {
   return ToolCall{j["name"].get<std::string>(), args.dump()};
 }
 
+// `rest` without a proper prefix of `tag` at its end (trailing whitespace dropped first).
+std::string_view without_partial_tag(std::string_view rest, std::string_view tag) {
+  rest = rtrim(rest);
+  for (size_t n = std::min(tag.size() - 1, rest.size()); n > 0; --n)
+    if (rest.ends_with(tag.substr(0, n))) return rest.substr(0, rest.size() - n);
+  return rest;
+}
+
 // <tool_call>JSON</tool_call>, repeated; the last closing tag may be missing (stopped at EOS).
-ParsedAnswer parse_hermes(std::string_view text) {
+ParsedAnswer parse_hermes(std::string_view text, bool cut) {
   constexpr std::string_view open = "<tool_call>", close = "</tool_call>";
   const size_t first = text.find(open);
   if (first == std::string_view::npos) return {std::string(text), {}};
@@ -62,6 +70,8 @@ ParsedAnswer parse_hermes(std::string_view text) {
   std::string_view rest = text.substr(first);
   while (!trim(rest).empty()) {
     rest = rest.substr(rest.find_first_not_of(kSpace));
+    // A cut answer may end inside the opening tag of its next call.
+    if (cut && !a.calls.empty() && rest.size() < open.size() && open.starts_with(rest)) return a;
     if (!rest.starts_with(open)) return {std::string(text), {}};
     rest.remove_prefix(open.size());
     // The first closing tag after which the body is valid JSON (a tag inside a string value is not one).
@@ -73,7 +83,9 @@ ParsedAnswer parse_hermes(std::string_view text) {
       end = rest.find(close, end + 1);
     }
     if (!call) {  // no closing tag: the rest is the call
-      if (auto j = parse_json(rest)) call = call_of(*j, "arguments");
+      if (auto j = parse_json(cut ? without_partial_tag(rest, close) : rest)) call = call_of(*j, "arguments");
+      // Unfinished at the end of a cut answer: the calls before it are the answer.
+      if (!call && cut && !a.calls.empty() && rest.find(close) == std::string_view::npos) return a;
       if (!call) return {std::string(text), {}};
       end = rest.size();
     }
@@ -93,14 +105,51 @@ ParsedAnswer parse_llama3(std::string_view text) {
   return {std::string(text), {}};
 }
 
+// The objects of a JSON array cut short (`[{...}, {...}, {"na`) that were finished, each parsed;
+// nothing when an element is not an object or a finished one is not JSON.
+std::optional<json> finished_objects(std::string_view s) {
+  json out = json::array();
+  int depth = 1;  // s[0] is the array's '['
+  bool in_string = false, escaped = false;
+  size_t start = 0;
+  for (size_t i = 1; i < s.size(); ++i) {
+    const char c = s[i];
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (depth == 1) {  // between elements
+      if (c == '{') {
+        start = i;
+        depth = 2;
+      } else if (c != ',' && kSpace.find(c) == std::string_view::npos) {
+        return std::nullopt;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > kMaxDepth) return std::nullopt;
+    } else if ((c == '}' || c == ']') && --depth == 1) {
+      auto j = parse_json(s.substr(start, i + 1 - start));
+      if (!j) return std::nullopt;
+      out.push_back(std::move(*j));
+    }
+  }
+  return out;
+}
+
 // [TOOL_CALLS][{...}, ...]; the marker is a control token a detokenizer may leave out, so an
 // answer that is only such an array counts too.
-ParsedAnswer parse_mistral(std::string_view text) {
+ParsedAnswer parse_mistral(std::string_view text, bool cut) {
   constexpr std::string_view marker = "[TOOL_CALLS]";
   const size_t at = text.find(marker);
   const std::string_view before = at == std::string_view::npos ? std::string_view{} : text.substr(0, at);
   const std::string_view body = trim(at == std::string_view::npos ? text : text.substr(at + marker.size()));
   auto j = body.starts_with("[") ? parse_json(body) : std::nullopt;
+  if (!j && cut && body.starts_with("[")) j = finished_objects(body);  // cut inside the array
   if (!j || !j->is_array() || j->empty()) return {std::string(text), {}};
   ParsedAnswer a{std::string(rtrim(before)), {}};
   for (const json& c : *j) {
@@ -113,17 +162,17 @@ ParsedAnswer parse_mistral(std::string_view text) {
 
 }  // namespace
 
-ParsedAnswer parse_tool_answer(ToolStyle style, std::string_view text) {
+ParsedAnswer parse_tool_answer(ToolStyle style, std::string_view text, bool cut) {
   switch (style) {
     case ToolStyle::Llama3:
       return parse_llama3(text);
     case ToolStyle::Mistral:
-      return parse_mistral(text);
+      return parse_mistral(text, cut);
     case ToolStyle::Hermes:
     case ToolStyle::Default:
       break;
   }
-  return parse_hermes(text);
+  return parse_hermes(text, cut);
 }
 
 }  // namespace ferrum::chat

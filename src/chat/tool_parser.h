@@ -22,6 +22,9 @@ struct ParsedAnswer {
   std::vector<ToolCall> calls;
 };
 
-ParsedAnswer parse_tool_answer(ToolStyle style, std::string_view text);
+// `cut`: the answer was stopped before its end (max_tokens, a full context). Then the calls it
+// finished stand when a later one is unfinished (that one is dropped), instead of the whole answer
+// staying content; a call cut inside its closing tag is finished.
+ParsedAnswer parse_tool_answer(ToolStyle style, std::string_view text, bool cut = false);
 
 }  // namespace ferrum::chat

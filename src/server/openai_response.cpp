@@ -73,7 +73,7 @@ json full_answer(const AnswerHeader& h, const ParsedRequest& pr, const Tokenizer
   if (h.chat) {
     choice["message"] = {{"role", "assistant"}, {"content", c.text}};
     if (pr.tools.active()) {
-      const ToolAnswer a = tool_answer(pr.tool_style, pr.tools, c.text);
+      const ToolAnswer a = tool_answer(pr.tool_style, pr.tools, c.text, c.finish_reason);
       choice["message"]["content"] = a.content;
       if (a.called()) choice["message"]["tool_calls"] = a.tool_calls;
       choice["finish_reason"] = tool_finish_reason(a, c.finish_reason);
@@ -168,7 +168,7 @@ bool SseAnswer::tool_chunks(std::string& out, RequestEvent& e) {
   if (!e.finished) return true;
   if (e.finish_reason == "error")
     out += "data: " + body_text(error_json(e.error, "server_error", "", "")) + "\n\n";
-  const ToolAnswer a = tool_answer(pr_.tool_style, pr_.tools, splitter_.text());
+  const ToolAnswer a = tool_answer(pr_.tool_style, pr_.tools, splitter_.text(), e.finish_reason);
   const std::string rest = a.content.is_string() ? a.content.get<std::string>() : "";
   if (rest.size() > splitter_.released()) delta_chunk({{"content", rest.substr(splitter_.released())}});
   for (size_t i = 0; i < a.tool_calls.size(); ++i) {

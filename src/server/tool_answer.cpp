@@ -16,8 +16,9 @@ std::string tool_call_id(chat::ToolStyle style) {
   return id;
 }
 
-ToolAnswer tool_answer(chat::ToolStyle style, const chat::ToolRequest& req, const std::string& text) {
-  chat::ParsedAnswer p = chat::parse_tool_answer(style, text);
+ToolAnswer tool_answer(chat::ToolStyle style, const chat::ToolRequest& req, const std::string& text,
+                       const std::string& finish_reason) {
+  chat::ParsedAnswer p = chat::parse_tool_answer(style, text, /*cut=*/finish_reason != "stop");
   if (!req.parallel && p.calls.size() > 1) p.calls.resize(1);
   ToolAnswer a;
   a.content = p.content.empty() && !p.calls.empty() ? nlohmann::json() : nlohmann::json(p.content);

@@ -16,10 +16,13 @@ struct ToolAnswer {
   bool called() const { return !tool_calls.empty(); }
 };
 
-// At most one call unless `req.parallel`.
-ToolAnswer tool_answer(chat::ToolStyle style, const chat::ToolRequest& req, const std::string& text);
+// At most one call unless `req.parallel`. `finish_reason` other than "stop": the answer was cut, so
+// the calls it finished stand though a later one is unfinished (chat/tool_parser.h).
+ToolAnswer tool_answer(chat::ToolStyle style, const chat::ToolRequest& req, const std::string& text,
+                       const std::string& finish_reason);
 
-// The finish reason of an answer: "tool_calls" when it called tools and ended on its own.
+// The finish reason of an answer: "tool_calls" when it called tools and ended on its own (a cut
+// one keeps "length").
 std::string tool_finish_reason(const ToolAnswer& a, const std::string& finish_reason);
 
 std::string tool_call_id(chat::ToolStyle style);

@@ -170,6 +170,39 @@ TEST(ToolParser, Mistral) {
     expect_calls(parse_tool_answer(ToolStyle::Mistral, bad), bad, {});
 }
 
+// An answer stopped by max_tokens inside its second call: the first, finished, stands; only a cut
+// answer drops an unfinished call (one that ended on its own keeps all of it as content).
+TEST(ToolParser, CutAnswerKeepsFinishedCalls) {
+  const std::string paris =
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n";
+  const ToolCall want{"get_weather", R"({"city":"Paris"})"};
+  for (const std::string& tail :
+       {std::string("<tool_call>\n{\"name\": \"get_weather\", \"argu"), std::string("<tool_call>\n"),
+        std::string("<tool_"), std::string("<tool_call>{\"name\": \"f\", \"arguments\": {\"s\": \"a\\\"")}) {
+    const std::string text = "Checking.\n" + paris + "</tool_call>\n" + tail;
+    SCOPED_TRACE(text);
+    expect_calls(parse_tool_answer(ToolStyle::Hermes, text, /*cut=*/true), "Checking.", {want});
+    expect_calls(parse_tool_answer(ToolStyle::Hermes, text), text, {});
+  }
+  // Cut inside a closing tag: that call is finished.
+  expect_calls(parse_tool_answer(ToolStyle::Default, paris + "</tool", true), "", {want});
+  expect_calls(parse_tool_answer(ToolStyle::Default, paris + "</tool_call>\n" + paris + "</", true), "",
+               {want, want});
+  // Nothing finished: all of it stays content, cut or not.
+  for (const std::string& text : {paris.substr(0, 30), std::string("<tool_call>")})
+    expect_calls(parse_tool_answer(ToolStyle::Hermes, text, true), text, {});
+
+  const std::string first = R"([TOOL_CALLS][{"name": "a", "arguments": {"k": "]}"}}, )";
+  for (const std::string& tail : {"", "{\"name\": \"b\", \"arguments\": {\"k\": [1, {", "{\"na"}) {
+    SCOPED_TRACE(first + tail);
+    expect_calls(parse_tool_answer(ToolStyle::Mistral, first + tail, true), "", {{"a", R"({"k":"]}"})"}});
+    expect_calls(parse_tool_answer(ToolStyle::Mistral, first + tail), first + tail, {});
+  }
+  for (const std::string bad :
+       {"[TOOL_CALLS][1, {\"name\": \"a\"", "[TOOL_CALLS][{\"name\": 1}, {", "[{\"na"})
+    expect_calls(parse_tool_answer(ToolStyle::Mistral, bad, true), bad, {});
+}
+
 std::shared_ptr<const grammar::Grammar> forced_grammar(ToolStyle style, const json& body) {
   return std::make_shared<const grammar::Grammar>(
       grammar::compile_gbnf(tool_call_gbnf(style, parse_tool_request(body))));

@@ -174,6 +174,67 @@ TEST(ToolCallRequests, AutoChoiceStreamsTheSameAnswer) {
   EXPECT_EQ(s.calls.size(), msg.contains("tool_calls") ? msg["tool_calls"].size() : 0u);
 }
 
+// tool_choice "required" with parallel calls (the default) and a max_tokens that ends inside the
+// second call: the first, finished, call is the answer, with finish_reason "length", streamed or not.
+TEST(ToolCallRequests, FinishedCallSurvivesACutOne) {
+  TestServer ts(stories_gguf(), {}, {}, 2048);
+  auto c = ts.client();
+  json body = {{"messages", kQuestion},
+               {"tools", kTools},
+               {"tool_choice", "required"},
+               {"max_tokens", 400},
+               {"logprobs", true}};
+  // A seed whose answer (as generated: its tokens' texts) makes two calls; the model picks how many...
+  std::string text;
+  json pieces;
+  for (int seed = 1; seed <= 60; ++seed) {
+    body["seed"] = seed;
+    int status = 0;
+    const json r = post(c, body, &status);
+    ASSERT_EQ(status, 200) << r.dump();
+    pieces = r["choices"][0]["logprobs"]["content"];
+    text.clear();
+    for (const json& p : pieces) text += p["token"].get<std::string>();
+    const size_t close = text.find("</tool_call>");
+    if (close != std::string::npos && text.find("</tool_call>", close + 1) != std::string::npos) break;
+    text.clear();
+  }
+  ASSERT_FALSE(text.empty()) << "no seed made two calls";
+  const size_t open = text.find("<tool_call>"), close = text.find("</tool_call>");
+  const json first = json::parse(text.substr(open + 11, close - open - 11));
+  // ...and the number of its tokens that ends a few bytes into the second call.
+  const size_t second = text.find("<tool_call>", close);
+  ASSERT_NE(second, std::string::npos) << text;
+  const size_t target = second + std::string("<tool_call>\n{\"na").size();
+  ASSERT_LT(target, text.find("</tool_call>", second)) << text;
+  int cut = 0;
+  for (size_t got = 0; got < target; ++cut) got += pieces[cut]["token"].get<std::string>().size();
+  body["max_tokens"] = cut;
+  body.erase("logprobs");
+  auto expect_first = [&](const json& f) {
+    EXPECT_EQ(f["name"], first["name"]);
+    EXPECT_EQ(json::parse(f["arguments"].get<std::string>()), first["arguments"]) << f;
+  };
+
+  int status = 0;
+  const json r = post(c, body, &status);
+  ASSERT_EQ(status, 200) << r.dump();
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "length") << r.dump();
+  EXPECT_EQ(r["usage"]["completion_tokens"], cut);
+  const json& msg = r["choices"][0]["message"];
+  EXPECT_TRUE(msg["content"].is_null()) << r.dump();
+  ASSERT_TRUE(msg.contains("tool_calls") && msg["tool_calls"].size() == 1) << r.dump();
+  expect_valid_call(msg["tool_calls"][0], 0);
+  expect_first(msg["tool_calls"][0]["function"]);
+
+  const StreamedAnswer st = post_stream(c, body);
+  EXPECT_TRUE(st.done);
+  EXPECT_EQ(st.finish_reason, "length");
+  EXPECT_EQ(st.content, "");
+  ASSERT_EQ(st.calls.size(), 1u) << st.calls.dump();
+  expect_first(st.calls[0]["function"]);
+}
+
 TEST(ToolCallRequests, BadToolFieldsAreNamed) {
   TestServer ts(stories_gguf());
   auto c = ts.client();
