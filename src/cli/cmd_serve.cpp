@@ -162,6 +162,9 @@ Runner add_serve(CLI::App& app) {
   sub->add_option("--chat-template-file", f->chat_template_file,
                   "Jinja chat template to use instead of the model's (its tool-call style comes with it)");
   sub->add_option("--model-name", f->http.model_name, "model id reported by /v1/models (default: file name)");
+  sub->add_option("--served-model-alias", f->http.model_aliases,
+                  "more names requests may give as \"model\", for clients with a fixed model name (one or "
+                  "more; /v1/models lists each, answers name the model id)");
   sub->add_option(
       "--lora", f->http.lora_modules,
       "serve a LoRA adapter as model NAME: NAME=PATH[:scale] (PEFT directory or GGUF LoRA; repeatable; "

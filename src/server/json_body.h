@@ -10,7 +10,12 @@ namespace ferrum::server {
 
 constexpr int kMaxJsonDepth = 64;
 
-// Throws ApiError(400) naming the problem: empty body, invalid JSON, nesting deeper than max_depth.
+// Throws ApiError(400) naming the problem: empty body, invalid JSON (in plain words, with the line
+// and column where the parser gave up), nesting deeper than max_depth.
 nlohmann::json parse_json_body(std::string_view body, int max_depth = kMaxJsonDepth);
+
+// Throws ApiError(415) unless a request's Content-Type is application/json (any case, parameters
+// allowed but a charset other than UTF-8). None at all is taken as JSON, as llama-server does.
+void check_json_content_type(std::string_view content_type);
 
 }  // namespace ferrum::server

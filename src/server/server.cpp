@@ -57,6 +57,12 @@ void require_method(const HttpRequest& req, const char* method) {
     throw ApiError(405, fmt::format("method {} not allowed for {} (use {})", req.method, req.path, method));
 }
 
+// The POST routes take JSON bodies only (415 otherwise, before the body is parsed).
+void require_json_post(const HttpRequest& req) {
+  require_method(req, "POST");
+  check_json_content_type(req.header("Content-Type"));
+}
+
 }  // namespace
 
 Server::Server(Engine* engine, Embedder* embedder, ServerOptions opt)
@@ -65,6 +71,14 @@ Server::Server(Engine* engine, Embedder* embedder, ServerOptions opt)
   const std::string& cfg_name = engine_ ? engine_->model().config().name : embedder_->config().name;
   if (opt_.model_name.empty()) opt_.model_name = cfg_name.empty() ? "ferrum" : cfg_name;
   names_ = {opt_.model_name, "ferrum"};
+  std::vector<std::string> aliases;  // each once, the primary name not among them
+  for (const std::string& a : opt_.model_aliases) {
+    if (a.empty()) fail("--served-model-alias: a name cannot be empty");
+    if (a != opt_.model_name && std::find(aliases.begin(), aliases.end(), a) == aliases.end())
+      aliases.push_back(a);
+    if (std::find(names_.begin(), names_.end(), a) == names_.end()) names_.push_back(a);
+  }
+  opt_.model_aliases = std::move(aliases);
   if (engine_) chat_ = std::make_unique<chat::ChatPrompt>(engine_->tokenizer(), opt_.chat_template);
   if (engine_) grammars_ = std::make_unique<grammar::GrammarCache>(engine_->tokenizer());
   if (engine_) lora_ = std::make_unique<LoraRegistry>(engine_->model());
@@ -171,13 +185,13 @@ void Server::route(const HttpRequest& req, HttpResponse& res, const ClientProbe&
     require_method(req, "GET");
     models(p == "/models" ? std::string() : std::string(p.substr(8)), res);
   } else if (p == "/chat/completions" || p == "/completions") {
-    require_method(req, "POST");
+    require_json_post(req);
     generate(req, res, probe, p == "/chat/completions");
   } else if (p == "/load_lora_adapter" || p == "/unload_lora_adapter") {
-    require_method(req, "POST");
+    require_json_post(req);
     lora_admin(req, res, p == "/load_lora_adapter");
   } else if (p == "/embeddings") {
-    require_method(req, "POST");
+    require_json_post(req);
     embeddings(req, res);
   } else {
     throw ApiError(404, fmt::format("no route for {} {}", req.method, req.path), "not_found_error");
@@ -189,13 +203,14 @@ void Server::models(const std::string& id, HttpResponse& res) {
   json meta = {{"n_vocab", cfg.n_vocab}, {"kind", engine_ ? "decoder" : "encoder"}, {"isa", kernel_tier()}};
   if (engine_) meta["n_ctx"] = engine_->kv_capacity();
   if (embedder_) meta["n_embd"] = embedder_->dim();
-  json m = {{"id", opt_.model_name},
-            {"object", "model"},
-            {"created", created_},
-            {"owned_by", "ferrum"},
-            {"meta", meta}};
-  m["root"] = opt_.model_name;
-  m["parent"] = nullptr;
+  // The served model under one of its names (as vLLM, each name a card of its own).
+  auto model_json = [&](const std::string& name) {
+    json m = {
+        {"id", name}, {"object", "model"}, {"created", created_}, {"owned_by", "ferrum"}, {"meta", meta}};
+    m["root"] = opt_.model_name;
+    m["parent"] = nullptr;
+    return m;
+  };
   auto adapter_json = [&](const LoraEntry& e) {
     json a = {{"id", e.name},         {"object", "model"}, {"created", e.created},
               {"owned_by", "ferrum"}, {"root", e.path},    {"parent", opt_.model_name}};
@@ -204,7 +219,8 @@ void Server::models(const std::string& id, HttpResponse& res) {
     return a;
   };
   if (id.empty()) {
-    json data = json::array({m});
+    json data = json::array({model_json(opt_.model_name)});
+    for (const std::string& a : opt_.model_aliases) data.push_back(model_json(a));
     if (lora_)
       for (const auto& e : lora_->list()) data.push_back(adapter_json(*e));
     res.body = body_text({{"object", "list"}, {"data", data}});
@@ -219,7 +235,8 @@ void Server::models(const std::string& id, HttpResponse& res) {
     throw ApiError(404,
                    fmt::format("The model '{}' does not exist; this server serves '{}'", id, opt_.model_name),
                    "invalid_request_error", "model", "model_not_found");
-  res.body = body_text(m);
+  const auto& al = opt_.model_aliases;
+  res.body = body_text(model_json(std::find(al.begin(), al.end(), id) != al.end() ? id : opt_.model_name));
 }
 
 void Server::embeddings(const HttpRequest& req, HttpResponse& res) {

@@ -3,7 +3,8 @@
 // POST /v1/completions, POST /v1/embeddings, GET /v1/models, GET /v1/models/{id}; and GET /health,
 // GET /metrics (Prometheus text); LoRA adapters as models of their own (POST
 // /v1/load_lora_adapter and /v1/unload_lora_adapter when allowed). With an API key every route but /health
-// needs it (/metrics too, unless public_metrics).
+// needs it (/metrics too, unless public_metrics). POST bodies must be JSON: a Content-Type other than
+// application/json is a 415 (none at all is taken as JSON).
 #pragma once
 
 #include <atomic>
@@ -33,6 +34,9 @@ struct ServerOptions {
   std::string api_key;          // non-empty: every route but /health needs "Authorization: Bearer <key>"
   bool public_metrics = false;  // /metrics answers without the key
   std::string model_name;       // id reported by /v1/models (also accepted: "ferrum", the file name)
+  // More names requests may give as "model" (vLLM's further --served-model-name values), for
+  // clients with a fixed model name; /v1/models lists each, answers name model_name.
+  std::vector<std::string> model_aliases;
   size_t max_body_bytes = 8 << 20;
   int idle_timeout_s = 15;    // a connection silent this long (partial headers, idle keep-alive) is closed
   int max_connections = 0;    // 0: running + waiting requests + 64; more get an immediate 503
