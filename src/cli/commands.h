@@ -15,7 +15,7 @@ using Runner = std::function<int()>;
 
 // Flags shared by every command that loads a model.
 struct ModelFlags {
-  static constexpr int kMaxThreads = 4096;
+  static constexpr int kMaxThreads = 4096;  // ThreadPool::kMaxThreads
   std::string model;       // the positional path
   std::string model_flag;  // -m/--model
   std::string tokenizer;  // llama2.c only

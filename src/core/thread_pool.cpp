@@ -2,8 +2,12 @@
 
 #include <sched.h>
 
+#include <charconv>
 #include <cstdlib>
+#include <string_view>
+#include <system_error>
 
+#include "core/fail.h"
 #include "core/profile.h"
 
 namespace ferrum {
@@ -18,8 +22,12 @@ constexpr int kSpinIterations = 1 << 14;
 
 int ThreadPool::default_threads() {
   if (const char* env = std::getenv("FERRUM_THREADS")) {
-    int n = std::atoi(env);
-    if (n > 0) return n;
+    int n = 0;
+    const std::string_view v(env);
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size() || n < 1 || n > kMaxThreads)
+      fail("FERRUM_THREADS: expects a whole number from 1 to {}, got '{}'", kMaxThreads, v.substr(0, 20));
+    return n;
   }
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) {
@@ -31,14 +39,26 @@ int ThreadPool::default_threads() {
 }
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads > 0 ? n_threads : default_threads()) {
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
+  if (n_threads_ > kMaxThreads) fail("{} threads asked for; at most {}", n_threads_, kMaxThreads);
+  try {
+    for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
+  } catch (const std::system_error& e) {  // the system refused a thread: stop those started, then say so
+    const size_t started = workers_.size();
+    stop_workers();
+    fail("cannot start {} threads (the system refused after {}): {}", n_threads_, started + 1, e.what());
+  }
 }
 
 ThreadPool::~ThreadPool() {
+  stop_workers();
+}
+
+void ThreadPool::stop_workers() {
   stop_.store(true, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_acq_rel);
   generation_.notify_all();
   for (auto& t : workers_) t.join();
+  workers_.clear();
 }
 
 void ThreadPool::dispatch(Call call, void* ctx) {

@@ -13,7 +13,8 @@ namespace ferrum {
 
 class ThreadPool {
  public:
-  // n_threads <= 0 picks the number of available cores.
+  // n_threads <= 0 picks the number of available cores. Throws ferrum::Error when the system
+  // cannot start the threads.
   explicit ThreadPool(int n_threads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -41,9 +42,12 @@ class ThreadPool {
     });
   }
 
+  // The available cores, or FERRUM_THREADS when set (a bad value throws ferrum::Error).
   static int default_threads();
+  static constexpr int kMaxThreads = 4096;
 
  private:
+  void stop_workers();
   using Call = void (*)(void*, int, int);
   void dispatch(Call call, void* ctx);
   void worker(int ith);
