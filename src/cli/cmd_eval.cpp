@@ -6,9 +6,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
-#include <sstream>
 
 #include "cli/commands.h"
+#include "cli/token_list.h"
 #include "core/fail.h"
 #include "engine/loader.h"
 #include "formats/npy.h"
@@ -19,31 +19,10 @@ namespace {
 struct EvalFlags {
   ModelFlags model;
   std::optional<std::string> prompt;
-  std::string tokens;
+  std::vector<std::string> tokens;
   int top_k = 32;
   std::string out, npy, hidden_out, embeds_in;
 };
-
-std::vector<int32_t> parse_ids(const std::string& s) {
-  std::vector<int32_t> ids;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (item.empty()) continue;
-    size_t used = 0;
-    long v = 0;
-    try {
-      v = std::stol(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || v < 0 || v > INT32_MAX) fail("--tokens: '{}' is not a token id", item);
-    ids.push_back(static_cast<int32_t>(v));
-  }
-  return ids;
-}
 
 // Input rows for the model: float32 (n, n_embd), n >= 1 (npy::read_f32 checks dtype and order).
 std::vector<float> read_rows(const std::string& path, int64_t n_embd) {
@@ -60,15 +39,18 @@ std::vector<float> read_rows(const std::string& path, int64_t n_embd) {
 int run(EvalFlags& f) {
   if (f.prompt.has_value() + !f.tokens.empty() + !f.embeds_in.empty() != 1)
     fail("eval needs exactly one of --prompt, --tokens and --embeds-in");
+  std::vector<int32_t> ids;
+  if (!f.tokens.empty()) ids = parse_token_ids(f.tokens, "--tokens");  // before the model loads
   LoadedModel lm = load_model(f.model.model_path(), f.model.options(), f.model.tokenizer);
   Model& model = *lm.model;
   const int64_t n_vocab = model.config().n_vocab, d = model.config().n_embd;
-  std::vector<int32_t> ids;
   std::vector<float> rows;
   if (!f.embeds_in.empty())
     rows = read_rows(f.embeds_in, d);
+  else if (f.prompt)
+    ids = lm.tokenizer->encode(*f.prompt, true, false);
   else
-    ids = f.prompt ? lm.tokenizer->encode(*f.prompt, true, false) : parse_ids(f.tokens);
+    check_token_ids(ids, "--tokens", n_vocab);
   const int64_t n = ids.empty() ? static_cast<int64_t>(rows.size()) / d : static_cast<int64_t>(ids.size());
   if (n == 0) fail("eval: no tokens to evaluate");
   const int k = static_cast<int>(std::min<int64_t>(f.top_k, n_vocab));
@@ -135,7 +117,9 @@ Runner add_eval(CLI::App& app) {
   f->model.add(sub, false);
   f->model.add_lora(sub);
   sub->add_option("-p,--prompt", f->prompt, "prompt text (BOS added as the model asks)");
-  sub->add_option("--tokens", f->tokens, "comma-separated token ids, used as given");
+  sub->add_option("--tokens", f->tokens,
+                  "token ids, used as given: separated by commas and/or spaces, as one argument or several "
+                  "(the form tokenize --ids-only prints)");
   sub->add_option("--top-k", f->top_k, "ids/logits kept per position")->check(CLI::PositiveNumber);
   sub->add_option("--out", f->out, "output JSON file")->required();
   sub->add_option("--embeds-in", f->embeds_in,

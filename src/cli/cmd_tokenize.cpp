@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "cli/commands.h"
+#include "cli/token_list.h"
 #include "core/fail.h"
 #include "engine/loader.h"
 #include "tokenizer/chat_template.h"
@@ -22,16 +22,15 @@ Runner add_tokenize(CLI::App& app) {
   sub->add_option("model", f->model, "GGUF file, Hugging Face directory, or llama2.c checkpoint")->required();
   sub->add_option("text", f->text, "text to tokenize")->required();
   sub->add_option("--tokenizer", f->tokenizer, "llama2.c tokenizer.bin");
-  sub->add_flag("--ids-only", f->ids_only, "print only the ids, space separated");
+  sub->add_flag("--ids-only", f->ids_only,
+                "print only the ids, space separated (the form detokenize and eval --tokens read)");
   sub->add_flag("--no-special", f->no_special, "treat special-token text as plain text");
   sub->add_flag("--no-bos", f->no_bos, "do not add BOS/EOS or [CLS]/[SEP]");
   return [f] {
     auto tok = load_tokenizer(f->model, f->tokenizer);
     const auto ids = tok->encode(f->text, !f->no_bos, !f->no_special);
     if (f->ids_only) {
-      std::string line;
-      for (size_t i = 0; i < ids.size(); ++i) line += (i ? " " : "") + std::to_string(ids[i]);
-      std::printf("%s\n", line.c_str());
+      std::printf("%s\n", format_token_ids(ids).c_str());
       return 0;
     }
     for (int32_t id : ids) {
@@ -45,34 +44,22 @@ Runner add_tokenize(CLI::App& app) {
 
 Runner add_detokenize(CLI::App& app) {
   struct Flags {
-    std::string model, tokenizer, ids;
+    std::string model, tokenizer;
+    std::vector<std::string> ids;
     bool skip_special = false;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand("detokenize", "print the text of token ids");
   sub->add_option("model", f->model, "GGUF file, Hugging Face directory, or llama2.c checkpoint")->required();
-  sub->add_option("ids", f->ids, "token ids, separated by commas or spaces")->required();
+  sub->add_option("ids", f->ids,
+                  "token ids separated by commas and/or spaces, as one argument or several (e.g. 1 403 407)")
+      ->required();
   sub->add_option("--tokenizer", f->tokenizer, "llama2.c tokenizer.bin");
   sub->add_flag("--skip-special", f->skip_special, "leave out special tokens");
   return [f] {
+    const std::vector<int32_t> ids = parse_token_ids(f->ids, "ids");
     auto tok = load_tokenizer(f->model, f->tokenizer);
-    std::vector<int32_t> ids;
-    std::string s = f->ids;
-    for (char& c : s)
-      if (c == ',') c = ' ';
-    std::istringstream in(s);
-    std::string item;
-    while (in >> item) {
-      size_t used = 0;
-      long v = -1;
-      try {
-        v = std::stol(item, &used);
-      } catch (const std::exception&) {
-      }
-      if (used != item.size() || v < 0 || v >= tok->n_vocab())
-        fail("'{}' is not a token id of this vocabulary (0..{})", item, tok->n_vocab() - 1);
-      ids.push_back(static_cast<int32_t>(v));
-    }
+    check_token_ids(ids, "ids", tok->n_vocab());
     const std::string text = tok->decode(ids, f->skip_special);
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fputc('\n', stdout);
