@@ -53,8 +53,8 @@ Runner add_grammar_bench(CLI::App& app) {
   sub->add_option("model", f->model, "GGUF file (vocab-only is enough) or Hugging Face directory")
       ->required();
   sub->add_option("--tokenizer", f->tokenizer, "llama2.c tokenizer.bin");
-  sub->add_option("--grammar", f->grammar, "GBNF file");
-  sub->add_option("--json-schema", f->schema, "JSON Schema file");
+  sub->add_option("--grammar", f->grammar, "GBNF file")->check(non_empty());
+  sub->add_option("--json-schema", f->schema, "JSON Schema file")->check(non_empty());
   sub->add_flag("--json-object", f->json_object, "any JSON object");
   sub->add_option("-n,--tokens", f->tokens, "tokens per sample")->check(whole(1, 100000));
   sub->add_option("--samples", f->samples, "random outputs drawn (timed)")->check(whole(1, 10000));

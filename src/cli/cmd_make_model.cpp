@@ -242,7 +242,7 @@ Runner add_make_model(CLI::App& app) {
     std::string out, shape = "llama-1b", type = "F16";
     uint64_t seed = 1;
     int threads = 0;
-    std::optional<int> layers, vocab;
+    std::optional<int> layers, vocab, context;
     std::optional<bool> tied;
   };
   auto f = std::make_shared<Flags>();
@@ -257,6 +257,7 @@ Runner add_make_model(CLI::App& app) {
   sub->add_option("--seed", f->seed, "random seed")->check(whole(0, INT64_MAX));
   sub->add_option("--layers", f->layers, "override the number of layers")->check(whole(1, 1024));
   sub->add_option("--vocab", f->vocab, "override the vocabulary size")->check(whole(311, 1 << 24));
+  sub->add_option("--context", f->context, "override the training context length")->check(whole(16, 1 << 24));
   sub->add_option("--tied", f->tied, "tie output and embedding matrices")
       ->check(one_of({"true", "false"}))
       ->default_str("as the shape");
@@ -270,6 +271,7 @@ Runner add_make_model(CLI::App& app) {
       s.n_layer = *f->layers;
     }
     if (f->vocab) s.n_vocab = *f->vocab;
+    if (f->context) s.n_ctx = *f->context;
     if (f->tied) s.tied = *f->tied;
     write_model(s, f->type == "F16" ? DType::F16 : DType::F32, f->seed, f->threads, f->out);
     std::fprintf(stderr, "wrote %s\n", f->out.c_str());
