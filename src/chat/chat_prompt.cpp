@@ -66,18 +66,21 @@ bool renders_system(const ChatTemplate& tpl, const Tokenizer& tok) {
 
 }  // namespace
 
+FallbackTemplate fallback_template(const Tokenizer& tok) {
+  if (has_token(tok, "<|im_start|>") && has_token(tok, "<|im_end|>")) return {kChatML, "chatml"};
+  return {kPlain, "plain"};
+}
+
 ChatPrompt::ChatPrompt(const Tokenizer& tok, const std::string& chat_template) : tok_(tok), literal_(tok) {
   const std::string& source = chat_template.empty() ? tok.chat_template() : chat_template;
   if (!source.empty()) {
     tpl_ = std::make_unique<ChatTemplate>(source);
     kind_ = "model";
     tool_style_ = detect_tool_style(source);
-  } else if (has_token(tok, "<|im_start|>") && has_token(tok, "<|im_end|>")) {
-    tpl_ = std::make_unique<ChatTemplate>(kChatML, "chatml");
-    kind_ = "chatml";
   } else {
-    tpl_ = std::make_unique<ChatTemplate>(kPlain, "plain");
-    kind_ = "plain";
+    const FallbackTemplate fb = fallback_template(tok);
+    tpl_ = std::make_unique<ChatTemplate>(fb.source, fb.kind);
+    kind_ = fb.kind;
   }
   system_role_ = renders_system(*tpl_, tok);
 }

@@ -20,6 +20,14 @@
 
 namespace ferrum::chat {
 
+// The template used for a model that has none: ChatML when the vocabulary has its markers, else
+// plain "role: text" turns. `ferrum template` shows it, so a user sees what the server sends.
+struct FallbackTemplate {
+  const char* source;
+  const char* kind;  // "chatml" or "plain"
+};
+FallbackTemplate fallback_template(const Tokenizer& tok);
+
 class ChatPrompt {
  public:
   // `chat_template`: Jinja text used instead of the tokenizer's ("" = the tokenizer's).

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "chat/chat_prompt.h"
 #include "cli/commands.h"
 #include "cli/token_list.h"
 #include "core/fail.h"
@@ -91,7 +92,15 @@ Runner add_template(CLI::App& app) {
       source.assign(std::istreambuf_iterator<char>(in), {});
       name = f->template_file;
     }
-    if (source.empty()) fail("{}: the model has no chat template (pass --template FILE)", f->model);
+    if (source.empty()) {  // what `ferrum serve` and `ferrum run` use for such a model
+      const chat::FallbackTemplate fb = chat::fallback_template(*tok);
+      source = fb.source;
+      name = fb.kind;
+      std::fprintf(stderr,
+                   "ferrum: note: %s has no chat template; this is the %s fallback that `ferrum serve` uses "
+                   "(--template FILE renders another)\n",
+                   f->model.c_str(), fb.kind);
+    }
     std::ifstream in(f->messages);
     if (!in) fail("{}: cannot open", f->messages);
     nlohmann::ordered_json doc;
