@@ -26,7 +26,7 @@ fi
 
 # The normal build's packages, plus compiler-rt (libFuzzer and the sanitizer runtimes).
 PACKAGES=(cmake ninja-build pkg-config clang-16 libclang-rt-16-dev nlohmann-json3-dev libfmt-dev libcli11-dev
-  libpcre2-dev libcpp-httplib-dev libmicrohttpd-dev)
+  libpcre2-dev libmicrohttpd-dev)
 . scripts/packages.sh
 install_missing fuzz "${PACKAGES[@]}"
 

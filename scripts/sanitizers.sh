@@ -7,11 +7,12 @@ sanitizer_configure() {
   local dir=$1
   shift
   if [ ! -f "$dir/build.ninja" ]; then
-    CC=clang-16 CXX=clang++-16 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+    CC=clang-16 CXX=clang++-16 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DFERRUM_BUILD_TESTS=ON "$@"
   fi
 }
 
-# Reports name source lines when a symbolizer is found (setup.sh installs llvm-16's).
+# Reports name source lines when a symbolizer is found (test.sh installs llvm-16's).
 symbolizer=""
 for s in /usr/lib/llvm-16/bin/llvm-symbolizer "$(command -v llvm-symbolizer || true)"; do
   if [ -x "$s" ]; then

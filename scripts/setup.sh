@@ -1,32 +1,31 @@
 #!/usr/bin/env bash
-# Installs the Debian packages ferrum needs (only those missing) and builds it into build/.
-# Idempotent: a second run installs nothing and rebuilds only what changed.
+# Installs the Debian packages that building and running ferrum need (only those missing) and
+# builds it into build/. The tests' packages are scripts/test.sh's; with them installed, build/
+# gets the tests too (FERRUM_BUILD_TESTS=AUTO), and FERRUM_BUILD_TESTS=ON in the environment
+# (test.sh) makes sure it does. Idempotent: a second run installs nothing and rebuilds only what
+# changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
-  cmake ninja-build pkg-config xz-utils
-  clang-16 libomp-16-dev            # compiler (see README: GCC 12 mis-handles AMX intrinsics)
-  libclang-rt-16-dev                # sanitizer runtimes (ASan/UBSan/TSan builds of test.sh) and libFuzzer
-  llvm-16                           # llvm-symbolizer: source lines in sanitizer reports (test.sh)
-  libgtest-dev libgmock-dev         # tests
+  cmake ninja-build pkg-config
+  clang-16                          # compiler (see README: GCC 12 mis-handles AMX intrinsics)
   nlohmann-json3-dev                # JSON (config.json, tokenizer.json, eval output, server)
   libfmt-dev                        # formatting of messages
   libcli11-dev                      # command line
   libpcre2-dev                      # Unicode regex for BPE pre-tokenizers
   libmicrohttpd-dev                 # HTTP server (ferrum serve)
-  libcpp-httplib-dev                # HTTP client of the server tests
-  python3-jsonschema                # independent JSON Schema validator of the grammar tests
 )
-
-# Node.js + npm run the OpenAI-client test (tests/server-node); any existing install will do.
-command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs)
-command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 . scripts/packages.sh
 install_missing setup "${PACKAGES[@]}"
 
 BUILD_DIR=${BUILD_DIR:-build}
+TESTS=${FERRUM_BUILD_TESTS:-}
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
-  CC=clang-16 CXX=clang++-16 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release
+  CC=clang-16 CXX=clang++-16 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    ${TESTS:+-DFERRUM_BUILD_TESTS=$TESTS}
+elif [ -n "$TESTS" ] && ! grep -qx "FERRUM_BUILD_TESTS:[A-Z]*=$TESTS" "$BUILD_DIR/CMakeCache.txt"; then
+  # Configured before (e.g. by run.sh, without the test packages): turn the tests on now.
+  cmake -S . -B "$BUILD_DIR" -DFERRUM_BUILD_TESTS="$TESTS"
 fi
 cmake --build "$BUILD_DIR" -j "$(nproc)"

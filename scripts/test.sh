@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Sets up and builds (see setup.sh), then runs the whole test suite with CTest twice: on the
+# Installs the tests' packages (scripts/packages.sh), sets up and builds with the tests (see
+# setup.sh), then runs the whole test suite with CTest twice: on the
 # release build (build/) and on an AddressSanitizer + UndefinedBehaviorSanitizer build
 # (build-asan/; memory errors, leaks and undefined behaviour fail the test); then the engine and
 # server tests under ThreadSanitizer (scripts/tsan.sh). Fails if any of the three fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/sanitizers.sh
-./scripts/setup.sh
+. scripts/packages.sh
+install_test_packages
+FERRUM_BUILD_TESTS=ON ./scripts/setup.sh
 status=0
 (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900) || status=1
 

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Builds the engine and server tests with ThreadSanitizer into build-tsan/ and runs them: the
 # scheduler thread, the HTTP handler threads, streaming and cancellation. A data race fails the
-# test that hits it. Needs what setup.sh installs; extra arguments go to ctest.
+# test that hits it. Needs what setup.sh installs and the test packages (installed here when
+# missing); extra arguments go to ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/sanitizers.sh
+. scripts/packages.sh
+install_test_packages
 sanitizer_configure build-tsan -DFERRUM_TSAN=ON
 cmake --build build-tsan -j "$(nproc)" --target test_engine test_server
 cd build-tsan
