@@ -1,5 +1,7 @@
 #include "cli/token_list.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <limits>
 
 #include "core/fail.h"
@@ -11,12 +13,16 @@ bool is_separator(char c) {
   return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-// An item as an error message shows it: long ones shortened, so a pasted blob or a huge number
-// does not flood the line.
+// An item as an error message shows it: a long one, or one with a run of digits too long to read,
+// shortened, so a pasted blob or a huge number does not flood the line.
 std::string shown(std::string_view item) {
-  constexpr size_t kMax = 20;
-  if (item.size() <= kMax) return std::string(item);
-  return std::string(item.substr(0, kMax - 4)) + "... (" + std::to_string(item.size()) + " characters)";
+  size_t run = 0, longest = 0;
+  for (char c : item) {
+    run = (c >= '0' && c <= '9') ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  if (item.size() <= 60 && longest <= 20) return std::string(item);
+  return std::string(item.substr(0, 16)) + "... (" + std::to_string(item.size()) + " characters)";
 }
 
 }  // namespace
@@ -50,7 +56,12 @@ std::vector<int32_t> parse_token_ids(std::span<const std::string> args, std::str
     const std::string_view item = std::string_view(all).substr(i, end - i);
     int64_t v = 0;
     for (char c : item) {
-      if (c < '0' || c > '9') fail("{}: '{}' is not a token id", what, shown(item));
+      if (c < '0' || c > '9') {
+        std::error_code ec;  // a model path after the ids, taken for one of them
+        if (std::filesystem::exists(std::string(item), ec))
+          fail("{}: '{}' is not a token id (a file: give the model before the ids)", what, shown(item));
+        fail("{}: '{}' is not a token id", what, shown(item));
+      }
       v = v * 10 + (c - '0');
       if (v > std::numeric_limits<int32_t>::max())
         fail("{}: {} is too large for a token id", what, shown(item));

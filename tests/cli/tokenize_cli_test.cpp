@@ -97,6 +97,7 @@ TEST(CliTokenizer, BadTokenIdsAreOneErrorLine) {
        "--tokens: 512 is not in the vocabulary (token ids are 0 to 511)"},
       {"eval " + m + " --tokens 99999999999" + out, "--tokens: 99999999999 is too large for a token id"},
       {"eval " + m + " --tokens ''" + out, "--tokens: no token ids given"},
+      {"eval --tokens 1 403 " + m + out, "(a file: give the model before the ids)"},
   };
   for (const auto& c : cases) {
     auto r = run_ferrum(c.args);
