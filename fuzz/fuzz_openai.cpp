@@ -18,22 +18,22 @@ using namespace ferrum;
 
 namespace {
 
-struct Model {
+struct Fixture {  // a tokenizer and its chat prompt
   std::unique_ptr<Tokenizer> tok;
   std::unique_ptr<chat::ChatPrompt> prompt;
-  explicit Model(const std::string& gguf) {
+  explicit Fixture(const std::string& gguf) {
     auto f = gguf::File::open(gguf);
     tok = Tokenizer::from_gguf(*f);
     prompt = std::make_unique<chat::ChatPrompt>(*tok);
   }
 };
 
-Model& qwen() {
-  static Model m(FERRUM_SOURCE_DIR "/tests/data/models/qwen3/gguf/qwen3-Q4_0.gguf");
+Fixture& qwen() {
+  static Fixture m(FERRUM_SOURCE_DIR "/tests/data/models/qwen3/gguf/qwen3-Q4_0.gguf");
   return m;
 }
-Model& stories() {
-  static Model m(FERRUM_SOURCE_DIR "/models/stories260K.gguf");
+Fixture& stories() {
+  static Fixture m(FERRUM_SOURCE_DIR "/models/stories260K.gguf");
   return m;
 }
 
@@ -50,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t mode = data[0];
   const std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
   const std::vector<std::string> names = {"m", "ferrum"};
-  Model& m = (mode & 2) ? stories() : qwen();
+  Fixture& m = (mode & 2) ? stories() : qwen();
   try {
     const nlohmann::json b = server::parse_json_body(body);
     if (mode & 1)

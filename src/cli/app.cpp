@@ -95,6 +95,7 @@ Cli::Cli() : app_("ferrum: run transformer language models on your own machine",
 }
 
 std::optional<int> Cli::parse(int argc, const char* const* argv) {
+  help_topic_.clear();
   try {
     app_.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
