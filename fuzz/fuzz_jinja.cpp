@@ -5,7 +5,7 @@
 
 #include "ferrum/error.h"
 #include "fuzz_util.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 using namespace ferrum;
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "ferrum/error.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 namespace ferrum::fuzz {
 

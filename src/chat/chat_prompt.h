@@ -16,7 +16,7 @@
 #include "chat/tools.h"
 #include "core/fail.h"
 #include "ferrum/tokenizer.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 namespace ferrum::chat {
 

@@ -9,7 +9,7 @@
 #include "cli/token_list.h"
 #include "core/fail.h"
 #include "engine/loader.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 namespace ferrum::cli {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tokenizer/jinja/value.h"
+#include "template/jinja/value.h"
 
 namespace ferrum::jinja {
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <string_view>
 
-#include "tokenizer/jinja/ast.h"
-#include "tokenizer/jinja/error.h"
-#include "tokenizer/jinja/value.h"
+#include "template/jinja/ast.h"
+#include "template/jinja/error.h"
+#include "template/jinja/value.h"
 
 namespace ferrum::jinja {
 

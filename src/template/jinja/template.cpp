@@ -1,11 +1,11 @@
-#include "tokenizer/jinja/template.h"
+#include "template/jinja/template.h"
 
 #include <fmt/format.h>
 
-#include "tokenizer/jinja/builtins.h"
-#include "tokenizer/jinja/interpreter.h"
-#include "tokenizer/jinja/lexer.h"
-#include "tokenizer/jinja/parser.h"
+#include "template/jinja/builtins.h"
+#include "template/jinja/interpreter.h"
+#include "template/jinja/lexer.h"
+#include "template/jinja/parser.h"
 
 namespace ferrum::jinja {
 

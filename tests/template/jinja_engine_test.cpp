@@ -9,9 +9,9 @@
 #include <sstream>
 #include <thread>
 
+#include "template/chat_template.h"
+#include "template/jinja/template.h"
 #include "test_util.h"
-#include "tokenizer/chat_template.h"
-#include "tokenizer/jinja/template.h"
 
 namespace {
 

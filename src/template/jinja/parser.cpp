@@ -1,12 +1,12 @@
-#include "tokenizer/jinja/parser.h"
+#include "template/jinja/parser.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <initializer_list>
 
-#include "tokenizer/jinja/builtins.h"
-#include "tokenizer/jinja/error.h"
+#include "template/jinja/builtins.h"
+#include "template/jinja/error.h"
 
 namespace ferrum::jinja {
 

@@ -1,11 +1,11 @@
-#include "tokenizer/jinja/lexer.h"
+#include "template/jinja/lexer.h"
 
 #include <fmt/format.h>
 
 #include <cstring>
 
-#include "tokenizer/jinja/error.h"
-#include "tokenizer/jinja/text.h"
+#include "template/jinja/error.h"
+#include "template/jinja/text.h"
 
 namespace ferrum::jinja {
 

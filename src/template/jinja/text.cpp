@@ -1,4 +1,4 @@
-#include "tokenizer/jinja/text.h"
+#include "template/jinja/text.h"
 
 #include <algorithm>
 #include <cstdio>

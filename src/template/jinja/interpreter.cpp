@@ -1,12 +1,12 @@
-#include "tokenizer/jinja/interpreter.h"
+#include "template/jinja/interpreter.h"
 
 #include <fmt/format.h>
 
 #include <optional>
 
-#include "tokenizer/jinja/builtins.h"
-#include "tokenizer/jinja/error.h"
-#include "tokenizer/jinja/ops.h"
+#include "template/jinja/builtins.h"
+#include "template/jinja/error.h"
+#include "template/jinja/ops.h"
 
 namespace ferrum::jinja {
 

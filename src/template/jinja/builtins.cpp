@@ -1,5 +1,5 @@
 // Argument binding, shared helpers, calling values and the default globals.
-#include "tokenizer/jinja/builtins.h"
+#include "template/jinja/builtins.h"
 
 #include <fmt/format.h>
 
@@ -9,10 +9,10 @@
 #include <cstdlib>
 #include <unordered_map>
 
-#include "tokenizer/jinja/builtins_util.h"
-#include "tokenizer/jinja/error.h"
-#include "tokenizer/jinja/ops.h"
-#include "tokenizer/jinja/text.h"
+#include "template/jinja/builtins_util.h"
+#include "template/jinja/error.h"
+#include "template/jinja/ops.h"
+#include "template/jinja/text.h"
 
 namespace ferrum::jinja {
 

@@ -1,13 +1,13 @@
-#include "tokenizer/jinja/ops.h"
+#include "template/jinja/ops.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <cstdio>
 
-#include "tokenizer/jinja/error.h"
-#include "tokenizer/jinja/format.h"
-#include "tokenizer/jinja/text.h"
+#include "template/jinja/error.h"
+#include "template/jinja/format.h"
+#include "template/jinja/text.h"
 
 namespace ferrum::jinja {
 

@@ -1,12 +1,12 @@
-#include "tokenizer/jinja/value.h"
+#include "template/jinja/value.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 
-#include "tokenizer/jinja/error.h"
-#include "tokenizer/jinja/ops.h"
-#include "tokenizer/jinja/text.h"
+#include "template/jinja/error.h"
+#include "template/jinja/ops.h"
+#include "template/jinja/text.h"
 
 namespace ferrum::jinja {
 

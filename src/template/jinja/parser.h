@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "tokenizer/jinja/ast.h"
-#include "tokenizer/jinja/lexer.h"
+#include "template/jinja/ast.h"
+#include "template/jinja/lexer.h"
 
 namespace ferrum::jinja {
 

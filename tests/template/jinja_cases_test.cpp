@@ -6,8 +6,8 @@
 #include <set>
 #include <sstream>
 
+#include "template/jinja/template.h"
 #include "test_util.h"
-#include "tokenizer/jinja/template.h"
 
 namespace {
 

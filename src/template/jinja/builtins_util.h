@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "tokenizer/jinja/value.h"
+#include "template/jinja/value.h"
 
 namespace ferrum::jinja {
 

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "tokenizer/jinja/ast.h"
-#include "tokenizer/jinja/value.h"
+#include "template/jinja/ast.h"
+#include "template/jinja/value.h"
 
 namespace ferrum::jinja {
 

@@ -1,9 +1,9 @@
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 #include <vector>
 
-#include "tokenizer/jinja/builtins.h"
-#include "tokenizer/jinja/error.h"
+#include "template/jinja/builtins.h"
+#include "template/jinja/error.h"
 
 namespace ferrum {
 

@@ -1,6 +1,6 @@
 // Renders every case of tests/data/chat/renders.json (Python Jinja2 + HF conventions) and compares
 // byte for byte; cases where Python raised must throw the same exception type and message.
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "tokenizer/jinja/value.h"
+#include "template/jinja/value.h"
 
 namespace ferrum::jinja {
 

@@ -1,15 +1,15 @@
 // Python string formatting: str % args (printf style) and str.format (a common subset of the
 // format-spec mini-language).
-#include "tokenizer/jinja/format.h"
+#include "template/jinja/format.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <cstdio>
 
-#include "tokenizer/jinja/error.h"
-#include "tokenizer/jinja/ops.h"
-#include "tokenizer/jinja/text.h"
+#include "template/jinja/error.h"
+#include "template/jinja/ops.h"
+#include "template/jinja/text.h"
 
 namespace ferrum::jinja {
 

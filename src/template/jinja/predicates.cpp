@@ -7,11 +7,11 @@
 #include <cstdlib>
 #include <unordered_map>
 
-#include "tokenizer/jinja/builtins.h"
-#include "tokenizer/jinja/builtins_util.h"
-#include "tokenizer/jinja/error.h"
-#include "tokenizer/jinja/ops.h"
-#include "tokenizer/jinja/text.h"
+#include "template/jinja/builtins.h"
+#include "template/jinja/builtins_util.h"
+#include "template/jinja/error.h"
+#include "template/jinja/ops.h"
+#include "template/jinja/text.h"
 
 namespace ferrum::jinja {
 

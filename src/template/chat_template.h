@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "tokenizer/jinja/template.h"
+#include "template/jinja/template.h"
 
 namespace ferrum {
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "tokenizer/jinja/value.h"
+#include "template/jinja/value.h"
 
 namespace ferrum::jinja {
 
