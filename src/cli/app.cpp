@@ -106,7 +106,7 @@ std::optional<int> Cli::parse(int argc, const char* const* argv) {
     return app_.exit(e);
   } catch (const CLI::ParseError& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "ferrum: error: %s\n", describe(e).c_str());
+    std::fprintf(stderr, "ferrum: error: %s\n", one_line(describe(e)).c_str());
     return 1;
   }
   if (help_->parsed()) return show_help();
@@ -159,6 +159,12 @@ std::string Cli::describe(const CLI::ParseError& e) const {
     std::smatch m;
     if (std::regex_match(what, m, req))
       return fmt::format("{}: {} needs it; `{} --help` shows its arguments", m[1].str(), cmd, cmd);
+  }
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr) {
+    static const std::regex missing("^(\\S+): [0-9]+ required (\\S+?)(:(.*))? missing$");
+    std::smatch m;
+    if (std::regex_match(what, m, missing))
+      return fmt::format("{}: needs a value{}", m[1].str(), m[4].matched ? " (" + m[4].str() + ")" : "");
   }
   if (dynamic_cast<const CLI::ConversionError*>(&e) != nullptr) {
     static const std::regex conv("^Could not convert: (\\S+) = (.*)$");

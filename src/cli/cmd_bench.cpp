@@ -369,29 +369,29 @@ Runner add_bench(CLI::App& app) {
       "LoRA adapter PATH[:scale] of its own per sequence (repeatable: sequence b uses the (b mod k)-th; "
       "pp uses the first)");
   sub->add_option("-p,--n-prompt", f->n_prompt, "prompt tokens processed in one prefill (0 = skip)")
-      ->check(whole(0, 1 << 20));
+      ->transform(whole(0, 1 << 20));
   sub->add_option("-n,--n-gen", f->n_gen, "tokens generated one at a time from an empty cache (0 = skip)")
-      ->check(whole(0, 1 << 20));
+      ->transform(whole(0, 1 << 20));
   sub->add_option("-r,--repetitions", f->reps, "repetitions of each test (after one warm-up)")
-      ->check(whole(1, 100000));
+      ->transform(whole(1, 100000));
   sub->add_option("--batch", f->batch,
                   "also measure decode with M sequences advancing together (e.g. --batch 4,16)")
       ->delimiter(',')
-      ->check(whole(1, 4096));
+      ->transform(whole(1, 4096));
   sub->add_option(
          "-d,--n-depth", f->depth,
          "run every test at these depths: tokens already in the cache, prefilled untimed (e.g. -d 0,4096)")
       ->delimiter(',')
-      ->check(whole(0, 1 << 24));
+      ->transform(whole(0, 1 << 24));
   sub->add_option("--ubatch", f->ubatch, "tokens per forward pass of a prefill")
-      ->check(whole(1, 1 << 20))
+      ->transform(whole(1, 1 << 20))
       ->default_str("the engine's");
   sub->add_flag("--roofline", f->roofline, "measure memory read bandwidth and state decode speed against it");
   sub->add_option("--bandwidth", f->bandwidth,
                   "memory read bandwidth in GB/s for the roofline (skips measuring)")
       ->check(real(0, 1e6, /*lo_open=*/true))
       ->default_str("measured");
-  sub->add_option("--seed", f->seed, "seed of the random token ids")->check(whole(0, UINT32_MAX));
+  sub->add_option("--seed", f->seed, "seed of the random token ids")->transform(whole(0, UINT32_MAX));
   sub->add_flag("--json", f->json, "print JSON");
   sub->add_flag("--profile", f->profile,
                 "time per op kind (matmul by weight type and shape, attention, norms, RoPE, KV writes, "

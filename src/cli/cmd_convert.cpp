@@ -45,7 +45,7 @@ Runner add_quantize(CLI::App& app) {
   sub->add_option("output", f->out, "output GGUF")->required();
   sub->add_option("type", f->type, "Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_M, Q5_K_M, F16, BF16, F32")->required();
   sub->add_option("-t,--threads", f->threads, "worker threads")
-      ->check(whole(1, ModelFlags::kMaxThreads))
+      ->transform(whole(1, ModelFlags::kMaxThreads))
       ->default_str("all cores");
   return [f] {
     const int n = quantize_model(f->in, f->out, f->type, f->threads);

@@ -34,7 +34,7 @@ Runner add_embed(CLI::App& app) {
   sub->add_flag("--raw", f->raw, "never L2-normalize, even if the model's files ask for it");
   sub->add_flag("--json", f->json, "print JSON");
   sub->add_option("-t,--threads", f->threads, "worker threads")
-      ->check(whole(1, ModelFlags::kMaxThreads))
+      ->transform(whole(1, ModelFlags::kMaxThreads))
       ->default_str("all cores");
   add_precision_option(sub, f->precision);
   return [f] {

@@ -121,7 +121,7 @@ Runner add_eval(CLI::App& app) {
   sub->add_option("--tokens", f->tokens,
                   "token ids, used as given: separated by commas and/or spaces, as one argument or several "
                   "(the form tokenize --ids-only prints)");
-  sub->add_option("--top-k", f->top_k, "ids/logits kept per position")->check(whole(1, 1 << 24));
+  sub->add_option("--top-k", f->top_k, "ids/logits kept per position")->transform(whole(1, 1 << 24));
   sub->add_option("--out", f->out, "output JSON file")->required();
   sub->add_option("--embeds-in", f->embeds_in,
                   "the prompt as embedding rows: float32 .npy (n_tokens, n_embd), e.g. the token embeddings");

@@ -56,11 +56,11 @@ Runner add_grammar_bench(CLI::App& app) {
   sub->add_option("--grammar", f->grammar, "GBNF file")->check(non_empty());
   sub->add_option("--json-schema", f->schema, "JSON Schema file")->check(non_empty());
   sub->add_flag("--json-object", f->json_object, "any JSON object");
-  sub->add_option("-n,--tokens", f->tokens, "tokens per sample")->check(whole(1, 100000));
-  sub->add_option("--samples", f->samples, "random outputs drawn (timed)")->check(whole(1, 10000));
+  sub->add_option("-n,--tokens", f->tokens, "tokens per sample")->transform(whole(1, 100000));
+  sub->add_option("--samples", f->samples, "random outputs drawn (timed)")->transform(whole(1, 10000));
   sub->add_option("--warmup", f->warmup, "random outputs drawn first, not timed (they fill the mask cache)")
-      ->check(whole(0, 10000));
-  sub->add_option("--seed", f->seed, "random seed")->check(whole(0, INT64_MAX));
+      ->transform(whole(0, 10000));
+  sub->add_option("--seed", f->seed, "random seed")->transform(whole(0, INT64_MAX));
   sub->add_flag("--json", f->json, "print the result as JSON");
   return [f] {
     grammar::GrammarSpec spec;

@@ -82,10 +82,10 @@ Runner add_make_lora(CLI::App& app) {
   sub->group("");  // a developer tool: not listed in --help
   sub->add_option("model", f->model, "the base model (its shape is used)")->required();
   sub->add_option("output", f->out, "output GGUF LoRA file")->required();
-  sub->add_option("--rank", f->rank, "LoRA rank r")->check(whole(1, 4096));
+  sub->add_option("--rank", f->rank, "LoRA rank r")->transform(whole(1, 4096));
   sub->add_option("--alpha", f->alpha, "adapter.lora.alpha (scale = alpha / r)")->check(real(-1e6, 1e6));
   sub->add_option("--type", f->type, "matrix type: F16 or F32")->check(one_of({"F16", "F32"}));
-  sub->add_option("--seed", f->seed, "random seed")->check(whole(0, INT64_MAX));
+  sub->add_option("--seed", f->seed, "random seed")->transform(whole(0, INT64_MAX));
   return [f] { return make_lora(*f); };
 }
 

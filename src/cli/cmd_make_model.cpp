@@ -254,15 +254,16 @@ Runner add_make_model(CLI::App& app) {
       ->check(one_of({"llama-1b", "qwen-0.5b", "tiny"}));
   sub->add_option("--type", f->type, "weight type: F16 or F32 (quantize afterwards with `ferrum quantize`)")
       ->check(one_of({"F16", "F32"}));
-  sub->add_option("--seed", f->seed, "random seed")->check(whole(0, INT64_MAX));
-  sub->add_option("--layers", f->layers, "override the number of layers")->check(whole(1, 1024));
-  sub->add_option("--vocab", f->vocab, "override the vocabulary size")->check(whole(311, 1 << 24));
-  sub->add_option("--context", f->context, "override the training context length")->check(whole(16, 1 << 24));
+  sub->add_option("--seed", f->seed, "random seed")->transform(whole(0, INT64_MAX));
+  sub->add_option("--layers", f->layers, "override the number of layers")->transform(whole(1, 1024));
+  sub->add_option("--vocab", f->vocab, "override the vocabulary size")->transform(whole(311, 1 << 24));
+  sub->add_option("--context", f->context, "override the training context length")
+      ->transform(whole(16, 1 << 24));
   sub->add_option("--tied", f->tied, "tie output and embedding matrices")
       ->check(one_of({"true", "false"}))
       ->default_str("as the shape");
   sub->add_option("-t,--threads", f->threads, "worker threads")
-      ->check(whole(1, ModelFlags::kMaxThreads))
+      ->transform(whole(1, ModelFlags::kMaxThreads))
       ->default_str("all cores");
   return [f] {
     Shape s = preset_shape(f->shape);

@@ -341,11 +341,11 @@ Runner add_run(CLI::App& app) {
   sub->add_option("-f,--file", f->prompt_file, "read the prompt from this file")->check(non_empty());
   sub->add_option("-n,--max-tokens,--n-predict", f->max_tokens,
                   "tokens to generate at most (-1: until the context is full)")
-      ->check(whole(-1, 1 << 30));
+      ->transform(whole(-1, 1 << 30));
   sub->add_option("--temperature,--temp", f->sampling.temperature, "sampling temperature; 0 = greedy")
       ->check(real(sr::temperature));
   sub->add_option("--top-k", f->sampling.top_k, "keep the k most likely tokens (0 or -1 = off)")
-      ->check(whole(sr::top_k));
+      ->transform(whole(sr::top_k));
   sub->add_option("--top-p", f->sampling.top_p, "nucleus sampling threshold (1 = off)")
       ->check(real(sr::top_p, /*lo_open=*/true));
   sub->add_option("--min-p", f->sampling.min_p, "drop tokens below min-p times the top probability (0 = off)")
@@ -358,7 +358,7 @@ Runner add_run(CLI::App& app) {
       ->check(real(sr::frequency_penalty));
   sub->add_option("--penalty-last-n", f->sampling.penalty_last_n,
                   "tokens the penalties look back over (-1 = all)")
-      ->check(whole(sr::penalty_last_n));
+      ->transform(whole(sr::penalty_last_n));
   sub->add_option("-s,--seed", f->seed,
                   "random seed: the same seed gives the same output (-1: random; -v shows it)")
       ->check(seed_value())

@@ -152,7 +152,7 @@ Runner add_serve(CLI::App& app) {
   sub->add_option("--host", f->http.host, "address to listen on")->check(non_empty());
   sub->add_option("--port", f->http.port, "TCP port (0 = any free port)")
       ->capture_default_str()
-      ->check(whole(0, 65535));
+      ->transform(whole(0, 65535));
   sub->add_option("--api-key", f->http.api_key,
                   "require 'Authorization: Bearer KEY' on every route but /health (also FERRUM_API_KEY)")
       ->envname("FERRUM_API_KEY");
@@ -175,42 +175,42 @@ Runner add_serve(CLI::App& app) {
       "enable POST /v1/load_lora_adapter and /v1/unload_lora_adapter (they read paths on this machine)");
   sub->add_option("--max-num-seqs", f->engine.max_num_seqs, "sequences processed at once")
       ->capture_default_str()
-      ->check(whole(1, 4096));
+      ->transform(whole(1, 4096));
   sub->add_option("--max-batched-tokens", f->engine.max_batched_tokens,
                   "tokens per scheduler step (decodes + prefill chunks)")
       ->capture_default_str()
-      ->check(whole(1, 1 << 20));
+      ->transform(whole(1, 1 << 20));
   sub->add_option("--step-overhead-tokens", f->engine.step_overhead_tokens,
                   "a step's fixed cost in tokens' worth of compute: with several prompts pending, steps end "
                   "where the summed time to first token is least (0: every step fills --max-batched-tokens)")
       ->capture_default_str()
-      ->check(whole(0, 1 << 20));
+      ->transform(whole(0, 1 << 20));
   sub->add_option("--max-waiting", f->engine.max_waiting,
                   "queued requests beyond which new ones get HTTP 503")
       ->capture_default_str()
-      ->check(whole(0, 1 << 20));
+      ->transform(whole(0, 1 << 20));
   sub->add_option("--pooling", f->pooling,
                   "/v1/embeddings pooling: mean, cls or last (default: an encoder's own setting; last for a "
                   "decoder, which has no cls)")
       ->check(one_of({"mean", "cls", "last"}));
   sub->add_option("--max-body-mb", f->max_body_mb, "request body size limit in MiB")
       ->capture_default_str()
-      ->check(whole(1, 1024));
+      ->transform(whole(1, 1024));
   sub->add_option("--timeout", f->http.idle_timeout_s,
                   "seconds a connection may stay silent (partial headers, idle keep-alive, stalled body)")
       ->capture_default_str()
-      ->check(whole(1, 3600));
+      ->transform(whole(1, 3600));
   sub->add_option("--max-connections", f->http.max_connections,
                   "open connections beyond which new ones get an immediate 503 (0: running + waiting + 64)")
       ->capture_default_str()
-      ->check(whole(0, 100000));
+      ->transform(whole(0, 100000));
   sub->add_option("--max-connections-per-ip", f->http.max_connections_per_ip,
                   "open connections one client address may hold; more are closed at once (0: no limit)")
       ->capture_default_str()
-      ->check(whole(0, 100000));
+      ->transform(whole(0, 100000));
   sub->add_option("--listen-backlog", f->http.listen_backlog, "connections the kernel queues before accept")
       ->capture_default_str()
-      ->check(whole(1, 65535));
+      ->transform(whole(1, 65535));
   return [f, sub] {
     f->layout_given = sub->count("--kv-layout") > 0;
     return serve(*f);

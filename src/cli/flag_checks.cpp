@@ -38,10 +38,23 @@ std::string range_words(const char* kind, double lo, double hi, bool lo_open) {
 
 }  // namespace
 
+std::string one_line(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f)
+      out += c;
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+  }
+  return out;
+}
+
 std::string shown_value(const std::string& value) {
   constexpr size_t kShown = 20;  // no longer numbers than a 64-bit one
-  if (value.size() <= kShown) return "'" + value + "'";
-  return "'" + value.substr(0, kShown) + "...' (" + std::to_string(value.size()) + " characters)";
+  if (value.size() <= kShown) return "'" + one_line(value) + "'";
+  return "'" + one_line(value.substr(0, kShown)) + "...' (" + std::to_string(value.size()) + " characters)";
 }
 
 CLI::Validator whole(int64_t lo, int64_t hi) {
@@ -51,6 +64,7 @@ CLI::Validator whole(int64_t lo, int64_t hi) {
       [=](std::string& s) -> std::string {
         int64_t v = 0;
         if (!parse_int(s, v) || v < lo || v > hi) return words + ", got " + shown_value(s);
+        s = std::to_string(v);  // CLI11 would read a leading 0 as octal: "010" is ten here
         return {};
       },
       fmt::format("{}..{}", show(static_cast<double>(lo)), show(static_cast<double>(hi))), kWhole);

@@ -20,7 +20,8 @@ inline constexpr const char* kChoice = "choice";  // one of a list of words
 inline constexpr const char* kText = "text";      // any non-empty text
 inline constexpr const char* kSeed = "seed";      // -1 (random) or 0 .. 2^64-1
 
-// An integer in [lo, hi].
+// An integer in [lo, hi], rewritten in plain decimal: give it with ->transform() (->check() would
+// keep the text, and CLI11 reads "010" as octal 8).
 CLI::Validator whole(int64_t lo, int64_t hi);
 // A finite number in [lo, hi] (lo itself refused when lo_open).
 CLI::Validator real(double lo, double hi, bool lo_open = false);
@@ -34,8 +35,10 @@ CLI::Validator non_empty();
 // A sampling seed: -1 for a random one, or 0 .. 2^64-1.
 CLI::Validator seed_value();
 
-// A value as an error message shows it: quoted, and cut short when long.
+// A value as an error message shows it: quoted, control characters escaped, cut short when long.
 std::string shown_value(const std::string& value);
+// `text` with its control characters escaped (\n, \xNN): an error stays one line.
+std::string one_line(const std::string& text);
 
 // The random seed used when none is given.
 uint64_t random_seed();

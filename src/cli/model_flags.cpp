@@ -31,12 +31,12 @@ void ModelFlags::add(CLI::App* app, bool model_optional) {
   app->add_option("-m,--model", model_flag, what)->check(non_empty());
   app->add_option("--tokenizer", tokenizer, "llama2.c tokenizer.bin (default: beside the checkpoint)");
   app->add_option("-t,--threads", threads, "worker threads (more than the cores are cut to the cores)")
-      ->check(whole(1, kMaxThreads))
+      ->transform(whole(1, kMaxThreads))
       ->default_str("all cores");
   add_precision_option(app, precision);
   app->add_option("-c,--ctx-size,--kv-capacity", kv.capacity,
                   "context: KV cache tokens per sequence (at most the model's training context)")
-      ->check(whole(1, int64_t{1} << 24))
+      ->transform(whole(1, int64_t{1} << 24))
       ->default_str("min(training context, 4096)");
   app->add_option("--kv-layout", kv.layout, "KV cache layout: contiguous or paged (blocks of 16 tokens)")
       ->check(one_of({"contiguous", "paged"}));
@@ -45,7 +45,7 @@ void ModelFlags::add(CLI::App* app, bool model_optional) {
       ->default_str("f16");
   app->add_option("--kv-pool", kv.pool_tokens,
                   "KV pool size in tokens over all sequences (at most a quarter of free memory)")
-      ->check(whole(1, int64_t{1} << 30))
+      ->transform(whole(1, int64_t{1} << 30))
       ->default_str("4 x capacity; serve: max-num-seqs x capacity");
   app->add_flag("--prefix-cache", kv.prefix_cache, "reuse cached prompt prefixes (needs --kv-layout paged)");
   require_model_ = !model_optional;

@@ -18,7 +18,7 @@ void SpecFlags::add(CLI::App* app) {
       "speculative decoding without a second model: propose what followed the last few tokens earlier "
       "in the context (prompt lookup)");
   app->add_option("--draft-max", draft_max, "speculative decoding: tokens proposed per step at most")
-      ->check(whole(1, 64));
+      ->transform(whole(1, 64));
   app->add_option(
          "--draft-p-min", p_min,
          "draft model: stop drafting when the draft's own probability of its next token is below this")
@@ -29,11 +29,11 @@ void SpecFlags::add(CLI::App* app) {
       "after a step that accepted all)");
   app->add_option("--spec-max-batch", max_batch,
                   "serve: no drafts in a step where more than this many sequences are running (0: no limit)")
-      ->check(whole(0, 4096));
+      ->transform(whole(0, 4096));
   app->add_option("--spec-ngram-min", ngram_min, "prompt lookup: shortest n-gram that may match")
-      ->check(whole(1, 64));
+      ->transform(whole(1, 64));
   app->add_option("--spec-ngram-max", ngram_max, "prompt lookup: longest n-gram tried first")
-      ->check(whole(1, 64));
+      ->transform(whole(1, 64));
 }
 
 SpecSetup make_spec(const SpecFlags& f, const ModelFlags& model, const LoadedModel& target) {

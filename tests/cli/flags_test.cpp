@@ -66,10 +66,10 @@ std::vector<std::string> bad_values(const CLI::Option& o) {
       return false;
     }
   };
-  if (has(cli::kWhole)) return {"abc", "1.5", "", "-99999999999", "99999999999999999999999"};
-  if (has(cli::kReal)) return {"abc", "", "nan", "1e999", "-99999999999"};
+  if (has(cli::kWhole)) return {"abc", "1.5", "", "-99999999999", "99999999999999999999999", "0x10", "1\n2"};
+  if (has(cli::kReal)) return {"abc", "", "nan", "1e999", "-99999999999", "0.5\n"};
   if (has(cli::kSeed)) return {"abc", "-2", "1.5", "99999999999999999999999"};
-  if (has(cli::kChoice)) return {"bogus", ""};
+  if (has(cli::kChoice)) return {"bogus", "", "f16\nint8"};
   if (has(cli::kText)) return {""};
   return {};
 }
@@ -81,12 +81,18 @@ TEST(CliFlags, EveryFlagRefusesBadValuesWithOneLineNamingIt) {
     for (const CLI::Option* o : sub->get_options()) {
       if (!o->nonpositional() || o->get_expected_min() == 0 || o->get_lnames().empty()) continue;  // flags
       const std::string flag = "--" + o->get_lnames()[0];
+      // The flag last, without its value.
+      expect_one_error_line(parse({sub->get_name(), flag}), flag + ": needs a value",
+                            flag + " without a value");
       const std::vector<std::string> values = bad_values(*o);
       if (values.empty()) {
         EXPECT_TRUE(kFreeText.count(flag)) << "ferrum " << sub->get_name() << " " << flag
                                            << " has no check of its value (cli/flag_checks.h)";
         continue;
       }
+      // The flag last, without its value.
+      expect_one_error_line(parse({sub->get_name(), flag}), flag + ": needs a value",
+                            flag + " without a value");
       for (const std::string& v : values) {
         const std::string what = "ferrum " + sub->get_name() + " " + flag + "=" + v;
         expect_one_error_line(parse({sub->get_name(), flag + "=" + v}), flag, what);
@@ -119,6 +125,13 @@ TEST(CliFlags, HelpShowsEveryDefault) {
   EXPECT_EQ(run_ferrum("help").exit_code, 0);
   EXPECT_NE(run_ferrum("help").out.find("serve"), std::string::npos);
   EXPECT_EQ(run_ferrum("run --help").exit_code, 0);
+}
+
+// A leading zero is decimal, as people write it (CLI11 alone reads "010" as octal 8).
+TEST(CliFlags, LeadingZerosAreDecimal) {
+  auto r = run_ferrum("run -p x -n 010 --seed 1");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "ferrum: stopped after 10 tokens: the --max-tokens limit (10)\n");
 }
 
 // Values the parser lets through are still checked where they meet the system.
