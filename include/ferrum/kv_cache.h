@@ -43,6 +43,7 @@ struct KvUsage {
           sequences = 0;
   size_t bytes_per_token = 0, pool_bytes = 0;
   int64_t prefix_hits = 0, prefix_misses = 0, prefix_saved_tokens = 0, prefix_entries = 0;
+  size_t prefix_bytes = 0;  // K+V of the cached prefix blocks, all layers
 };
 
 class KvCache {

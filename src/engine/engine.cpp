@@ -163,14 +163,6 @@ KvUsage Engine::kv_usage() const {
   return kv_->usage();
 }
 
-nlohmann::json Engine::model_metrics() const {
-  std::lock_guard lk(model_mu_);
-  const ModelStats ms = model_.stats();
-  return {{"kv", kv_->impl().metrics_json()},
-          {"forward_calls", ms.forward_calls},
-          {"forward_tokens", ms.forward_tokens}};
-}
-
 void Engine::loop() {
   while (true) {
     {
@@ -202,7 +194,7 @@ void Engine::loop() {
     stats_.waiting = static_cast<int>(policy_->waiting().size());
   }
   // Anything left (not possible after the loop above, but keep KV clean). Under the model lock:
-  // kv_usage() and model_metrics() may be called (a metrics scrape) while the engine shuts down.
+  // kv_usage() may be called (a metrics scrape) while the engine shuts down.
   std::lock_guard ml(model_mu_);
   kv_->reset();
 }

@@ -89,9 +89,8 @@ class Engine {
   void shutdown(bool drain);
 
   EngineStats stats() const;
-  // KV usage and model metrics, read under the lock the engine thread holds while it steps.
+  // KV usage (prefix cache included), read under the lock the engine thread holds while it steps.
   KvUsage kv_usage() const;
-  nlohmann::json model_metrics() const;
   int64_t kv_capacity() const { return kv_capacity_; }  // tokens per sequence
 
   // Runs fn(model) under the lock the engine thread holds while it steps (a Model runs one

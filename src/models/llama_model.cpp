@@ -250,11 +250,12 @@ void LlamaModel::rope_qk(const Layer& L, int64_t n) {
 void LlamaModel::write_kv(int kl, runtime::KvCache& kv, std::span<const SeqInput> batch) {
   const profile::Scope scope(profile::Op::KvWrite);
   const int64_t qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), wqkv = qd + 2 * kvd;
-  for (size_t i = 0, off = 0; i < batch.size(); ++i) {
-    for (int64_t t = 0; t < jobs_[i].n_tok; ++t, ++off)
-      kv.write(kl, batch[i].seq, pos_[off], &qkv_[off * wqkv + qd], &qkv_[off * wqkv + qd + kvd]);
-    jobs_[i].kv = kv.view(kl, batch[i].seq);
-  }
+  kv_rows_.clear();
+  for (size_t i = 0, off = 0; i < batch.size(); off += jobs_[i].n_tok, ++i)
+    kv_rows_.push_back({batch[i].seq, jobs_[i].n_tok, &pos_[off], &qkv_[off * wqkv + qd],
+                        &qkv_[off * wqkv + qd + kvd], wqkv});
+  kv.write_rows(kl, kv_rows_, pool_);
+  for (size_t i = 0; i < batch.size(); ++i) jobs_[i].kv = kv.view(kl, batch[i].seq);
 }
 
 void LlamaModel::add_residual(const float* y, int64_t n) {

@@ -75,6 +75,7 @@ class LlamaModel : public Model {
   std::vector<int64_t> pos_;
   std::vector<int32_t> no_ids_;  // -1 ids recorded in the cache for input rows
   std::vector<kernels::AttentionJob> jobs_;
+  std::vector<runtime::KvCache::Rows> kv_rows_;  // write_kv's batch, kept to spare allocations
   std::vector<std::pair<int, int64_t>> requests_;
   kernels::MatmulScratch mm_scratch_;
   kernels::AttentionScratch attn_scratch_;

@@ -11,13 +11,6 @@
 namespace ferrum::runtime {
 namespace {
 
-inline uint64_t mix64(uint64_t x) {  // splitmix64 finaliser
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 // Bytes of memory available to this process now (MemAvailable), or 0 if unknown.
 size_t available_memory() {
   std::ifstream f("/proc/meminfo");
@@ -30,12 +23,6 @@ size_t available_memory() {
 }
 
 }  // namespace
-
-uint64_t KvCache::chain_hash(uint64_t parent, const int32_t* tokens, int n) {
-  uint64_t h = mix64(parent ^ 0x5eed);
-  for (int i = 0; i < n; ++i) h = mix64(h ^ static_cast<uint32_t>(tokens[i]));
-  return h;
-}
 
 KvCache::KvCache(int n_layer, int n_head_kv, int head_dim, KvCacheOptions opts)
     : n_layer_(n_layer), n_head_kv_(n_head_kv), head_dim_(head_dim), opts_(opts) {
@@ -100,28 +87,6 @@ int32_t KvCache::blocks_needed(const Seq* s, int64_t new_len) const {
   return static_cast<int32_t>(need);
 }
 
-int32_t KvCache::evictable() const {
-  int32_t n = 0;
-  for (const auto& [h, e] : prefix_) n += alloc_.refcount(e.block) == 1;
-  return n;
-}
-
-bool KvCache::ensure_free(int32_t n) {
-  if (alloc_.free_count() >= n) return true;
-  if (alloc_.free_count() + evictable() < n) return false;
-  for (auto it = lru_.begin(); it != lru_.end() && alloc_.free_count() < n;) {
-    auto e = prefix_.find(*it);
-    if (alloc_.refcount(e->second.block) == 1) {
-      alloc_.decref(e->second.block);
-      prefix_.erase(e);
-      it = lru_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  return alloc_.free_count() >= n;
-}
-
 bool KvCache::can_reserve(std::span<const std::pair<int, int64_t>> requests) const {
   int64_t need = 0, new_seqs = 0;
   for (const auto& [seq, new_len] : requests) {
@@ -133,7 +98,7 @@ bool KvCache::can_reserve(std::span<const std::pair<int, int64_t>> requests) con
   }
   if (opts_.layout == KvLayout::Contiguous)
     return static_cast<int64_t>(seqs_.size()) + new_seqs <= max_contiguous_seqs_;
-  return need <= alloc_.free_count() + evictable();
+  return need <= alloc_.free_count() + prefix_.evictable();
 }
 
 void KvCache::reserve(std::span<const std::pair<int, int64_t>> requests) {
@@ -153,7 +118,7 @@ void KvCache::reserve(std::span<const std::pair<int, int64_t>> requests) {
       throw CapacityError(
           fmt::format("KV cache is full: {} sequences of {} tokens already held (pool of {} tokens)",
                       seqs_.size(), opts_.seq_capacity, opts_.pool_tokens));
-  } else if (!ensure_free(static_cast<int32_t>(need))) {
+  } else if (!prefix_.make_free(static_cast<int32_t>(need))) {
     throw CapacityError(fmt::format("KV pool exhausted: {} more blocks of {} tokens needed, {} free", need,
                                     opts_.block_tokens, alloc_.free_count()));
   }
@@ -223,6 +188,44 @@ void KvCache::write(int layer, int seq, int64_t pos, const float* k, const float
   kernels::kv_store_value(opts_.type, v, group_ptr(layer, false, s, pos), i, n_head_kv_, head_dim_);
 }
 
+void KvCache::write_rows(int layer, std::span<const Rows> batch, ThreadPool& pool) {
+  // Each token's sequence and row, so the threads share the batch's tokens evenly.
+  struct Token {
+    Seq* s;
+    const Rows* rows;
+    int64_t t;
+  };
+  thread_local std::vector<Token> tokens;
+  tokens.clear();
+  for (const Rows& r : batch) {
+    Seq& s = get(r.seq);
+    for (int64_t t = 0; t < r.n; ++t) {
+      FERRUM_ASSERT(r.pos[t] < s.reserved, "write at position {} of sequence {} beyond its {} reserved rows",
+                    r.pos[t], r.seq, s.reserved);
+      tokens.push_back({&s, &r, t});
+    }
+  }
+  const std::vector<Token>& all = tokens;  // the workers see the caller's list
+  auto store = [&](int64_t b, int64_t e, int) {
+    for (int64_t j = b; j < e; ++j) {
+      const Token& tk = all[j];
+      const int64_t pos = tk.rows->pos[tk.t];
+      const int i = static_cast<int>(pos % kernels::kKvGroup);
+      // Tokens of one group write disjoint slots of it (their own rows and scales).
+      kernels::kv_store_key(opts_.type, tk.rows->k + tk.t * tk.rows->stride,
+                            group_ptr(layer, true, *tk.s, pos), i, n_head_kv_, head_dim_);
+      kernels::kv_store_value(opts_.type, tk.rows->v + tk.t * tk.rows->stride,
+                              group_ptr(layer, false, *tk.s, pos), i, n_head_kv_, head_dim_);
+    }
+  };
+  // A few tokens (a decode step of one sequence) cost less than waking the workers.
+  const int64_t n = static_cast<int64_t>(all.size());
+  if (n < 4)
+    store(0, n, 0);
+  else
+    pool.parallel_for(n, store);
+}
+
 uint64_t KvCache::ns(int seq) const {
   auto it = seqs_.find(seq);
   return it == seqs_.end() ? 0 : it->second.ns;
@@ -245,20 +248,7 @@ void KvCache::register_blocks(Seq& s) {
   while (static_cast<int64_t>(s.registered + 1) * bt <= static_cast<int64_t>(s.tokens.size())) {
     const int32_t* block_ids = s.tokens.data() + s.registered * bt;
     if (std::any_of(block_ids, block_ids + bt, [](int32_t id) { return id < 0; })) return;  // input rows
-    const uint64_t h = chain_hash(s.chain, s.tokens.data() + s.registered * bt, bt);
-    auto it = prefix_.find(h);
-    if (it == prefix_.end()) {
-      const int32_t block = s.table[s.registered];
-      alloc_.incref(block);
-      lru_.push_back(h);
-      prefix_.emplace(h, PrefixEntry{block, s.chain,
-                                     std::vector<int32_t>(s.tokens.begin() + s.registered * bt,
-                                                          s.tokens.begin() + (s.registered + 1) * bt),
-                                     std::prev(lru_.end())});
-    } else {
-      lru_.splice(lru_.end(), lru_, it->second.lru);
-    }
-    s.chain = h;
+    s.chain = prefix_.offer(s.chain, block_ids, bt, s.table[s.registered]);
     ++s.registered;
   }
 }
@@ -272,28 +262,18 @@ int64_t KvCache::reuse_prefix(int seq, std::span<const int32_t> prompt, uint64_t
   uint64_t chain = ns;
   int64_t n = 0;
   for (; n < max_blocks; ++n) {
-    const int32_t* toks = prompt.data() + n * bt;
-    const uint64_t h = chain_hash(chain, toks, bt);
-    auto it = prefix_.find(h);
-    if (it == prefix_.end() || it->second.parent != chain ||
-        !std::equal(toks, toks + bt, it->second.tokens.begin()))
-      break;
-    alloc_.incref(it->second.block);
-    s.table.push_back(it->second.block);
-    lru_.splice(lru_.end(), lru_, it->second.lru);
-    chain = h;
+    const PrefixCache::Hit hit = prefix_.find(chain, prompt.data() + n * bt, bt);
+    if (hit.block < 0) break;
+    alloc_.incref(hit.block);
+    s.table.push_back(hit.block);
+    chain = hit.hash;
   }
   s.tokens.assign(prompt.begin(), prompt.begin() + n * bt);
   s.reserved = n * bt;
   s.registered = static_cast<int>(n);
   s.chain = chain;
   s.ns = ns;
-  if (n > 0) {
-    ++hits_;
-    saved_ += n * bt;
-  } else {
-    ++misses_;
-  }
+  prefix_.count(n * bt);
   return n * bt;
 }
 
@@ -316,7 +296,7 @@ void KvCache::truncate(int seq, int64_t new_len) {
       s.chain = s.ns;
       // Recompute the chain of the blocks that stay registered.
       for (int64_t b = 0; b < new_len / bt; ++b)
-        s.chain = chain_hash(s.chain, s.tokens.data() + b * bt, static_cast<int>(bt));
+        s.chain = PrefixCache::chain_hash(s.chain, s.tokens.data() + b * bt, static_cast<int>(bt));
       s.registered = static_cast<int>(new_len / bt);
     }
   }
@@ -332,9 +312,7 @@ void KvCache::release(int seq) {
 
 void KvCache::reset() {
   while (!seqs_.empty()) release(seqs_.begin()->first);
-  for (auto& [h, e] : prefix_) alloc_.decref(e.block);
   prefix_.clear();
-  lru_.clear();
 }
 
 kernels::KvSeqView KvCache::view(int layer, int seq) const {
@@ -357,8 +335,8 @@ kernels::KvSeqView KvCache::view(int layer, int seq) const {
   return v;
 }
 
-KvStats KvCache::stats() const {
-  KvStats st;
+KvUsage KvCache::stats() const {
+  KvUsage st;
   st.seq_capacity = opts_.seq_capacity;
   st.bytes_per_token = bytes_per_token();
   st.sequences = seqs_.size();
@@ -366,7 +344,7 @@ KvStats KvCache::stats() const {
   if (opts_.layout == KvLayout::Paged) {
     st.block_tokens = opts_.block_tokens;
     st.total_blocks = alloc_.total();
-    st.free_blocks = alloc_.free_count() + evictable();
+    st.free_blocks = alloc_.free_count() + prefix_.evictable();
     st.pool_bytes = static_cast<size_t>(alloc_.total()) * block_bytes_ * 2 * n_layer_;
   } else {
     st.block_tokens = opts_.seq_capacity;
@@ -374,33 +352,12 @@ KvStats KvCache::stats() const {
     st.free_blocks = max_contiguous_seqs_ - static_cast<int64_t>(seqs_.size());
     st.pool_bytes = static_cast<size_t>(max_contiguous_seqs_) * opts_.seq_capacity * bytes_per_token();
   }
-  st.prefix_hits = hits_;
-  st.prefix_misses = misses_;
-  st.prefix_saved_tokens = saved_;
-  st.prefix_entries = prefix_.size();
-  st.prefix_bytes = prefix_.size() * block_bytes_ * 2 * n_layer_;
+  st.prefix_hits = prefix_.hits();
+  st.prefix_misses = prefix_.misses();
+  st.prefix_saved_tokens = prefix_.saved_tokens();
+  st.prefix_entries = prefix_.entries();
+  st.prefix_bytes = static_cast<size_t>(prefix_.entries()) * block_bytes_ * 2 * n_layer_;
   return st;
-}
-
-nlohmann::json KvCache::metrics_json() const {
-  const KvStats s = stats();
-  return {{"layout", opts_.layout == KvLayout::Paged ? "paged" : "contiguous"},
-          {"type", kernels::kv_type_name(opts_.type)},
-          {"seq_capacity", s.seq_capacity},
-          {"block_tokens", s.block_tokens},
-          {"total_blocks", s.total_blocks},
-          {"free_blocks", s.free_blocks},
-          {"used_tokens", s.used_tokens},
-          {"sequences", s.sequences},
-          {"bytes_per_token", s.bytes_per_token},
-          {"pool_bytes", s.pool_bytes},
-          {"prefix_cache",
-           {{"enabled", opts_.prefix_cache},
-            {"hits", s.prefix_hits},
-            {"misses", s.prefix_misses},
-            {"saved_tokens", s.prefix_saved_tokens},
-            {"entries", s.prefix_entries},
-            {"bytes", s.prefix_bytes}}}};
 }
 
 }  // namespace ferrum::runtime

@@ -8,16 +8,17 @@
 #pragma once
 
 #include <cstdint>
-#include <list>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <span>
 #include <unordered_map>
 #include <vector>
 
 #include "core/huge_pages.h"
+#include "core/thread_pool.h"
+#include "ferrum/kv_cache.h"
 #include "kernels/cpu/kv_format.h"
 #include "runtime/block_allocator.h"
+#include "runtime/prefix_cache.h"
 
 namespace ferrum::runtime {
 
@@ -33,26 +34,14 @@ struct KvCacheOptions {
   bool prefix_cache = false;    // paged only
 };
 
-struct KvStats {
-  int64_t seq_capacity = 0;
-  int64_t block_tokens = 0;
-  int64_t total_blocks = 0;
-  int64_t free_blocks = 0;  // including evictable prefix-cache blocks
-  int64_t used_tokens = 0;
-  int64_t sequences = 0;
-  size_t bytes_per_token = 0;  // K+V, all layers
-  size_t pool_bytes = 0;
-  // prefix cache
-  int64_t prefix_hits = 0, prefix_misses = 0, prefix_saved_tokens = 0, prefix_entries = 0;
-  size_t prefix_bytes = 0;
-};
-
 // One layer's K or V rows of a contiguous sequence (grown by resizing; huge pages when large).
 using KvBytes = std::vector<uint8_t, HugePageAllocator<uint8_t>>;
 
 class KvCache {
  public:
   KvCache(int n_layer, int n_head_kv, int head_dim, KvCacheOptions opts);
+  KvCache(const KvCache&) = delete;  // the prefix cache refers to the block allocator
+  KvCache& operator=(const KvCache&) = delete;
 
   const KvCacheOptions& options() const { return opts_; }
   int n_layer() const { return n_layer_; }
@@ -76,6 +65,19 @@ class KvCache {
 
   // Stores K and V of one token (floats, n_head_kv*head_dim each). pos < reserved length.
   void write(int layer, int seq, int64_t pos, const float* k, const float* v);
+  // The rows of one sequence for write_rows(): token t at position pos[t], its key at
+  // k + t * stride and its value at v + t * stride.
+  struct Rows {
+    int seq = 0;
+    int64_t n = 0;
+    const int64_t* pos = nullptr;
+    const float* k = nullptr;
+    const float* v = nullptr;
+    int64_t stride = 0;
+  };
+  // Stores the K and V rows of a whole batch for one layer, the tokens split over `pool`'s threads
+  // (each sequence looked up once, not once per token).
+  void write_rows(int layer, std::span<const Rows> batch, ThreadPool& pool);
   // Records that tokens [len, len + ids.size()) are now in the cache. An id of -1 marks a
   // position computed from input rows rather than a token: blocks holding one are never offered
   // to the prefix cache. `ns`: the prefix-cache namespace of what computed the rows (0 for the
@@ -93,8 +95,7 @@ class KvCache {
   // compute. Returns the number of tokens reused (then len(seq) == that number).
   int64_t reuse_prefix(int seq, std::span<const int32_t> prompt, uint64_t ns = 0);
 
-  KvStats stats() const;
-  nlohmann::json metrics_json() const;
+  KvUsage stats() const;
   size_t bytes_per_token() const { return 2 * n_layer_ * row_bytes_; }
 
  private:
@@ -107,22 +108,13 @@ class KvCache {
     uint64_t ns = 0;                         // prefix namespace (append): the chain's root
     std::vector<KvBytes> k, v;               // contiguous: per layer
   };
-  struct PrefixEntry {
-    int32_t block;
-    uint64_t parent;
-    std::vector<int32_t> tokens;
-    std::list<uint64_t>::iterator lru;
-  };
 
   Seq& get(int seq);
   const Seq& get(int seq) const;
   int32_t blocks_needed(const Seq* s, int64_t new_len) const;
-  bool ensure_free(int32_t n);  // evicts LRU prefix entries as needed
-  int32_t evictable() const;
   void make_writable(Seq& s, int64_t pos);
   void register_blocks(Seq& s);
   uint8_t* group_ptr(int layer, bool is_k, Seq& s, int64_t pos);
-  static uint64_t chain_hash(uint64_t parent, const int32_t* tokens, int n);
 
   int n_layer_, n_head_kv_, head_dim_;
   KvCacheOptions opts_;
@@ -132,9 +124,7 @@ class KvCache {
   std::unordered_map<int, Seq> seqs_;
   int64_t max_contiguous_seqs_ = 0;
 
-  std::unordered_map<uint64_t, PrefixEntry> prefix_;
-  std::list<uint64_t> lru_;  // front = least recently used
-  int64_t hits_ = 0, misses_ = 0, saved_ = 0;
+  PrefixCache prefix_{alloc_};  // paged + prefix_cache: full blocks kept for reuse
 };
 
 }  // namespace ferrum::runtime

@@ -106,21 +106,7 @@ int64_t KvCache::reuse_prefix(int seq, std::span<const int32_t> prompt, uint64_t
 }
 
 KvUsage KvCache::usage() const {
-  const runtime::KvStats s = impl_->stats();
-  KvUsage u;
-  u.seq_capacity = s.seq_capacity;
-  u.block_tokens = s.block_tokens;
-  u.total_blocks = s.total_blocks;
-  u.free_blocks = s.free_blocks;
-  u.used_tokens = s.used_tokens;
-  u.sequences = s.sequences;
-  u.bytes_per_token = s.bytes_per_token;
-  u.pool_bytes = s.pool_bytes;
-  u.prefix_hits = s.prefix_hits;
-  u.prefix_misses = s.prefix_misses;
-  u.prefix_saved_tokens = s.prefix_saved_tokens;
-  u.prefix_entries = s.prefix_entries;
-  return u;
+  return impl_->stats();
 }
 
 }  // namespace ferrum

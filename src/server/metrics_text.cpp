@@ -25,8 +25,8 @@ void histogram(std::string& o, const char* name, const char* help, const Histogr
 
 }  // namespace
 
-std::string prometheus_text(const EngineStats& st, const KvUsage& kv, const nlohmann::json& mm,
-                            uint64_t http_requests, uint64_t http_errors) {
+std::string prometheus_text(const EngineStats& st, const KvUsage& kv, uint64_t http_requests,
+                            uint64_t http_errors) {
   std::string o;
   o += "# HELP ferrum_requests_total Generation requests by outcome.\n# TYPE ferrum_requests_total counter\n";
   o += fmt::format("ferrum_requests_total{{outcome=\"finished\"}} {}\n", st.requests_finished);
@@ -51,14 +51,12 @@ std::string prometheus_text(const EngineStats& st, const KvUsage& kv, const nloh
   metric(o, "ferrum_kv_cache_used_tokens", "gauge", "Tokens held in the KV cache.", kv.used_tokens);
   metric(o, "ferrum_kv_cache_blocks_total", "gauge", "KV blocks in the pool.", kv.total_blocks);
   metric(o, "ferrum_kv_cache_blocks_free", "gauge", "Free KV blocks.", kv.free_blocks);
-  const nlohmann::json pc =
-      mm.contains("kv") ? mm["kv"].value("prefix_cache", nlohmann::json::object()) : nlohmann::json::object();
   metric(o, "ferrum_prefix_cache_hits_total", "counter", "Prompts that reused cached prefix blocks.",
-         pc.value("hits", 0.0));
+         kv.prefix_hits);
   metric(o, "ferrum_prefix_cache_misses_total", "counter", "Prompts that found no cached prefix.",
-         pc.value("misses", 0.0));
+         kv.prefix_misses);
   metric(o, "ferrum_prefix_cache_saved_tokens_total", "counter",
-         "Prompt tokens not recomputed thanks to the cache.", pc.value("saved_tokens", 0.0));
+         "Prompt tokens not recomputed thanks to the cache.", kv.prefix_saved_tokens);
   metric(o, "ferrum_spec_decode_verify_steps_total", "counter",
          "Speculative decoding: sequence steps that verified draft tokens.", st.spec_verify_steps);
   metric(o, "ferrum_spec_decode_draft_tokens_total", "counter",

@@ -15,7 +15,7 @@ struct LoraEntry;
 // Per LoRA adapter: requests, prompt and generated tokens, and the adapter's memory.
 std::string lora_metrics_text(const std::vector<std::shared_ptr<const LoraEntry>>& adapters);
 
-std::string prometheus_text(const EngineStats& st, const KvUsage& kv, const nlohmann::json& model_metrics,
-                            uint64_t http_requests, uint64_t http_errors);
+std::string prometheus_text(const EngineStats& st, const KvUsage& kv, uint64_t http_requests,
+                            uint64_t http_errors);
 
 }  // namespace ferrum::server

@@ -174,9 +174,8 @@ void Server::route(const HttpRequest& req, HttpResponse& res, const ClientProbe&
     require_method(req, "GET");
     const EngineStats st = engine_ ? engine_->stats() : EngineStats{};
     const KvUsage kv = engine_ ? engine_->kv_usage() : KvUsage{};
-    const json mm = engine_ ? engine_->model_metrics() : json::object();
     res.content_type = "text/plain; version=0.0.4";
-    res.body = prometheus_text(st, kv, mm, http_requests_.load(), http_errors_.load());
+    res.body = prometheus_text(st, kv, http_requests_.load(), http_errors_.load());
     if (lora_) res.body += lora_metrics_text(lora_->list());
     return;
   }

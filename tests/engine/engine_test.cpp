@@ -330,7 +330,7 @@ TEST(Scheduler, LogprobsAreNormalized) {
 }
 
 // A metrics scrape may read the KV cache while the engine shuts down (a server draining): the
-// engine thread's final reset of the cache must not race with kv_usage()/model_metrics() (the
+// engine thread's final reset of the cache must not race with kv_usage() (the
 // ThreadSanitizer run checks it; the prefix cache gives the reset something to clear).
 TEST(Scheduler, KvReadableWhileShuttingDown) {
   Loaded lm = load(stories(), "paged", 0, 512, /*prefix_cache=*/true);
@@ -339,13 +339,13 @@ TEST(Scheduler, KvReadableWhileShuttingDown) {
       "Once upon a time, there was a little girl named Lily. She loved to play outside in the park.", true,
       false);
   collect(*eng.submit(req(prompt, 8)));
-  ASSERT_GT(eng.model_metrics()["kv"]["prefix_cache"]["entries"].get<int64_t>(), 0);
+  ASSERT_GT(eng.kv_usage().prefix_entries, 0);
   std::atomic<bool> done{false};
   std::atomic<int> reads{0};
   std::thread scraper([&] {
     while (!done.load()) {
       EXPECT_EQ(eng.kv_usage().sequences, 0);
-      (void)eng.model_metrics();
+      (void)eng.kv_usage().prefix_hits;
       ++reads;
     }
   });
@@ -353,7 +353,7 @@ TEST(Scheduler, KvReadableWhileShuttingDown) {
   eng.shutdown(true);
   done = true;
   scraper.join();
-  EXPECT_EQ(eng.model_metrics()["kv"]["prefix_cache"]["entries"].get<int64_t>(), 0);
+  EXPECT_EQ(eng.kv_usage().prefix_entries, 0);
 }
 
 // Client threads submit, read and cancel while the engine steps; then the engine is shut down

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "ferrum/error.h"
@@ -52,6 +54,58 @@ float k_at(const KvCache& kv, int seq, int64_t pos) {
   float k[2];
   kernels::kv_load_key(v.type, v.k_group(pos), static_cast<int>(pos % kernels::kKvGroup), 0, 1, 2, k);
   return k[0];
+}
+
+// write_rows (a batch at once, tokens over threads) stores what write() stores token by token,
+// bit for bit, for every element type and layout, with sequences that start mid-group.
+TEST(KvCache, WriteRowsEqualsTokenByTokenWrites) {
+  using kernels::KvType;
+  constexpr int kHeads = 2, kDim = 64, kW = kHeads * kDim;
+  ThreadPool pool(3);
+  for (KvType type : {KvType::F32, KvType::F16, KvType::BF16, KvType::INT8})
+    for (KvLayout layout : {KvLayout::Contiguous, KvLayout::Paged}) {
+      KvCacheOptions o = layout == KvLayout::Paged ? paged(16 * kBlock, false) : KvCacheOptions{};
+      o.type = type;
+      o.seq_capacity = 6 * kBlock;
+      KvCache one(2, kHeads, kDim, o), rows(2, kHeads, kDim, o);
+      const std::vector<int64_t> start = {0, 3, 20}, count = {5, 37, 1};
+      std::vector<std::vector<float>> k(3), v(3);
+      std::vector<std::vector<int64_t>> pos(3);
+      for (int s = 0; s < 3; ++s) {
+        for (KvCache* kv : {&one, &rows}) kv->reserve(s, start[s] + count[s]);
+        for (int64_t t = 0; t < count[s]; ++t) {
+          pos[s].push_back(start[s] + t);
+          for (int j = 0; j < 2 * kW; ++j) {  // a key row then a value row per token
+            const float x = std::sin(0.37f * (s * 1000 + t * 50 + j)) * (1 + j % 7);
+            (j < kW ? k : v)[s].push_back(x);
+          }
+        }
+      }
+      for (int layer = 0; layer < 2; ++layer) {
+        std::vector<KvCache::Rows> batch;
+        for (int s = 0; s < 3; ++s) {
+          for (int64_t t = 0; t < count[s]; ++t) one.write(layer, s, pos[s][t], &k[s][t * kW], &v[s][t * kW]);
+          batch.push_back({s, count[s], pos[s].data(), k[s].data(), v[s].data(), kW});
+        }
+        rows.write_rows(layer, batch, pool);
+      }
+      for (int layer = 0; layer < 2; ++layer)
+        for (int s = 0; s < 3; ++s)
+          for (int64_t p : pos[s])
+            for (int h = 0; h < kHeads; ++h) {
+              float a[kDim], b[kDim];
+              const auto va = one.view(layer, s), vb = rows.view(layer, s);
+              const int i = static_cast<int>(p % kernels::kKvGroup);
+              kernels::kv_load_key(type, va.k_group(p), i, h, kHeads, kDim, a);
+              kernels::kv_load_key(type, vb.k_group(p), i, h, kHeads, kDim, b);
+              ASSERT_EQ(std::memcmp(a, b, sizeof a), 0)
+                  << kernels::kv_type_name(type) << " key " << s << ":" << p;
+              kernels::kv_load_value(type, va.v_group(p), i, h, kHeads, kDim, a);
+              kernels::kv_load_value(type, vb.v_group(p), i, h, kHeads, kDim, b);
+              ASSERT_EQ(std::memcmp(a, b, sizeof a), 0)
+                  << kernels::kv_type_name(type) << " value " << s << ":" << p;
+            }
+    }
 }
 
 TEST(KvCache, PrefixBlocksAreSharedEvictedLruAndNeverOverwritten) {
