@@ -3,11 +3,11 @@
 // small models the model itself (a BERT encoder or a decoder, run on a few tokens).
 #include <cstdint>
 
-#include "engine/loader.h"
 #include "ferrum/error.h"
 #include "formats/gguf.h"
 #include "fuzz_model.h"
 #include "fuzz_util.h"
+#include "loading/loader.h"
 #include "models/bert_model.h"
 
 using namespace ferrum;

@@ -5,12 +5,12 @@
 #include <cstdint>
 #include <filesystem>
 
-#include "engine/loader.h"
 #include "ferrum/error.h"
 #include "formats/convert_hf.h"
 #include "formats/gguf.h"
 #include "fuzz_model.h"
 #include "fuzz_util.h"
+#include "loading/loader.h"
 #include "models/bert_model.h"
 
 using namespace ferrum;

@@ -9,8 +9,8 @@
 #include <memory>
 #include <string_view>
 
-#include "engine/loader.h"
 #include "engine/engine.h"
+#include "loading/loader.h"
 #include "server/http_server.h"
 #include "server/server.h"
 

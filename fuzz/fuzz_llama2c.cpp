@@ -3,13 +3,13 @@
 // does, and the result is loaded and, when small, run.
 #include <cstdint>
 
-#include "engine/loader.h"
 #include "ferrum/error.h"
 #include "formats/convert_llama2c.h"
 #include "formats/gguf.h"
 #include "formats/llama2c.h"
 #include "fuzz_model.h"
 #include "fuzz_util.h"
+#include "loading/loader.h"
 
 using namespace ferrum;
 

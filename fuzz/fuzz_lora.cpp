@@ -7,11 +7,11 @@
 #include <cstring>
 #include <filesystem>
 
-#include "engine/loader.h"
 #include "ferrum/error.h"
 #include "ferrum/lora.h"
 #include "fuzz_model.h"
 #include "fuzz_util.h"
+#include "loading/loader.h"
 
 using namespace ferrum;
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <string_view>
 
-#include "engine/loader.h"
 #include "ferrum/tokenizer.h"
+#include "loading/loader.h"
 
 namespace ferrum::fuzz {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/quant.h"
-#include "engine/loader.h"
+#include "loading/loader.h"
 
 namespace ferrum::test {
 

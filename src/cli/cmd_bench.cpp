@@ -18,8 +18,8 @@
 #include "core/fail.h"
 #include "core/profile.h"
 #include "core/thread_pool.h"
-#include "engine/loader.h"
 #include "kernels/cpu/matmul.h"
+#include "loading/loader.h"
 
 namespace ferrum::cli {
 namespace {

@@ -4,9 +4,9 @@
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "core/fail.h"
-#include "engine/loader.h"
 #include "formats/convert_hf.h"
 #include "formats/convert_llama2c.h"
+#include "loading/loader.h"
 #include "models/quantize.h"
 #include "models/registry.h"
 

@@ -6,7 +6,7 @@
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "core/fail.h"
-#include "engine/loader.h"
+#include "loading/loader.h"
 #include "models/bert_model.h"
 #include "models/decoder_embed.h"
 

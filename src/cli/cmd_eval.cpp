@@ -11,8 +11,8 @@
 #include "cli/flag_checks.h"
 #include "cli/token_list.h"
 #include "core/fail.h"
-#include "engine/loader.h"
 #include "formats/npy.h"
+#include "loading/loader.h"
 
 namespace ferrum::cli {
 namespace {

@@ -12,8 +12,8 @@
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "core/fail.h"
-#include "engine/loader.h"
 #include "grammar/grammar_cache.h"
+#include "loading/loader.h"
 
 namespace ferrum::cli {
 

@@ -5,9 +5,9 @@
 
 #include "cli/commands.h"
 #include "core/fail.h"
-#include "engine/loader.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/matmul.h"
+#include "loading/loader.h"
 #include "models/bert_model.h"
 
 namespace ferrum::cli {

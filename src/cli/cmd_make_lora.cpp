@@ -11,8 +11,8 @@
 #include "cli/flag_checks.h"
 #include "core/fail.h"
 #include "core/fp16.h"
-#include "engine/loader.h"
 #include "formats/gguf_writer.h"
+#include "loading/loader.h"
 
 namespace ferrum::cli {
 namespace {
@@ -53,7 +53,7 @@ int make_lora(const MakeLoraFlags& f) {
   if (c.n_expert == 0)
     targets.insert(targets.end(), {{"ffn_gate", d, ff}, {"ffn_up", d, ff}, {"ffn_down", ff, d}});
   gguf::Writer w;
-  w.set_string("general.architecture", arch_name(c.arch));
+  w.set_string("general.architecture", gguf_arch(c.arch));
   w.set_string("general.type", "adapter");
   w.set_string("adapter.type", "lora");
   w.set_f32("adapter.lora.alpha", f.alpha);

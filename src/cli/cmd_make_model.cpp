@@ -15,13 +15,14 @@
 #include "core/fail.h"
 #include "core/fp16.h"
 #include "core/thread_pool.h"
+#include "formats/arch_table.h"
 #include "formats/gguf_writer.h"
 
 namespace ferrum::cli {
 namespace {
 
 struct Shape {
-  std::string arch = "llama";  // "llama" or "qwen2"
+  Arch arch = Arch::Llama;  // Llama or Qwen2
   int n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, n_ff = 0, n_vocab = 0, n_ctx = 0;
   float rope_theta = 10000.0f, norm_eps = 1e-5f;
   bool tied = true, qkv_bias = false, llama3_rope = false;
@@ -34,7 +35,7 @@ Shape preset_shape(const std::string& name) {
     s.n_layer = 16, s.n_embd = 2048, s.n_head = 32, s.n_head_kv = 8, s.n_ff = 8192, s.n_vocab = 128256;
     s.n_ctx = 131072, s.rope_theta = 500000.0f, s.llama3_rope = true;
   } else if (name == "qwen-0.5b") {
-    s.arch = "qwen2";
+    s.arch = Arch::Qwen2;
     s.n_layer = 24, s.n_embd = 896, s.n_head = 14, s.n_head_kv = 2, s.n_ff = 4864, s.n_vocab = 151936;
     s.n_ctx = 32768, s.rope_theta = 1000000.0f, s.norm_eps = 1e-6f, s.qkv_bias = true;
   } else if (name == "tiny") {  // for tests
@@ -179,7 +180,7 @@ void write_model(const Shape& s, DType type, uint64_t seed, int threads, const s
   const int hd = s.n_embd / s.n_head, kvd = hd * s.n_head_kv;
   ModelWriter m(type, seed, threads);
   gguf::Writer& w = m.w;
-  const std::string a = s.arch;
+  const std::string a = gguf_arch(s.arch);
   w.set_string("general.architecture", a);
   w.set_string("general.type", "model");
   w.set_string("general.name", fmt::format("ferrum-random-{}-{}L-{}", a, s.n_layer, s.n_embd));

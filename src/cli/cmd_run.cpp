@@ -16,8 +16,8 @@
 #include "core/fail.h"
 #include "core/profile.h"
 #include "engine/engine.h"
-#include "engine/loader.h"
 #include "grammar/grammar_cache.h"
+#include "loading/loader.h"
 
 namespace ferrum::cli {
 namespace {

@@ -13,7 +13,7 @@
 #include "core/fail.h"
 #include "core/profile.h"
 #include "engine/engine.h"
-#include "engine/loader.h"
+#include "loading/loader.h"
 #include "models/bert_model.h"
 #include "models/decoder_embed.h"
 #include "server/embeddings.h"

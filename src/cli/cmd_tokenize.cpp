@@ -8,7 +8,7 @@
 #include "cli/commands.h"
 #include "cli/token_list.h"
 #include "core/fail.h"
-#include "engine/loader.h"
+#include "loading/loader.h"
 #include "template/chat_template.h"
 
 namespace ferrum::cli {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/fail.h"
+#include "formats/arch_table.h"
 
 namespace ferrum::hf {
 namespace fs = std::filesystem;
@@ -18,29 +19,18 @@ std::string lower(std::string s) {
   return s;
 }
 
-// Known families: model_type values and architectures[0] class names.
-struct Family {
-  const char* model_type;
-  const char* class_prefix;
-};
-constexpr Family kFamilies[] = {
-    {"llama", "Llama"},    {"mistral", "Mistral"},       {"qwen2", "Qwen2For"},
-    {"qwen3", "Qwen3For"}, {"qwen3_moe", "Qwen3MoeFor"}, {"bert", "Bert"},
-};
-
 std::string detect_arch(const nlohmann::json& j, const std::string& path) {
   const auto mt = j.find("model_type");
   if (mt != j.end() && mt->is_string()) {
     const std::string m = lower(mt->get<std::string>());
-    for (const auto& f : kFamilies)
-      if (m == f.model_type) return m;
-    if (m == "qwen3moe") return "qwen3_moe";
+    for (const ArchInfo& f : arch_table())  // the HF model_type, or ferrum's name for it
+      if (m == f.hf_type || m == f.name) return f.hf_type;
   }
   const auto ar = j.find("architectures");
   if (ar != j.end() && ar->is_array() && !ar->empty() && (*ar)[0].is_string()) {
     const std::string a = (*ar)[0].get<std::string>();
-    for (const auto& f : kFamilies)
-      if (a.rfind(f.class_prefix, 0) == 0) return f.model_type;
+    for (const ArchInfo& f : arch_table())
+      if (a.rfind(f.hf_class, 0) == 0) return f.hf_type;
     if (mt == j.end() || !mt->is_string()) return lower(a);
   }
   if (mt != j.end() && mt->is_string()) return lower(mt->get<std::string>());

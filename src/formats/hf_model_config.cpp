@@ -5,26 +5,16 @@
 #include <numbers>
 
 #include "core/fail.h"
+#include "formats/arch_table.h"
 #include "formats/model_config_check.h"
 
 namespace ferrum::hf {
 namespace {
 
-struct Family {
-  const char* name;  // Config::architecture()
-  Arch arch;
-  int64_t n_ctx;  // transformers' default max_position_embeddings
-};
-constexpr Family kFamilies[] = {
-    {"llama", Arch::Llama, 2048},  {"mistral", Arch::Mistral, 4096 * 32}, {"qwen2", Arch::Qwen2, 32768},
-    {"qwen3", Arch::Qwen3, 32768}, {"qwen3_moe", Arch::Qwen3Moe, 32768},  {"bert", Arch::Bert, 512},
-};
-
-const Family& family(const Config& c) {
-  for (const Family& f : kFamilies)
-    if (c.architecture() == f.name) return f;
-  fail("{}: unknown architecture '{}' (supported: llama, mistral, qwen2, qwen3, qwen3_moe, bert)", c.path(),
-       c.architecture());
+const ArchInfo& family(const Config& c) {
+  if (const ArchInfo* f = arch_by_hf_type(c.architecture())) return *f;
+  fail("{}: unknown architecture '{}' (supported: {})", c.path(), c.architecture(),
+       arch_names(&ArchInfo::hf_type));
 }
 
 // Sizes are read as ints; validate_config() checks their ranges and how they fit together.
@@ -39,7 +29,7 @@ int opt_int(const Config& c, const char* k, int64_t def) {
   return as_int(c, k, c.find_int(k).value_or(def));
 }
 
-void read_sizes(const Config& c, const Family& fam, ModelConfig& m) {
+void read_sizes(const Config& c, const ArchInfo& fam, ModelConfig& m) {
   m.n_layer = req_int(c, "num_hidden_layers");
   m.n_embd = req_int(c, "hidden_size");
   m.n_head = req_int(c, "num_attention_heads");
@@ -54,7 +44,7 @@ void read_sizes(const Config& c, const Family& fam, ModelConfig& m) {
   // A MoE model's dense intermediate_size is unused (every layer is sparse).
   m.n_ff = m.arch == Arch::Qwen3Moe ? opt_int(c, "intermediate_size", 0) : req_int(c, "intermediate_size");
   m.n_vocab = req_int(c, "vocab_size");
-  m.n_ctx_train = opt_int(c, "max_position_embeddings", fam.n_ctx);
+  m.n_ctx_train = opt_int(c, "max_position_embeddings", fam.hf_n_ctx);
 }
 
 // Mistral always has a window; qwen only with use_sliding_window. A missing sliding_window is
@@ -144,7 +134,7 @@ void read_rope_scaling(const Config& c, const nlohmann::json& rs, ModelConfig& m
 }  // namespace
 
 ModelConfig model_config(const Config& c, const std::string& name) {
-  const Family& fam = family(c);
+  const ArchInfo& fam = family(c);
   ModelConfig m;
   m.arch = fam.arch;
   m.name = name;

@@ -1,5 +1,5 @@
 // Hugging Face config.json -> ModelConfig: the one reader behind both the HF-directory loader
-// (models/hf_loader.cpp) and `ferrum convert` (formats/convert_hf.cpp), so a converted GGUF and
+// (loading/hf_dir.cpp) and `ferrum convert` (formats/convert_hf.cpp), so a converted GGUF and
 // the directory it came from describe the same model.
 //
 // Defaults follow transformers' config classes for the field's family: rms_norm_eps 1e-6 (BERT

@@ -1,5 +1,6 @@
 // Range and consistency checks of a ModelConfig read from a GGUF file or a config.json, shared
-// by the loaders (models/) and the converters (formats/).
+// by the config readers (formats/: GGUF metadata and config.json, used by the loader and the
+// converters) and create_model (models/registry.cpp).
 #pragma once
 
 #include <string>

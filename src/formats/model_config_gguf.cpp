@@ -1,6 +1,12 @@
 #include "formats/model_config_gguf.h"
 
+#include <filesystem>
 #include <string>
+
+#include "core/fail.h"
+#include "formats/model_config_check.h"
+
+namespace fs = std::filesystem;
 
 namespace ferrum {
 namespace {
@@ -34,23 +40,97 @@ void write_extras(gguf::Writer& w, const ModelConfig& m, const std::string& A) {
   if (m.sliding_window > 0) w.set_u32(A + ".attention.sliding_window", u32(m.sliding_window));
 }
 
+// The "<arch>." keys of one file. Sizes are read as ints: anything above INT32_MAX is an error
+// here, the rest is checked against the other fields by validate_config().
+struct GgufKeys {
+  const gguf::File& f;
+  std::string arch;  // the file's general.architecture, its key prefix
+
+  std::string key(const char* k) const { return arch + "." + k; }
+  int opt_int(const char* k, int64_t def) const {
+    const std::optional<uint64_t> v = f.find_uint(key(k));
+    if (v && *v > static_cast<uint64_t>(INT32_MAX))
+      fail("{}: metadata key '{}' is {}, too large", f.path(), key(k), *v);
+    return static_cast<int>(v ? static_cast<int64_t>(*v) : def);
+  }
+  int req_int(const char* k) const {
+    f.get_uint(key(k));  // throws naming the key when it is missing or not an integer
+    return opt_int(k, 0);
+  }
+  float opt_float(const char* k, double def) const {
+    return static_cast<float>(f.find_float(key(k)).value_or(def));
+  }
+};
+
+void read_sizes(const GgufKeys& g, ModelConfig& c) {
+  c.n_layer = g.req_int("block_count");
+  c.n_embd = g.req_int("embedding_length");
+  c.n_head = g.req_int("attention.head_count");
+  if (c.n_head <= 0)
+    fail("{}: metadata key '{}' is {}, expected a positive value", g.f.path(), g.key("attention.head_count"),
+         c.n_head);
+  c.n_head_kv = g.opt_int("attention.head_count_kv", c.n_head);
+  c.n_ctx_train = g.opt_int("context_length", 2048);
+  c.n_ff = g.opt_int("feed_forward_length", 0);
+  if (!g.f.has(g.key("attention.key_length")) && c.n_embd % c.n_head != 0)
+    fail("{}: {} {} is not a multiple of {} {} (and {} is not given)", g.f.path(), g.key("embedding_length"),
+         c.n_embd, g.key("attention.head_count"), c.n_head, g.key("attention.key_length"));
+  c.head_dim = g.opt_int("attention.key_length", c.n_embd / c.n_head);
+  c.n_rot = g.opt_int("rope.dimension_count", c.head_dim);
+}
+
+void read_rope_and_norm(const GgufKeys& g, ModelConfig& c) {
+  c.rope_theta = g.opt_float("rope.freq_base", 10000.0);
+  if (c.arch == Arch::Bert) {
+    c.norm_eps = g.opt_float("attention.layer_norm_epsilon", 1e-12);
+  } else {
+    c.norm_eps = g.opt_float("attention.layer_norm_rms_epsilon", 1e-5);
+  }
+  if (auto st = g.f.find_string(g.key("rope.scaling.type")); st && *st == "linear") {
+    const double factor = g.f.find_float(g.key("rope.scaling.factor")).value_or(1.0);
+    if (factor <= 0) fail("{}: rope.scaling.factor must be positive, got {}", g.f.path(), factor);
+    c.rope_freq_scale = static_cast<float>(1.0 / factor);
+  } else if (auto lin = g.f.find_float(g.key("rope.scale_linear"))) {
+    c.rope_freq_scale = static_cast<float>(1.0 / *lin);
+  }
+}
+
+// What the family implies, and what the file's tensors say (biases, a separate output matrix).
+void read_family_traits(const GgufKeys& g, ModelConfig& c) {
+  c.sliding_window = g.opt_int("attention.sliding_window", 0);
+  c.rope_interleaved = c.arch == Arch::Llama || c.arch == Arch::Mistral;
+  c.qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe;
+  // Q/K/V biases: always in qwen2, in other families when the file has them (as the HF loader does).
+  c.qkv_bias =
+      c.arch == Arch::Qwen2 || g.f.find_tensor("blk.0.attn_q.bias") || g.f.find_tensor("blk.0.attn_qkv.bias");
+  if (c.arch == Arch::Qwen3Moe) {
+    c.n_expert = g.req_int("expert_count");
+    c.n_expert_used = g.req_int("expert_used_count");
+    c.n_ff_expert = g.req_int("expert_feed_forward_length");
+    // HF norm_topk_prob as written by `ferrum convert`; llama.cpp's own files lack the key and
+    // llama.cpp always renormalises for qwen3moe.
+    c.norm_topk_prob = g.f.find_bool(g.key("expert_weights_norm")).value_or(true);
+  }
+}
+
 }  // namespace
 
-const char* gguf_arch(Arch a) {
-  switch (a) {
-    case Arch::Llama:
-    case Arch::Mistral:
-      return "llama";
-    case Arch::Qwen2:
-      return "qwen2";
-    case Arch::Qwen3:
-      return "qwen3";
-    case Arch::Qwen3Moe:
-      return "qwen3moe";
-    case Arch::Bert:
-      return "bert";
-  }
-  return "?";
+ModelConfig config_from_gguf(const gguf::File& f) {
+  const GgufKeys g{f, f.get_string("general.architecture")};
+  ModelConfig c;
+  c.arch = parse_arch(g.arch, f.path());
+  c.name = f.find_string("general.name").value_or(fs::path(f.path()).stem().string());
+  read_sizes(g, c);
+  read_rope_and_norm(g, c);
+  read_family_traits(g, c);
+  const TensorView& emb = f.tensor("token_embd.weight");
+  if (emb.ne[1] > INT32_MAX)
+    fail("{}: tensor 'token_embd.weight' has shape {}: too many rows for a vocabulary", f.path(),
+         emb.shape_string());
+  c.n_vocab = g.opt_int("vocab_size", emb.ne[1]);
+  c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
+  validate_config(c, f.path(), ConfigFields{false, g.arch + "."});
+  return c;
 }
 
 void write_model_config(gguf::Writer& w, const ModelConfig& m) {

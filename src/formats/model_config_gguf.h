@@ -1,15 +1,18 @@
-// ModelConfig -> GGUF hyper-parameter metadata, the keys llama.cpp's converter writes (and
-// models/registry.cpp config_from_gguf reads back to the same ModelConfig).
+// ModelConfig <-> GGUF hyper-parameter metadata: the keys llama.cpp's converter writes, and
+// the reader that turns them back into the same ModelConfig. Both name the family through the
+// architecture table (formats/arch_table.h).
 #pragma once
 
 #include "ferrum/model_config.h"
+#include "formats/arch_table.h"
+#include "formats/gguf.h"
 #include "formats/gguf_writer.h"
 
 namespace ferrum {
 
-// GGUF general.architecture: mistral is written as "llama" (like llama.cpp), qwen3_moe as
-// "qwen3moe".
-const char* gguf_arch(Arch a);
+// The "<arch>.*" keys of a GGUF file (arch = its general.architecture), checked by
+// validate_config(); throws naming the file and the key.
+ModelConfig config_from_gguf(const gguf::File& f);
 
 // The "<arch>.*" keys of `m` (context, sizes, heads, RoPE, norm epsilon, sliding window,
 // experts). Llama-3 rope_freq_factors are a tensor (rope_freqs.weight), not metadata.

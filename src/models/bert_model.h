@@ -6,6 +6,8 @@
 // GELU is the exact erf form, as Hugging Face's BertModel ("gelu") computes it. llama.cpp uses
 // the tanh approximation 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))) through an F16 lookup table;
 // on the test fixtures that moves raw pooled embeddings by ~4e-4 (mean) / 1e-3 (CLS).
+//
+// Opening one from its files (with its tokenizer) is load_bert, in loading/loader.h.
 #pragma once
 
 #include <cstdint>
@@ -15,16 +17,11 @@
 
 #include "core/thread_pool.h"
 #include "ferrum/model.h"
-#include "ferrum/tokenizer.h"
 #include "kernels/cpu/matmul.h"
 #include "models/pooling.h"
 #include "models/weights.h"
 
 namespace ferrum {
-
-namespace gguf {
-class File;
-}
 
 class BertModel {
  public:
@@ -84,26 +81,5 @@ class BertModel {
   std::vector<int64_t> starts_;
   std::vector<float> scores_;  // per thread: one row of attention scores
 };
-
-struct LoadedBert {
-  std::unique_ptr<BertModel> model;
-  std::unique_ptr<Tokenizer> tokenizer;
-  std::string path;
-};
-// A GGUF file (general.architecture = bert) or a Hugging Face BertModel directory (with or
-// without the "bert." tensor prefix; vocab.txt or tokenizer.json; sentence-transformers
-// modules.json decides the default pooling and normalization).
-LoadedBert load_bert(const std::string& path, const ModelOptions& opts);
-
-// A Hugging Face BERT directory converted by ferrum's converter into a temporary GGUF (unlinked
-// at once; it lives on in the mapping): weights, WordPiece vocabulary, bert.pooling_type.
-std::shared_ptr<const gguf::File> bert_hf_as_gguf(const std::string& dir);
-
-// What a model's files ask for (for `ferrum info`): pooling and whether vectors are normalized.
-struct BertDefaults {
-  Pooling pooling = Pooling::Mean;
-  bool normalize = false;
-};
-BertDefaults bert_defaults(const std::string& path);
 
 }  // namespace ferrum

@@ -12,7 +12,7 @@
 #include "core/fail.h"
 #include "core/fp16.h"
 #include "ferrum/model.h"
-#include "models/registry.h"
+#include "formats/arch_table.h"
 
 namespace fs = std::filesystem;
 

@@ -8,8 +8,8 @@
 #include "core/quant.h"
 #include "formats/gguf.h"
 #include "formats/gguf_writer.h"
+#include "formats/model_config_gguf.h"
 #include "models/lora_adapter.h"
-#include "models/registry.h"
 
 namespace ferrum {
 namespace {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "ferrum/tokenizer.h"
 #include "models/bert_model.h"
 #include "models/decoder_embed.h"
 

@@ -6,7 +6,7 @@
 #include <ctime>
 
 #include "chat/chat_prompt.h"
-#include "engine/loader.h"
+#include "models/registry.h"
 #include "server/api_error.h"
 #include "server/api_key.h"
 #include "server/embeddings.h"

@@ -10,9 +10,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "engine/loader.h"
 #include "formats/npy.h"
 #include "lm_head_reference.h"
+#include "loading/loader.h"
 #include "models/decoder_embed.h"
 #include "test_util.h"
 

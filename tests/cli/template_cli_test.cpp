@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/chat_prompt.h"
-#include "engine/loader.h"
+#include "loading/loader.h"
 #include "test_util.h"
 
 namespace ferrum::test {

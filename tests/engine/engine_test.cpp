@@ -9,9 +9,9 @@
 #include <chrono>
 #include <thread>
 
-#include "engine/loader.h"
 #include "engine/stop.h"
 #include "greedy_reference.h"
+#include "loading/loader.h"
 #include "test_util.h"
 
 namespace ferrum {

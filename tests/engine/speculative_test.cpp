@@ -11,11 +11,11 @@
 #include "engine/draft_length.h"
 #include "engine/draft_model_proposer.h"
 #include "engine/engine.h"
-#include "engine/loader.h"
 #include "engine/ngram_proposer.h"
 #include "ferrum/lora.h"
 #include "grammar/grammar_cache.h"
 #include "greedy_reference.h"
+#include "loading/loader.h"
 #include "test_util.h"
 
 namespace ferrum {

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/loader.h"
+#include "loading/loader.h"
 #include "test_util.h"
 
 namespace ferrum::grammar {

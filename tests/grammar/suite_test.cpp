@@ -15,8 +15,8 @@
 #include <sstream>
 
 #include "engine/engine.h"
-#include "engine/loader.h"
 #include "grammar/grammar_cache.h"
+#include "loading/loader.h"
 #include "test_util.h"
 
 namespace ferrum::grammar {

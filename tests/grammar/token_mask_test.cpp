@@ -11,10 +11,10 @@
 #include <random>
 #include <sstream>
 
-#include "engine/loader.h"
 #include "engine/request_output.h"
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
+#include "loading/loader.h"
 #include "test_util.h"
 
 namespace ferrum::grammar {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/loader.h"
+#include "loading/loader.h"
 #include "test_util.h"
 
 namespace ferrum::test {

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <thread>
 
-#include "engine/loader.h"
+#include "loading/loader.h"
 #include "raw_http.h"
 #include "server/embeddings.h"
 #include "server_fixture.h"

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "models/bert_model.h"
+#include "loading/loader.h"
 #include "server/server.h"
 #include "test_util.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "engine/engine.h"
-#include "engine/loader.h"
+#include "loading/loader.h"
 #include "server/server.h"
 
 namespace ferrum::test {

@@ -13,8 +13,7 @@
 #include "formats/hf_model_config.h"
 #include "formats/hf_tensor_sink.h"
 #include "formats/safetensors.h"
-#include "models/bert_model.h"
-#include "models/registry.h"
+#include "loading/loader.h"
 
 namespace ferrum {
 namespace {
