@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -41,14 +40,6 @@ struct RunFlags {
   std::string grammar_file, schema_file;  // constrained decoding (one of them)
 };
 
-std::string read_file(const std::string& path, const char* flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot read '{}'", flag, path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // A prompt read from a file or a pipe ends with the newline the editor or `echo` added; llama.cpp
 // drops it too, so -f, stdin and -p give the same tokens.
 std::string without_final_newline(std::string s) {
@@ -62,7 +53,7 @@ std::optional<std::string> resolve_prompt(const RunFlags& f) {
   const int given = f.prompt.has_value() + !f.prompt_file.empty() + !f.prompt_arg.empty();
   if (given > 1) fail("the prompt is given more than once (-p, -f, text after the model): give one");
   if (f.prompt) return f.prompt;
-  if (!f.prompt_file.empty()) return without_final_newline(read_file(f.prompt_file, "-f/--file"));
+  if (!f.prompt_file.empty()) return without_final_newline(read_flag_file(f.prompt_file, "-f/--file"));
   if (!f.prompt_arg.empty()) return f.prompt_arg;
   if (isatty(STDIN_FILENO)) return std::nullopt;
   std::stringstream s;
@@ -78,7 +69,7 @@ std::shared_ptr<const grammar::CompiledGrammar> load_grammar(const RunFlags& f, 
   const bool gbnf = !f.grammar_file.empty();
   const std::string& path = gbnf ? f.grammar_file : f.schema_file;
   grammar::GrammarSpec spec{gbnf ? grammar::GrammarSpec::Kind::Gbnf : grammar::GrammarSpec::Kind::JsonSchema,
-                            read_file(path, gbnf ? "--grammar" : "--json-schema")};
+                            read_flag_file(path, gbnf ? "--grammar" : "--json-schema")};
   try {
     return grammar::GrammarCache(tok, 1).get(spec);
   } catch (const Error& e) {

@@ -3,8 +3,6 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "cli/commands.h"
@@ -34,12 +32,9 @@ struct ServeFlags {
 };
 
 std::string read_template(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("--chat-template-file: cannot read '{}'", path);
-  std::stringstream s;
-  s << in.rdbuf();
-  if (s.str().empty()) fail("--chat-template-file: '{}' is empty", path);
-  return s.str();
+  std::string text = read_flag_file(path, "--chat-template-file");
+  if (text.empty()) fail("--chat-template-file: '{}' is empty", path);
+  return text;
 }
 
 // Set by the handler, which may run on any thread (an HTTP thread too): a lock-free atomic is

@@ -4,7 +4,11 @@
 
 #include <charconv>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <random>
+
+#include "core/fail.h"
 
 namespace ferrum::cli {
 namespace {
@@ -119,6 +123,12 @@ CLI::Validator seed_value() {
         return "expects a whole number from 0 to 2^64-1, or -1 for a random seed, got " + shown_value(s);
       },
       "-1 (random) or 0..2^64-1", kSeed);
+}
+
+std::string read_flag_file(const std::string& path, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("{}: cannot read '{}'", flag, path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 uint64_t random_seed() {

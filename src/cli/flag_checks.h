@@ -40,6 +40,9 @@ std::string shown_value(const std::string& value);
 // `text` with its control characters escaped (\n, \xNN): an error stays one line.
 std::string one_line(const std::string& text);
 
+// The contents of the file a flag names; an unreadable one is an error naming the flag.
+std::string read_flag_file(const std::string& path, const char* flag);
+
 // The random seed used when none is given.
 uint64_t random_seed();
 // The seed of a --seed text (after seed_value() accepted it); -1 gives a random one.

@@ -183,6 +183,10 @@ void KvCache::write(int layer, int seq, int64_t pos, const float* k, const float
   Seq& s = get(seq);
   FERRUM_ASSERT(pos < s.reserved, "write at position {} of sequence {} beyond its {} reserved rows", pos, seq,
                 s.reserved);
+  store(layer, s, pos, k, v);
+}
+
+void KvCache::store(int layer, Seq& s, int64_t pos, const float* k, const float* v) {
   const int i = static_cast<int>(pos % kernels::kKvGroup);
   kernels::kv_store_key(opts_.type, k, group_ptr(layer, true, s, pos), i, n_head_kv_, head_dim_);
   kernels::kv_store_value(opts_.type, v, group_ptr(layer, false, s, pos), i, n_head_kv_, head_dim_);
@@ -206,24 +210,20 @@ void KvCache::write_rows(int layer, std::span<const Rows> batch, ThreadPool& poo
     }
   }
   const std::vector<Token>& all = tokens;  // the workers see the caller's list
-  auto store = [&](int64_t b, int64_t e, int) {
+  auto store_range = [&](int64_t b, int64_t e, int) {
     for (int64_t j = b; j < e; ++j) {
       const Token& tk = all[j];
-      const int64_t pos = tk.rows->pos[tk.t];
-      const int i = static_cast<int>(pos % kernels::kKvGroup);
       // Tokens of one group write disjoint slots of it (their own rows and scales).
-      kernels::kv_store_key(opts_.type, tk.rows->k + tk.t * tk.rows->stride,
-                            group_ptr(layer, true, *tk.s, pos), i, n_head_kv_, head_dim_);
-      kernels::kv_store_value(opts_.type, tk.rows->v + tk.t * tk.rows->stride,
-                              group_ptr(layer, false, *tk.s, pos), i, n_head_kv_, head_dim_);
+      store(layer, *tk.s, tk.rows->pos[tk.t], tk.rows->k + tk.t * tk.rows->stride,
+            tk.rows->v + tk.t * tk.rows->stride);
     }
   };
   // A few tokens (a decode step of one sequence) cost less than waking the workers.
   const int64_t n = static_cast<int64_t>(all.size());
   if (n < 4)
-    store(0, n, 0);
+    store_range(0, n, 0);
   else
-    pool.parallel_for(n, store);
+    pool.parallel_for(n, store_range);
 }
 
 uint64_t KvCache::ns(int seq) const {

@@ -115,6 +115,7 @@ class KvCache {
   void make_writable(Seq& s, int64_t pos);
   void register_blocks(Seq& s);
   uint8_t* group_ptr(int layer, bool is_k, Seq& s, int64_t pos);
+  void store(int layer, Seq& s, int64_t pos, const float* k, const float* v);  // one token's K and V
 
   int n_layer_, n_head_kv_, head_dim_;
   KvCacheOptions opts_;
