@@ -41,6 +41,12 @@ TempDirs& temp_dirs() {
 }
 }  // namespace
 
+std::string self_command() {
+  const char* emulator = std::getenv("FERRUM_TEST_EMULATOR");
+  const std::string self = fs::read_symlink("/proc/self/exe").string();
+  return (emulator && *emulator ? std::string(emulator) + " " : std::string()) + "'" + self + "'";
+}
+
 std::string temp_dir() {
   std::string tmpl = (fs::temp_directory_path() / "ferrum-test-XXXXXX").string();
   if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");

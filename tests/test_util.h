@@ -9,6 +9,9 @@
 
 namespace ferrum::test {
 
+// The shell command that runs this test binary again (quoted; under FERRUM_TEST_EMULATOR, e.g.
+// qemu-aarch64 in a cross build, through it).
+std::string self_command();
 // Absolute path of a file under tests/data.
 std::string data_path(const std::string& rel);
 // A fresh temporary directory under /tmp, removed with its contents when the test process exits.

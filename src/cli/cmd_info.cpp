@@ -1,6 +1,7 @@
 // `ferrum info`: architecture, shapes, tensor types and memory of a model.
 #include <cstdio>
 #include <map>
+#include <string>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -102,8 +103,9 @@ Runner add_info(CLI::App& app) {
                 m.weights.total_bytes() / 1048576.0);
     for (const auto& [type, e] : j["tensor_types"].items())
       std::printf("  %-5s %4d tensors %10.2f MiB\n", type.c_str(), e["tensors"].get<int>(), e["bytes"].get<size_t>() / 1048576.0);
-    std::printf("kernels: %s (FERRUM_ISA=scalar|avx2|avx2vnni|avx512 forces a tier)\n",
-                kernels::active_isa());
+    std::string tiers;
+    for (const char* t : kernels::isa_tiers()) tiers += (tiers.empty() ? "" : "|") + std::string(t);
+    std::printf("kernels: %s (FERRUM_ISA=%s forces a tier)\n", kernels::active_isa(), tiers.c_str());
     std::printf("KV cache bytes per token:");
     for (const auto& [type, b] : j["kv_bytes_per_token"].items()) std::printf(" %s %zu", type.c_str(), b.get<size_t>());
     std::printf("\n");

@@ -1,6 +1,10 @@
 #include "cli/membw.h"
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -17,7 +21,9 @@ namespace ferrum::cli {
 namespace {
 
 // XOR-folds a range so the loads cannot be optimized away; four independent accumulators keep
-// several loads in flight. The AVX2 version is selected at run time (this file is portable).
+// several loads in flight. On x86-64 the AVX2 version is selected at run time (this file is
+// portable).
+#if defined(__x86_64__)
 __attribute__((target("avx2"))) uint64_t fold_avx2(const uint8_t* p, size_t n) {
   __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
   for (size_t i = 0; i + 128 <= n; i += 128) {
@@ -43,6 +49,35 @@ uint64_t fold_sse2(const uint8_t* p, size_t n) {
   return static_cast<uint64_t>(_mm_cvtsi128_si64(a) ^ _mm_cvtsi128_si64(_mm_unpackhi_epi64(a, a)));
 }
 
+uint64_t fold(const uint8_t* p, size_t n) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2 ? fold_avx2(p, n) : fold_sse2(p, n);
+}
+#elif defined(__aarch64__)
+uint64_t fold(const uint8_t* p, size_t n) {
+  uint8x16_t a0 = vdupq_n_u8(0), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = 0; i + 64 <= n; i += 64) {
+    a0 = veorq_u8(a0, vld1q_u8(p + i));
+    a1 = veorq_u8(a1, vld1q_u8(p + i + 16));
+    a2 = veorq_u8(a2, vld1q_u8(p + i + 32));
+    a3 = veorq_u8(a3, vld1q_u8(p + i + 48));
+  }
+  const uint64x2_t a = vreinterpretq_u64_u8(veorq_u8(veorq_u8(a0, a1), veorq_u8(a2, a3)));
+  return vgetq_lane_u64(a, 0) ^ vgetq_lane_u64(a, 1);
+}
+#else
+uint64_t fold(const uint8_t* p, size_t n) {
+  uint64_t a[4] = {};
+  for (size_t i = 0; i + 32 <= n; i += 32)
+    for (int k = 0; k < 4; ++k) {
+      uint64_t v;
+      std::memcpy(&v, p + i + 8 * k, 8);
+      a[k] ^= v;
+    }
+  return a[0] ^ a[1] ^ a[2] ^ a[3];
+}
+#endif
+
 }  // namespace
 
 Bandwidth measure_read_bandwidth(int threads, size_t bytes, int passes) {
@@ -54,7 +89,6 @@ Bandwidth measure_read_bandwidth(int threads, size_t bytes, int passes) {
   ThreadPool pool(threads);
   const int nth = pool.size();
   const size_t per = (bytes / nth + kAlign - 1) / kAlign * kAlign;
-  const bool avx2 = __builtin_cpu_supports("avx2");
   // Each thread first touches (and so places) the pages it later reads.
   pool.run([&](int ith, int) {
     const size_t b = std::min(bytes, per * ith), e = std::min(bytes, b + per);
@@ -70,7 +104,7 @@ Bandwidth measure_read_bandwidth(int threads, size_t bytes, int passes) {
     const auto t0 = std::chrono::steady_clock::now();
     pool.run([&](int ith, int) {
       const size_t b = std::min(bytes, per * ith), e = std::min(bytes, b + per);
-      sink ^= avx2 ? fold_avx2(buf.get() + b, e - b) : fold_sse2(buf.get() + b, e - b);
+      sink ^= fold(buf.get() + b, e - b);
     });
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (p == 0) continue;

@@ -19,11 +19,9 @@ struct IsaGuard {
   ~IsaGuard() { force_isa(saved.c_str()); }
 };
 
-const char* const kIsas[] = {"scalar", "avx2", "avx2vnni", "avx512"};
-
 TEST(Elementwise, SoftmaxMatchesFloat64OnEveryIsa) {
   IsaGuard guard;
-  for (const char* isa : kIsas) {
+  for (const char* isa : isa_tiers()) {
     if (!isa_supported(isa)) continue;
     force_isa(isa);
     for (int64_t n : {1, 7, 16, 33, 1000}) {
@@ -49,7 +47,7 @@ TEST(Elementwise, SoftmaxMatchesFloat64OnEveryIsa) {
 
 TEST(Elementwise, SwigluMatchesFloat64OnEveryIsa) {
   IsaGuard guard;
-  for (const char* isa : kIsas) {
+  for (const char* isa : isa_tiers()) {
     if (!isa_supported(isa)) continue;
     force_isa(isa);
     const int64_t n = 301;

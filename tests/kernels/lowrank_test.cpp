@@ -49,7 +49,7 @@ double at(const TensorView& m, int64_t i) {
 TEST(Lowrank, MatchesFloat64AndIsTheSameForAnyRowsOnEveryIsa) {
   IsaGuard guard;
   ThreadPool pool(2);
-  for (const char* isa : {"scalar", "avx2", "avx2vnni", "avx512"}) {
+  for (const char* isa : isa_tiers()) {
     if (!isa_supported(isa)) continue;
     force_isa(isa);
     for (DType t : {DType::F32, DType::F16})

@@ -59,12 +59,13 @@ TEST(MatmulBench, DISABLED_Bench) {
       for (int64_t n_tok : {1, 64}) {
         const auto x = test::gaussian(static_cast<size_t>(n_tok * 2048), 5);
         std::vector<float> y(static_cast<size_t>(n_tok * rows));
-        for (const char* isa : {"scalar", "avx2", "avx2vnni", "avx512"}) {
+        for (const char* isa : isa_tiers()) {
           if (!isa_supported(isa) || (isas && !std::strstr(isas, isa))) continue;
           force_isa(isa);
           for (Precision prec : {Precision::Fast, Precision::Exact}) {
             if (prec == Precision::Exact && std::string(isa) != "avx512") continue;
-            if (std::string(isa) == "avx2vnni") continue;  // its row-major kernels are avx2's
+            // Tiers whose row-major kernels are another tier's (avx2vnni, neondot): packed only.
+            if (std::string(isa) == "avx2vnni" || std::string(isa) == "neondot") continue;
             const double s = seconds_per_call(
                 [&] { matmul(m.view, x.data(), 2048, n_tok, y.data(), rows, pool, prec, scratch); }, pool);
             std::printf("| %s | %ldx2048 | %ld | %s | %s | %.3f | %.1f | %.1f |\n", dtype_name(t), (long)rows,

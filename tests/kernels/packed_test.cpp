@@ -14,6 +14,7 @@
 
 #include "ferrum/error.h"
 #include "kernel_test_util.h"
+#include "kernels/cpu/kernels.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/matmul.h"
 
@@ -67,8 +68,8 @@ TEST(Packed, RejectsWhatItCannotPack) {
 // The tiers with packed kernels that this CPU has.
 std::vector<std::string> packed_tiers() {
   std::vector<std::string> v;
-  for (const char* isa : {"avx2", "avx2vnni", "avx512"})
-    if (isa_supported(isa)) v.push_back(isa);
+  for (const char* isa : isa_tiers())
+    if (isa_supported(isa) && isa_kernels(isa)->packed) v.push_back(isa);
   return v;
 }
 

@@ -1,6 +1,6 @@
 // The inner steps of tiled (online-softmax) attention over one KV head: load a tile of up to
 // kKeyTile cached keys and values (converted from the cache type in registers), score R query rows
-// against it, update each row's running max / sum / output. Per ISA (generic C++, AVX2, AVX-512); the
+// against it, update each row's running max / sum / output. Per ISA (generic C++, AVX2, AVX-512, NEON); the
 // driver (attention.cpp) decides which rows and tiles to run.
 //
 // Every row's arithmetic is the same whatever the other rows of the call (R, blocking): each
@@ -97,10 +97,14 @@ inline const uint8_t* kv_value_row(const uint8_t* const* groups, int j, int h, i
 }
 
 const AttentionTileOps& generic_tile_ops();
+#if defined(__x86_64__)
 const AttentionTileOps& avx2_tile_ops();
 const AttentionTileOps& avx512_tile_ops();
+#elif defined(__aarch64__)
+const AttentionTileOps& neon_tile_ops();  // NEON and NEON + dot product tiers
+#endif
 // The ops for the active ISA (kernels.h: IsaKernels::tile_ops) and this head size (AVX-512 needs
-// hd % 16 == 0, AVX2 and AVX2 + VNNI hd % 8 == 0).
+// hd % 16 == 0, AVX2 and AVX2 + VNNI hd % 8 == 0, NEON hd % 4 == 0).
 const AttentionTileOps& attention_tile_ops(int head_dim);
 
 }  // namespace ferrum::kernels

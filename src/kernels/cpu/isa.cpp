@@ -1,62 +1,36 @@
-// Run-time choice of the kernel ISA from CPUID (+ OS register-state support), FERRUM_ISA or force_isa.
-#include <cpuid.h>
-
+// Run-time choice of the kernel tier: the best one this CPU runs (cpu_tiers_x86.cpp /
+// cpu_tiers_arm.cpp list them and detect support), FERRUM_ISA or force_isa.
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "core/fail.h"
+#include "kernels/cpu/cpu_tiers.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/matmul.h"
 
 namespace ferrum::kernels {
 namespace {
 
-struct CpuFeatures {
-  bool avx2 = false;      // AVX2 + FMA + F16C (+ BMI2)
-  bool avx2vnni = false;  // and AVX-VNNI (VEX vpdpbusd: Alder Lake, Zen 5 and later)
-  bool avx512 = false;    // F + BW + VL + DQ + VNNI + BF16
-};
-
-uint64_t xgetbv0() {
-  uint32_t lo, hi;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  return (static_cast<uint64_t>(hi) << 32) | lo;
+std::string tier_names() {
+  std::string s;
+  const auto tiers = cpu_tiers();
+  for (size_t i = 0; i < tiers.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == tiers.size() ? " or " : ", ") + std::string(tiers[i].name);
+  return s;
 }
 
-CpuFeatures detect() {
-  CpuFeatures f;
-  unsigned a, b, c, d;
-  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
-  const bool osxsave = c & (1u << 27), fma = c & (1u << 12), f16c = c & (1u << 29), avx = c & (1u << 28);
-  if (!osxsave || !avx) return f;
-  const uint64_t xcr0 = xgetbv0();
-  const bool os_avx = (xcr0 & 0x6) == 0x6, os_avx512 = (xcr0 & 0xe6) == 0xe6;
-  if (__get_cpuid_max(0, nullptr) < 7) return f;
-  __cpuid_count(7, 0, a, b, c, d);
-  const bool avx2 = b & (1u << 5), bmi2 = b & (1u << 8);
-  const bool f512 = b & (1u << 16), dq = b & (1u << 17), bw = b & (1u << 30), vl = b & (1u << 31);
-  const bool vnni = c & (1u << 11);
-  unsigned a1, b1, c1, d1;
-  __cpuid_count(7, 1, a1, b1, c1, d1);
-  const bool bf16 = a1 & (1u << 5), avxvnni = a1 & (1u << 4);
-  f.avx2 = os_avx && avx2 && fma && f16c && bmi2;
-  f.avx2vnni = f.avx2 && avxvnni;
-  f.avx512 = f.avx2 && os_avx512 && f512 && dq && bw && vl && vnni && bf16;
-  return f;
-}
-
-const CpuFeatures& features() {
-  static const CpuFeatures f = detect();
-  return f;
+const CpuTier* find_tier(const char* name) {
+  for (const CpuTier& t : cpu_tiers())
+    if (std::strcmp(t.name, name) == 0) return &t;
+  return nullptr;
 }
 
 const IsaKernels* by_name(const char* name) {
-  if (std::strcmp(name, "scalar") == 0) return &scalar_kernels();
-  if (std::strcmp(name, "avx2") == 0) return features().avx2 ? &avx2_kernels() : nullptr;
-  if (std::strcmp(name, "avx2vnni") == 0) return features().avx2vnni ? &avx2vnni_kernels() : nullptr;
-  if (std::strcmp(name, "avx512") == 0) return features().avx512 ? &avx512_kernels() : nullptr;
-  fail("unknown ISA '{}' (expected scalar, avx2, avx2vnni or avx512)", name);
+  const CpuTier* t = find_tier(name);
+  if (!t) fail("unknown ISA '{}' (this build's tiers: {})", name, tier_names());
+  return t->supported() ? &t->kernels() : nullptr;
 }
 
 const IsaKernels* initial() {
@@ -65,26 +39,15 @@ const IsaKernels* initial() {
     if (!k) fail("FERRUM_ISA={}: this CPU does not support it", env);
     return k;
   }
-  if (features().avx512) return &avx512_kernels();
-  if (features().avx2vnni) return &avx2vnni_kernels();
-  if (features().avx2) return &avx2_kernels();
+  const auto tiers = cpu_tiers();
+  for (size_t i = tiers.size(); i-- > 0;)
+    if (tiers[i].supported()) return &tiers[i].kernels();
   return &scalar_kernels();
 }
 
 std::atomic<const IsaKernels*> g_active{nullptr};
 
 }  // namespace
-
-// The AVX2 tier with the packed products' integer dot products done by AVX-VNNI.
-const IsaKernels& avx2vnni_kernels() {
-  static const IsaKernels k = [] {
-    IsaKernels v = avx2_kernels();
-    v.name = "avx2vnni";
-    v.packed = &avxvnni_packed_kernels();
-    return v;
-  }();
-  return k;
-}
 
 const IsaKernels& active_kernels() {
   const IsaKernels* k = g_active.load(std::memory_order_acquire);
@@ -95,12 +58,22 @@ const IsaKernels& active_kernels() {
   return *k;
 }
 
+const IsaKernels* isa_kernels(const char* name) {
+  return by_name(name);
+}
+
 const char* active_isa() {
   return active_kernels().name;
 }
 
 bool isa_supported(const char* name) {
   return by_name(name) != nullptr;
+}
+
+std::vector<const char*> isa_tiers() {
+  std::vector<const char*> v;
+  for (const CpuTier& t : cpu_tiers()) v.push_back(t.name);
+  return v;
 }
 
 void force_isa(const char* name) {

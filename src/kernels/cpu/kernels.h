@@ -80,15 +80,22 @@ struct IsaKernels {
   LowrankFn lowrank;
 };
 
+// Each architecture's tiers (cpu_tiers_x86.cpp, cpu_tiers_arm.cpp); a build has only its own.
+const IsaKernels& scalar_kernels();
+#if defined(__x86_64__)
 const PackedKernels& avx512_packed_kernels();
 const PackedKernels& avx2_packed_kernels();     // vpmaddubsw: AVX2 + FMA + F16C
 const PackedKernels& avxvnni_packed_kernels();  // VEX vpdpbusd on 256-bit registers
-
-const IsaKernels& scalar_kernels();
 const IsaKernels& avx2_kernels();
 const IsaKernels& avx2vnni_kernels();
 const IsaKernels& avx512_kernels();
+#elif defined(__aarch64__)
+const IsaKernels& neon_kernels();     // ARMv8.0 Advanced SIMD
+const IsaKernels& neondot_kernels();  // and the dot-product extension (SDOT)
+#endif
 // The kernels in use (see isa.cpp).
 const IsaKernels& active_kernels();
+// The named tier's kernels; nullptr if this CPU lacks it (throws for a name this build lacks).
+const IsaKernels* isa_kernels(const char* name);
 
 }  // namespace ferrum::kernels

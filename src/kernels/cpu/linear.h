@@ -1,6 +1,6 @@
 // A weight matrix of a linear layer as the forward pass uses it: one or more row blocks of the file
 // stacked in order (q, k, v -> one matrix), multiplied in one call. When the kernels allow it (Fast
-// precision, a tier with packed kernels: avx2, avx2vnni or avx512; a packable type, rows in
+// precision, a tier with packed kernels: every SIMD tier; a packable type, rows in
 // multiples of 16) consecutive blocks of one type are also repacked into one PackedMatrix at load
 // (q and k of Q4_K together when v is Q6_K). Every packed tier reads the same layout, and the
 // file's rows stay as they are (the embedding lookup and the scalar kernels read them), so forcing

@@ -21,9 +21,14 @@ using LowrankFn = void (*)(const float* u, int64_t ldu, int64_t n, const TensorV
                            int64_t o1, const int64_t* rows, float* y, int64_t ldy);
 void lowrank_up_add_portable(const float* u, int64_t ldu, int64_t n, const TensorView& bt, int64_t o0,
                              int64_t o1, const int64_t* rows, float* y, int64_t ldy);
+#if defined(__x86_64__)
 void lowrank_up_add_avx512(const float* u, int64_t ldu, int64_t n, const TensorView& bt, int64_t o0,
                            int64_t o1, const int64_t* rows, float* y, int64_t ldy);
 void lowrank_up_add_avx2(const float* u, int64_t ldu, int64_t n, const TensorView& bt, int64_t o0, int64_t o1,
                          const int64_t* rows, float* y, int64_t ldy);
+#elif defined(__aarch64__)
+void lowrank_up_add_neon(const float* u, int64_t ldu, int64_t n, const TensorView& bt, int64_t o0, int64_t o1,
+                         const int64_t* rows, float* y, int64_t ldy);
+#endif
 
 }  // namespace ferrum::kernels

@@ -41,11 +41,14 @@ void matmul_packed(const PackedMatrix& P, const float* x, int64_t ldx, int64_t n
                    ThreadPool& pool, MatmulScratch& scratch);
 bool packed_kernels_active();
 
-// The instruction set in use: "scalar", "avx2", "avx2vnni" or "avx512". The default is the best the CPU has,
-// or the FERRUM_ISA environment variable. force_isa throws ferrum::Error if the CPU lacks it.
+// The kernel tier in use: "scalar", "avx2", "avx2vnni" or "avx512" on x86-64; "scalar", "neon" or
+// "neondot" on ARM64. The default is the best the CPU has, or the FERRUM_ISA environment variable.
+// force_isa throws ferrum::Error if the CPU lacks it.
 const char* active_isa();
 void force_isa(const char* name);
-// Whether this CPU (and OS) can run the named ISA path.
+// Whether this CPU (and OS) can run the named tier; throws for a name this build has no tier of.
 bool isa_supported(const char* name);
+// This build's tiers, simplest first (whether or not this CPU runs them).
+std::vector<const char*> isa_tiers();
 
 }  // namespace ferrum::kernels

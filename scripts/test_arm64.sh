@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Cross-compiles ferrum for ARM64 (clang-16 and Debian's aarch64 toolchain, cmake/aarch64-linux-gnu.cmake)
+# into build-arm64/ and runs tests under qemu-aarch64 user emulation: by default the kernel tests and
+# the model goldens on each ARM tier (scalar, neon, neondot: qemu's default CPU has the dot-product
+# extension). Installs what it needs (the cross toolchain, qemu-user and the arm64 builds of the
+# libraries, as multiarch packages) only when missing. Speed under emulation says nothing of ARM
+# speed; see bench/README.md for the figures on paper.
+#   scripts/test_arm64.sh                      # kernels + model goldens, every ARM tier
+#   scripts/test_arm64.sh -L 'kernels|models'  # or any ctest arguments: the tests they select
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/packages.sh
+
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  echo "test_arm64: adding the arm64 architecture to dpkg (multiarch libraries)"
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo dpkg --add-architecture arm64
+  $sudo apt-get update -qq
+fi
+install_missing test_arm64 cmake ninja-build pkg-config clang-16 qemu-user g++-aarch64-linux-gnu \
+  nlohmann-json3-dev libcli11-dev xz-utils \
+  libfmt-dev:arm64 libpcre2-dev:arm64 libmicrohttpd-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64 \
+  libcpp-httplib-dev:arm64 libc6:arm64
+
+BUILD_DIR=${BUILD_DIR:-build-arm64}
+if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DFERRUM_BUILD_TESTS=ON -DFERRUM_BUILD_LIBRARY=OFF
+fi
+cmake --build "$BUILD_DIR" -j "$(nproc)" --target test_kernels test_models ferrum
+
+cd "$BUILD_DIR"
+if [ $# -gt 0 ]; then
+  exec ctest --output-on-failure -j "$(nproc)" --timeout 1800 "$@"
+fi
+# The goldens and kernel tests on the best tier (discovered tests), then on each lower one.
+exec ctest --output-on-failure -j "$(nproc)" --timeout 1800 -L '^(kernels|models)$'
