@@ -3,7 +3,8 @@
 # setup.sh), then runs the whole test suite with CTest twice: on the
 # release build (build/) and on an AddressSanitizer + UndefinedBehaviorSanitizer build
 # (build-asan/; memory errors, leaks and undefined behaviour fail the test); then the engine and
-# server tests under ThreadSanitizer (scripts/tsan.sh). Fails if any of the three fails.
+# server tests under ThreadSanitizer (scripts/tsan.sh); then the ARM64 build's kernel tests and
+# model goldens under emulation (scripts/test_arm64.sh --ci). Fails if any of the four fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/sanitizers.sh
@@ -20,4 +21,7 @@ cmake --build build-asan -j "$(nproc)"
 
 echo "test: the engine and server tests under ThreadSanitizer (build-tsan/)"
 ./scripts/tsan.sh || status=1
+
+echo "test: ARM64 cross build, kernel tests and model goldens under qemu-aarch64 (build-arm64/)"
+./scripts/test_arm64.sh --ci || status=1
 exit $status

@@ -16,6 +16,7 @@ const IsaKernels& neondot_kernels() {
   static const IsaKernels k = [] {
     IsaKernels v = neon_kernels();
     v.name = "neondot";
+    v.packed = &neondot_packed_kernels();
     return v;
   }();
   return k;

@@ -92,6 +92,9 @@ const IsaKernels& avx512_kernels();
 #elif defined(__aarch64__)
 const IsaKernels& neon_kernels();     // ARMv8.0 Advanced SIMD
 const IsaKernels& neondot_kernels();  // and the dot-product extension (SDOT)
+// Their packed products (packed_neon.h: SMLAL, SDOT by lane).
+const PackedKernels& neon_packed_kernels();
+const PackedKernels& neondot_packed_kernels();
 #endif
 // The kernels in use (see isa.cpp).
 const IsaKernels& active_kernels();

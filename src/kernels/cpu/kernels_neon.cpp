@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "core/fp16.h"
+#include "kernels/cpu/attention_tile.h"
 #include "kernels/cpu/exp_neon.h"
 #include "kernels/cpu/kernels.h"
 
@@ -462,10 +463,10 @@ const IsaKernels& neon_kernels() {
                                f16_row,
                                softmax4,
                                swiglu4,
-                               nullptr,
-                               nullptr,
-                               0,
-                               lowrank_up_add_portable};
+                               &neon_packed_kernels(),
+                               &neon_tile_ops(),
+                               4,
+                               lowrank_up_add_neon};
   return k;
 }
 
