@@ -39,6 +39,7 @@ std::vector<float> random_values(size_t n, uint32_t seed, float amp = 1.7f) {
 
 struct Shape {
   int n_head, n_head_kv, hd, window = 0;
+  bool causal = true;  // false: bidirectional, every query sees all len keys
 };
 
 // One sequence's cache of len tokens, contiguous or paged (16-token blocks in shuffled order).
@@ -98,6 +99,7 @@ AttentionParams params(const Shape& s) {
   p.head_dim = s.hd;
   p.scale = 1.0f / std::sqrt(static_cast<float>(s.hd));
   p.sliding_window = s.window;
+  p.causal = s.causal;
   return p;
 }
 
@@ -122,7 +124,8 @@ std::vector<double> reference(const Shape& s, const TestCache& c, const std::vec
   const int group = s.n_head / s.n_head_kv, hd = s.hd;
   std::vector<double> out(static_cast<size_t>(n_tok) * s.n_head * hd, 0.0);
   for (int64_t t = 0; t < n_tok; ++t) {
-    const int64_t pos = pos0 + t, lo = s.window > 0 ? std::max<int64_t>(0, pos - s.window + 1) : 0;
+    const int64_t pos = s.causal ? pos0 + t : pos0 + n_tok - 1,
+                  lo = s.window > 0 ? std::max<int64_t>(0, pos - s.window + 1) : 0;
     for (int h = 0; h < s.n_head; ++h) {
       const int hk = h / group;
       std::vector<double> sc(pos - lo + 1);
@@ -198,12 +201,14 @@ void check(const Case& k, int threads) {
                 (long)k.len, (long)k.n_tok, err);
   EXPECT_LT(err, tol) << kv_type_name(k.type) << (k.paged ? " paged" : " contiguous") << " heads "
                       << k.shape.n_head << "/" << k.shape.n_head_kv << " hd " << k.shape.hd << " window "
-                      << k.shape.window << " len " << k.len << " n_tok " << k.n_tok << " threads " << threads;
+                      << k.shape.window << (k.shape.causal ? "" : " bidirectional") << " len " << k.len
+                      << " n_tok " << k.n_tok << " threads " << threads;
 }
 
 std::vector<Case> cases() {
   std::vector<Case> out;
-  const Shape shapes[] = {{4, 4, 64}, {8, 2, 128}, {16, 2, 64}, {4, 1, 40}, {8, 2, 64, 100}};
+  const Shape shapes[] = {{4, 4, 64},      {8, 2, 128},          {16, 2, 64},           {4, 1, 40},
+                          {8, 2, 64, 100}, {4, 4, 64, 0, false}, {8, 2, 128, 0, false}, {4, 1, 40, 0, false}};
   const KvType types[] = {KvType::F32, KvType::F16, KvType::BF16, KvType::INT8};
   for (const Shape& s : shapes)
     for (KvType t : types)
@@ -291,6 +296,38 @@ TEST_P(AttentionBatching, TokenResultDoesNotDependOnBatching) {
 
 INSTANTIATE_TEST_SUITE_P(KvTypes, AttentionBatching, testing::Values(KvType::F16, KvType::INT8),
                          [](const auto& info) { return std::string(kv_type_name(info.param)); });
+
+// Bidirectional: a sentence's outputs are bitwise the same alone or next to other sentences (each
+// job sees only its own keys: the padding mask), and they differ from causal attention's.
+TEST(Attention, BidirectionalSentencesDoNotSeeEachOther) {
+  const Shape s{8, 2, 64, 0, false};
+  const int64_t width = s.n_head * s.hd, lens[] = {24, 5, 130};
+  std::vector<TestCache> caches;
+  std::vector<std::vector<float>> qs, alone, together;
+  for (int i = 0; i < 3; ++i) {
+    caches.emplace_back(KvType::F32, s.n_head_kv, s.hd, lens[i], false, 40 + i);
+    qs.push_back(random_values(static_cast<size_t>(lens[i]) * width, 50 + i));
+    alone.push_back(run(s, caches[i], qs[i], lens[i], 0, 2));
+    together.emplace_back(qs[i].size());
+  }
+  AttentionJob jobs[3];
+  for (int i = 0; i < 3; ++i)
+    jobs[i] = {qs[i].data(), width, lens[i], 0, caches[i].view(), together[i].data(), width};
+  ThreadPool pool(2);
+  AttentionScratch scratch;
+  attention(params(s), jobs, 3, pool, scratch);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(alone[i], together[i]) << "sentence " << i;
+  Shape causal = s;
+  causal.causal = true;
+  EXPECT_NE(alone[0], run(causal, caches[0], qs[0], lens[0], 0, 2));
+}
+
+TEST(Attention, RefusesASlidingWindowWithoutCausality) {
+  const Shape s{4, 4, 64, 8, false};
+  const TestCache c(KvType::F32, 4, 64, 16, false, 1);
+  const auto q = random_values(16 * 4 * 64, 2);
+  EXPECT_THROW(run(s, c, q, 16, 0, 1), Error);
+}
 
 TEST(Attention, RejectsHeadSizesPastTheLimit) {
   const Shape s{1, 1, kMaxHeadDim + 16};

@@ -101,8 +101,9 @@ struct ItemRunner {
   const AttentionTileOps& ops;
   int group, hd;
 
-  // Keys token t sees within chunk [ks, ke).
+  // Keys token t sees within chunk [ks, ke) (bidirectional: the whole chunk, cut to the job's keys).
   std::pair<int64_t, int64_t> keys_of(const AttentionJob& J, int64_t t, int64_t ks, int64_t ke) const {
+    if (!p.causal) return {ks, ke};
     const int64_t pos = J.pos0 + t;
     return {std::max(first_key(p, pos), ks), std::min(pos + 1, ke)};
   }
@@ -226,7 +227,7 @@ struct ItemRunner {
                     b.q + row(it, hk, t) * hd);
     if (J.kv.type == KvType::INT8) quantize_query_rows(b.q, R, hd, b.q8, b.qs, b.q8sum);
     b.merged.clear(R, hd);
-    const int64_t jlo = first_key(p, J.pos0 + it.t0), jhi = J.pos0 + it.t1;
+    const int64_t jlo = first_key(p, J.pos0 + it.t0), jhi = J.pos0 + (p.causal ? it.t1 : J.n_tok);
     for (int64_t c = it.c0; c < it.c1; ++c) {
       const int64_t ks = std::max(jlo, c * kAttentionChunk), ke = std::min(jhi, (c + 1) * kAttentionChunk);
       RowStates st = b.chunk;
@@ -261,7 +262,8 @@ struct ItemRunner {
 // The key chunks [c0, c1) that query tokens [t0, t1) of a job see.
 std::pair<int64_t, int64_t> chunks_of(const AttentionParams& p, const AttentionJob& J, int64_t t0,
                                       int64_t t1) {
-  return {first_key(p, J.pos0 + t0) / kAttentionChunk, (J.pos0 + t1 - 1) / kAttentionChunk + 1};
+  const int64_t end = J.pos0 + (p.causal ? t1 : J.n_tok);
+  return {first_key(p, J.pos0 + t0) / kAttentionChunk, (end - 1) / kAttentionChunk + 1};
 }
 
 constexpr int64_t kDecodeTokens = 4;  // jobs this short read whole K/V rows: all heads in one item
@@ -336,6 +338,7 @@ void for_each_item(ThreadPool& pool, size_t n, F&& fn) {
 void attention(const AttentionParams& p, const AttentionJob* jobs, int n_jobs, ThreadPool& pool,
                AttentionScratch& sc) {
   if (p.head_dim > kMaxHeadDim) fail("attention: head size {} is more than {}", p.head_dim, kMaxHeadDim);
+  if (!p.causal && p.sliding_window > 0) fail("attention: a sliding window needs causal attention");
   const int group = p.n_head / p.n_head_kv, hd = p.head_dim;
   const ItemRunner runner{p, attention_tile_ops(hd), group, hd};
   plan_items(p, jobs, n_jobs, pool.size(), sc);

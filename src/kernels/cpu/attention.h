@@ -1,6 +1,6 @@
-// Causal (optionally sliding-window) multi-head attention of a chunk of query tokens against one
-// sequence's KV cache, tiled with an online softmax (flash-attention style): a work item is one
-// block of query tokens x one KV head (all query heads of its GQA group), which reads its keys and
+// Causal (optionally sliding-window) or bidirectional multi-head attention of a chunk of query
+// tokens against one sequence's KV cache, tiled with an online softmax (flash-attention style): a work item
+// is one block of query tokens x one KV head (all query heads of its GQA group), which reads its keys and
 // values tile by tile straight from the cache (contiguous or paged; F32, F16, BF16 or INT8,
 // converted in registers; INT8 keys are scored with integer dot products against the queries
 // rounded to 8 bits, attention_tile.h), so memory stays O(tile) at any context length. A query's keys are cut
@@ -24,6 +24,10 @@ struct AttentionParams {
   int head_dim = 0;
   float scale = 1.0f;
   int sliding_window = 0;  // 0 = full causal; else a query at p sees keys at p-window < j <= p
+  // false: bidirectional (encoders): every query token of a job sees all of the job's keys,
+  // [0, pos0 + n_tok); a batch of sentences is one job per sentence, which is the padding mask.
+  // No sliding window then.
+  bool causal = true;
 };
 
 constexpr int64_t kAttentionChunk = 1024;  // keys per softmax chunk (a multiple of the key tile)
@@ -45,7 +49,8 @@ struct AttentionScratch {              // grow-only buffers reused across calls
 };
 
 // One query chunk of one sequence: query t (row t of q, stride ldq) is at position pos0 + t and
-// sees cached positions [lo, pos0 + t]; results go to row t of out (stride ldo).
+// sees cached positions [lo, pos0 + t] (bidirectional: [0, pos0 + n_tok)); results go to row t
+// of out (stride ldo).
 struct AttentionJob {
   const float* q = nullptr;
   int64_t ldq = 0;
