@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "core/fail.h"
-#include "formats/utf8.h"
+#include "core/utf8.h"
 
 namespace ferrum::gguf {
 namespace {
@@ -597,7 +597,7 @@ nlohmann::json File::element_json(ValueType t, const uint8_t* p) const {
     case ValueType::BOOL:
       return *p != 0;
     case ValueType::STRING:
-      return utf8_sanitize(std::string_view(reinterpret_cast<const char*>(p + 8), load<uint64_t>(p)));
+      return utf8::sanitize(std::string_view(reinterpret_cast<const char*>(p + 8), load<uint64_t>(p)));
     default: {
       const IntVal v = load_int(t, p);
       if (v.neg) return v.i;
@@ -631,7 +631,7 @@ nlohmann::json File::metadata_json(size_t max_array) const {
   auto elem = [this](ValueType t, const uint8_t* p) { return element_json(t, p); };
   for (const auto& e : entries_) {
     // Keys are bytes too: a key that is not valid UTF-8 would make dump() throw.
-    nlohmann::json& v = out[utf8_sanitize(e.key)];
+    nlohmann::json& v = out[utf8::sanitize(e.key)];
     if (e.type != ValueType::ARRAY) {
       v = element_json(e.type, map_.data() + e.offset);
     } else if (e.count <= max_array) {

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <array>
 
+#include "core/utf8.h"
 #include "tokenizer/tokenizer_impl.h"
-#include "tokenizer/unicode.h"
 
 namespace ferrum::tok {
 
@@ -76,7 +76,7 @@ void bpe_encode_word(const TokenizerImpl& t, std::string_view word, std::vector<
     }
   } else {
     for (size_t i = 0; i < word.size();) {
-      const size_t len = std::min(unicode::utf8_len(static_cast<uint8_t>(word[i])), word.size() - i);
+      const size_t len = std::min(utf8::lead_len(static_cast<uint8_t>(word[i])), word.size() - i);
       const int32_t id = t.find(word.substr(i, len));
       // Byte fallback needs a <0xXX> token for every byte of the character (else it is unknown,
       // as in HF tokenizers); a missing one was pushed as id -1.

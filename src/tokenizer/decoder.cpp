@@ -40,7 +40,65 @@ size_t run_pass(const CleanupPass& pass, const std::string& buf, bool final, std
   return i;
 }
 
+// The clean-up replacements, in the order transformers and tokenizers apply them, and which
+// clean-ups use each. Those two run one pass per rule (sequential replace calls), in table order;
+// llama.cpp scans the text three times (" ?", " !", " .", " ,"; then " ' "; then the contractions
+// " 's", " 'm", " 're", " 've"), each scan trying its rules together, and leaves " n't" alone.
+struct CleanupRule {
+  const char* from;
+  const char* to;
+  bool transformers, wordpiece;  // one pass per rule
+  int llamacpp_scan;             // which of llama.cpp's scans (-1: not used)
+};
+// clang-format off
+constexpr CleanupRule kCleanupRules[] = {
+    // from       to        transformers  wordpiece  llama.cpp scan
+    {" .",       ".",       true,         true,       0},
+    {" ?",       "?",       true,         true,       0},
+    {" !",       "!",       true,         true,       0},
+    {" ,",       ",",       true,         true,       0},
+    {" ' ",      "'",       true,         true,       1},
+    {" n't",     "n't",     true,         true,      -1},
+    {" 'm",      "'m",      true,         true,       2},
+    {" do not",  " don't",  false,        true,      -1},
+    {" 's",      "'s",      true,         true,       2},
+    {" 've",     "'ve",     true,         true,       2},
+    {" 're",     "'re",     true,         true,       2},
+};
+// clang-format on
+constexpr int kLlamaCppScans = 3;
+
+std::vector<CleanupPass> build_cleanup(Cleanup which) {
+  std::vector<CleanupPass> passes;
+  if (which == Cleanup::LlamaCpp) {
+    passes.resize(kLlamaCppScans);
+    for (const CleanupRule& r : kCleanupRules) {
+      if (r.llamacpp_scan >= 0) passes[r.llamacpp_scan].rules.emplace_back(r.from, r.to);
+    }
+    return passes;
+  }
+  for (const CleanupRule& r : kCleanupRules) {
+    if (which == Cleanup::Transformers ? r.transformers : r.wordpiece) passes.push_back({{{r.from, r.to}}});
+  }
+  return passes;
+}
+
 }  // namespace
+
+const std::vector<CleanupPass>& cleanup_passes(Cleanup which) {
+  static const std::vector<CleanupPass> kTransformers = build_cleanup(Cleanup::Transformers),
+                                        kWordPiece = build_cleanup(Cleanup::WordPieceDecoder),
+                                        kLlamaCpp = build_cleanup(Cleanup::LlamaCpp);
+  switch (which) {
+    case Cleanup::Transformers:
+      return kTransformers;
+    case Cleanup::WordPieceDecoder:
+      return kWordPiece;
+    case Cleanup::LlamaCpp:
+      return kLlamaCpp;
+  }
+  return kTransformers;
+}
 
 std::string apply_cleanup(const std::vector<CleanupPass>& passes, std::string s) {
   for (const auto& p : passes) {
@@ -94,24 +152,7 @@ void DecodeState::push(int32_t id, std::string& out) {
       }
     }
     if (t_.wp_decoder_cleanup) {
-      static const std::vector<CleanupPass> kWpCleanup = [] {
-        std::vector<CleanupPass> v;
-        for (auto [a, b] : std::initializer_list<std::pair<const char*, const char*>>{{" .", "."},
-                                                                                      {" ?", "?"},
-                                                                                      {" !", "!"},
-                                                                                      {" ,", ","},
-                                                                                      {" ' ", "'"},
-                                                                                      {" n't", "n't"},
-                                                                                      {" 'm", "'m"},
-                                                                                      {" do not", " don't"},
-                                                                                      {" 's", "'s"},
-                                                                                      {" 've", "'ve"},
-                                                                                      {" 're", "'re"}}) {
-          v.push_back({{{a, b}}});
-        }
-        return v;
-      }();
-      c = apply_cleanup(kWpCleanup, std::move(c));
+      c = apply_cleanup(cleanup_passes(Cleanup::WordPieceDecoder), std::move(c));
     }
   } else if (first_ && t_.strip_first_space && !c.empty() && c[0] == ' ') {
     c.erase(0, 1);

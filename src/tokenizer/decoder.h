@@ -28,6 +28,15 @@ class DecodeState {
   std::string scratch_;
 };
 
+// The decode-time clean-ups, all built from one table of replacements (decoder.cpp):
+//  - Transformers: transformers' clean_up_tokenization (tokenizer_config.json's
+//    clean_up_tokenization_spaces);
+//  - WordPieceDecoder: the `cleanup` of tokenizers' WordPiece decoder, applied to each token
+//    (transformers' list plus " do not" -> " don't");
+//  - LlamaCpp: llama.cpp's detokenize with clean_spaces (BPE and WordPiece GGUF vocabularies).
+enum class Cleanup { Transformers, WordPieceDecoder, LlamaCpp };
+const std::vector<CleanupPass>& cleanup_passes(Cleanup which);
+
 // Applies clean-up passes to a complete string.
 std::string apply_cleanup(const std::vector<CleanupPass>& passes, std::string s);
 

@@ -3,18 +3,15 @@
 // "\n<s>\n" / "\n</s>\n"; they are mapped to the SentencePiece form llama.cpp's converter
 // produces (<unk>/<s>/</s>, <0xXX> byte tokens), so encoding follows the GGUF "llama" path.
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "core/fail.h"
+#include "tokenizer/load_steps.h"
 #include "tokenizer/tokenizer_impl.h"
 
 namespace ferrum::tok {
 
 std::unique_ptr<TokenizerImpl> load_llama2c(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open llama2.c tokenizer", path);
-  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string data = read_file(path, "llama2.c tokenizer");
   if (data.size() < 4) fail("{}: too short for a llama2.c tokenizer header (4 bytes)", path);
   int32_t max_len;
   std::memcpy(&max_len, data.data(), 4);
@@ -23,13 +20,7 @@ std::unique_ptr<TokenizerImpl> load_llama2c(const std::string& path) {
   }
 
   auto t = std::make_unique<TokenizerImpl>();
-  t->sem = Semantics::LlamaCpp;
-  t->algo = Algo::Spm;
-  t->bos = 1, t->eos = 2, t->unk = 0;
-  t->add_bos = true;
-  t->add_space_prefix = true;
-  t->strip_first_space = true;
-  t->piece_mode = TokenizerImpl::PieceMode::Spm;
+  set_llamacpp_spm_defaults(*t);
 
   size_t off = 4;
   while (off < data.size()) {
@@ -54,7 +45,7 @@ std::unique_ptr<TokenizerImpl> load_llama2c(const std::string& path) {
       s = "<s>", ty = TokenType::Control;
     } else if (id == 2) {
       s = "</s>", ty = TokenType::Control;
-    } else if (s.size() == 6 && s.compare(0, 3, "<0x") == 0 && s[5] == '>') {
+    } else if (is_byte_token_text(s)) {
       ty = TokenType::Byte;
     } else {
       std::string esc;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/fail.h"
+#include "core/utf8.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
 
@@ -42,7 +43,7 @@ std::string bert_normalize(const NormStep& st, std::string_view text) {
   std::vector<uint32_t> cps;
   cps.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
-    uint32_t cp = next_cp(text, i);
+    uint32_t cp = utf8::next_cp(text, i);
     if (st.clean_text) {
       if (cp == 0 || cp == 0xFFFD) continue;
       const bool ws_ctl = cp == '\t' || cp == '\n' || cp == '\r';
@@ -74,7 +75,7 @@ std::string bert_normalize(const NormStep& st, std::string_view text) {
     for (uint32_t cp : cps) append_lower(low, cp);
     cps.swap(low);
   }
-  return encode_utf8(cps);
+  return utf8::encode(cps);
 }
 
 using Seg = std::pair<size_t, size_t>;
@@ -151,7 +152,7 @@ template <typename Pred>
 void char_delims(std::string_view s, size_t base, Pred pred, std::vector<Seg>& out) {
   for (size_t i = 0; i < s.size();) {
     const size_t st = i;
-    const uint32_t cp = next_cp(s, i);
+    const uint32_t cp = utf8::next_cp(s, i);
     if (pred(cp)) out.emplace_back(base + st, base + i);
   }
 }
@@ -181,20 +182,20 @@ std::string apply_normalizers(const std::vector<NormStep>& steps, std::string_vi
         s = nfc(s);
         break;
       case NormStep::NFD:
-        s = encode_utf8(nfd(decode_utf8(s)));
+        s = utf8::encode(nfd(utf8::decode(s)));
         break;
       case NormStep::Lowercase: {
         std::vector<uint32_t> low;
-        for (uint32_t cp : decode_utf8(s)) append_lower(low, cp);
-        s = encode_utf8(low);
+        for (uint32_t cp : utf8::decode(s)) append_lower(low, cp);
+        s = utf8::encode(low);
         break;
       }
       case NormStep::StripAccents: {
         std::vector<uint32_t> keep;
-        for (uint32_t cp : decode_utf8(s)) {
+        for (uint32_t cp : utf8::decode(s)) {
           if (category(cp) != Category::Mn) keep.push_back(cp);
         }
-        s = encode_utf8(keep);
+        s = utf8::encode(keep);
         break;
       }
       case NormStep::Bert:

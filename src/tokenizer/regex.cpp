@@ -4,6 +4,7 @@
 #include <pcre2.h>
 
 #include "core/fail.h"
+#include "core/utf8.h"
 
 namespace ferrum::tok {
 
@@ -62,7 +63,7 @@ void Regex::find_all(std::string_view s, std::vector<std::pair<size_t, size_t>>&
     if (e == b) {
       // Empty match: skip one character (never produced by the tokenizer patterns, but be safe).
       pos = e + 1;
-      while (pos < s.size() && (static_cast<unsigned char>(s[pos]) & 0xC0) == 0x80) ++pos;
+      while (pos < s.size() && utf8::is_continuation(static_cast<uint8_t>(s[pos]))) ++pos;
       continue;
     }
     out.emplace_back(b, e);

@@ -34,6 +34,16 @@ class SpecialSplitter {
              const std::vector<Span>& literal = {}) const;
 
  private:
+  // Which matches are allowed: special tokens only with parse_special and outside the literal spans.
+  struct Filter {
+    bool parse_special;
+    const std::vector<Span>& literal;
+  };
+  bool allowed(int32_t k, size_t i, const Filter& f) const;  // added index k matched at byte i
+  void split_leftmost_longest(std::string_view text, const Filter& f, std::vector<Fragment>& out) const;
+  void split_llamacpp(std::string_view text, const Filter& f, std::vector<Fragment>& out) const;
+  // Every allowed occurrence (start byte) of each added index; false if there is none.
+  bool occurrences(std::string_view text, const Filter& f, std::vector<std::vector<size_t>>& occ) const;
   int child(int node, uint8_t c) const {
     if (node == 0) return root_[c];
     auto it = edges_.find((uint64_t(uint32_t(node)) << 8) | c);

@@ -4,8 +4,8 @@
 // A priority queue over candidate pairs with lazy invalidation keeps this O(n log n).
 #include <algorithm>
 
+#include "core/utf8.h"
 #include "tokenizer/tokenizer_impl.h"
-#include "tokenizer/unicode.h"
 
 namespace ferrum::tok {
 
@@ -37,7 +37,7 @@ void encode_segment(const TokenizerImpl& t, std::string_view text, std::vector<i
   syms.clear();
   heap.clear();
   for (size_t off = 0; off < text.size();) {
-    const size_t len = std::min(unicode::utf8_len(static_cast<uint8_t>(text[off])), text.size() - off);
+    const size_t len = std::min(utf8::lead_len(static_cast<uint8_t>(text[off])), text.size() - off);
     const int idx = static_cast<int>(syms.size());
     syms.push_back({idx - 1, off + len == text.size() ? -1 : idx + 1, static_cast<uint32_t>(off),
                     static_cast<uint32_t>(len), t.find(text.substr(off, len))});

@@ -4,10 +4,11 @@
 #include <cctype>
 
 #include "core/fail.h"
+#include "core/utf8.h"
 #include "tokenizer/decoder.h"
+#include "tokenizer/load_steps.h"
 #include "tokenizer/special_split.h"
 #include "tokenizer/tokenizer_impl.h"
-#include "tokenizer/unicode.h"
 
 namespace ferrum {
 
@@ -60,7 +61,7 @@ int hex_digit(char c) {
 
 // "<0xAB>" -> 0xAB, else -1.
 int parse_byte_token(const std::string& s) {
-  if (s.size() != 6 || s.compare(0, 3, "<0x") != 0 || s[5] != '>') return -1;
+  if (!tok::is_byte_token_text(s)) return -1;
   const int h = hex_digit(s[3]), l = hex_digit(s[4]);
   return h < 0 || l < 0 ? -1 : h * 16 + l;
 }
@@ -80,170 +81,204 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
   s.swap(out);
 }
 
-}  // namespace
+// The steps of TokenizerImpl::finalize, in order.
 
-void TokenizerImpl::finalize() {
-  const size_t n = text.size();
-  if (n == 0) fail("tokenizer: empty vocabulary");
-  score.resize(n, 0.0f);
-  type.resize(n, TokenType::Normal);
-  to_id.clear();
-  to_id.reserve(n * 2);
-  max_token_len = 0;
+// Scores and types sized to the vocabulary; the text -> id index (first id wins on duplicates).
+void index_vocab(TokenizerImpl& t) {
+  const size_t n = t.text.size();
+  t.score.resize(n, 0.0f);
+  t.type.resize(n, TokenType::Normal);
+  t.to_id.clear();
+  t.to_id.reserve(n * 2);
+  t.max_token_len = 0;
   for (size_t i = 0; i < n; ++i) {
-    to_id.emplace(text[i], static_cast<int32_t>(i));  // first id wins on duplicates
-    max_token_len = std::max(max_token_len, text[i].size());
+    t.to_id.emplace(t.text[i], static_cast<int32_t>(i));
+    t.max_token_len = std::max(t.max_token_len, t.text[i].size());
   }
+}
 
-  // SPM merges stay inside "▁"-started segments unless some token has "▁" after another char.
-  spm_word_local = true;
-  for (const std::string& s : text) {
+// SPM: whether merges stay inside "▁"-started segments (unless some token has "▁" after another
+// char), and every way to write a token as the concatenation of two tokens.
+void find_spm_pairs(TokenizerImpl& t) {
+  t.spm_word_local = true;
+  for (const std::string& s : t.text) {
     for (size_t p = s.find("\xE2\x96\x81", 1); p != std::string::npos; p = s.find("\xE2\x96\x81", p + 3)) {
-      if (p < 3 || s.compare(p - 3, 3, "\xE2\x96\x81") != 0) spm_word_local = false;
+      if (p < 3 || s.compare(p - 3, 3, "\xE2\x96\x81") != 0) t.spm_word_local = false;
     }
   }
-
-  // SPM: every way to write a token as the concatenation of two tokens.
-  spm_pairs = tok::MergeMap();
-  if (algo == Algo::Spm) {
-    spm_pairs.reserve(n * 2);
-    for (size_t i = 0; i < n; ++i) {
-      const std::string_view s = text[i];
-      if (find(s) != static_cast<int32_t>(i)) continue;  // duplicate text
-      for (size_t k = unicode::utf8_len(static_cast<uint8_t>(s[0])); k < s.size();
-           k += unicode::utf8_len(static_cast<uint8_t>(s[k]))) {
-        const int32_t a = find(s.substr(0, k)), b = find(s.substr(k));
-        if (a >= 0 && b >= 0) {
-          spm_pairs.emplace((uint64_t(uint32_t(a)) << 32) | uint32_t(b), {static_cast<int32_t>(i), 0});
-        }
+  t.spm_pairs = tok::MergeMap();
+  if (t.algo != Algo::Spm) return;
+  const size_t n = t.text.size();
+  t.spm_pairs.reserve(n * 2);
+  for (size_t i = 0; i < n; ++i) {
+    const std::string_view s = t.text[i];
+    if (t.find(s) != static_cast<int32_t>(i)) continue;  // duplicate text
+    for (size_t k = utf8::lead_len(static_cast<uint8_t>(s[0])); k < s.size();
+         k += utf8::lead_len(static_cast<uint8_t>(s[k]))) {
+      const int32_t a = t.find(s.substr(0, k)), b = t.find(s.substr(k));
+      if (a >= 0 && b >= 0) {
+        t.spm_pairs.emplace((uint64_t(uint32_t(a)) << 32) | uint32_t(b), {static_cast<int32_t>(i), 0});
       }
     }
   }
+}
 
-  // End-of-generation set (and llama.cpp's retyping by text).
-  eog_flag.assign(n, 0);
+// End-of-generation set (and llama.cpp's retyping by text).
+void mark_eog(TokenizerImpl& t) {
+  const size_t n = t.text.size();
+  const bool llamacpp = t.sem == Semantics::LlamaCpp;
+  t.eog_flag.assign(n, 0);
   for (const char* s : kEogTexts) {
-    const int32_t id = find(s);
+    const int32_t id = t.find(s);
     if (id < 0) continue;
-    eog_flag[id] = 1;
-    if (sem == Semantics::LlamaCpp) type[id] = TokenType::Control;
+    t.eog_flag[id] = 1;
+    if (llamacpp) t.type[id] = TokenType::Control;
   }
-  if (sem == Semantics::LlamaCpp) {
+  if (llamacpp) {
     for (const char* s : kFimTexts) {
-      const int32_t id = find(s);
-      if (id >= 0) type[id] = TokenType::Control;
+      const int32_t id = t.find(s);
+      if (id >= 0) t.type[id] = TokenType::Control;
     }
   }
-  if (eos >= 0) eog_flag[eos] = 1;
-  for (int32_t id : eog) eog_flag[id] = 1;
-  eog.clear();
+  if (t.eos >= 0) t.eog_flag[t.eos] = 1;
+  for (int32_t id : t.eog) t.eog_flag[id] = 1;
+  t.eog.clear();
   for (size_t i = 0; i < n; ++i) {
-    if (eog_flag[i]) eog.push_back(static_cast<int32_t>(i));
+    if (t.eog_flag[i]) t.eog.push_back(static_cast<int32_t>(i));
   }
+}
 
-  // Byte tokens.
-  std::fill(std::begin(byte_token), std::end(byte_token), -1);
-  if (byte_level) {
+// The token of each byte: byte-level BPE's character token, else the "<0xXX>" token.
+void find_byte_tokens(TokenizerImpl& t) {
+  std::fill(std::begin(t.byte_token), std::end(t.byte_token), -1);
+  if (t.byte_level) {
     for (int b = 0; b < 256; ++b) {
       std::string s;
-      unicode::append_utf8(s, tok::byte_to_cp(static_cast<uint8_t>(b)));
-      byte_token[b] = find(s);
+      utf8::append(s, tok::byte_to_cp(static_cast<uint8_t>(b)));
+      t.byte_token[b] = t.find(s);
     }
-  } else {
-    for (size_t i = 0; i < n; ++i) {
-      const int b = parse_byte_token(text[i]);
-      // llama.cpp's SPM byte_to_token looks the "<0xXX>" text up whatever its type.
-      const bool usable = type[i] == TokenType::Byte || sem == Semantics::HF || algo == Algo::Spm;
-      if (b >= 0 && usable && byte_token[b] < 0) {
-        byte_token[b] = static_cast<int32_t>(i);
-      }
+    return;
+  }
+  for (size_t i = 0; i < t.text.size(); ++i) {
+    const int b = parse_byte_token(t.text[i]);
+    // llama.cpp's SPM byte_to_token looks the "<0xXX>" text up whatever its type.
+    const bool usable = t.type[i] == TokenType::Byte || t.sem == Semantics::HF || t.algo == Algo::Spm;
+    if (b >= 0 && usable && t.byte_token[b] < 0) {
+      t.byte_token[b] = static_cast<int32_t>(i);
     }
   }
+}
 
-  // Pieces (bytes each token contributes) and skippable flags.
-  piece.assign(n, std::string());
-  skippable.assign(n, 0);
-  bytes_to_id.clear();
+// The bytes a byte-level token's characters stand for; false if one is not in the byte map.
+bool byte_level_bytes(std::string_view s, std::string& out) {
+  out.clear();
+  for (size_t k = 0; k < s.size();) {
+    const int b = tok::cp_to_byte(utf8::next_cp(s, k));
+    if (b < 0) return false;
+    out.push_back(static_cast<char>(b));
+  }
+  return true;
+}
+
+// The bytes token i contributes when rendered (piece_mode), for a token rendered as itself.
+void set_piece(TokenizerImpl& t, size_t i) {
+  const std::string& s = t.text[i];
+  switch (t.piece_mode) {
+    case TokenizerImpl::PieceMode::Spm:
+      t.piece[i] = s;
+      replace_all(t.piece[i], "\xE2\x96\x81", " ");
+      break;
+    case TokenizerImpl::PieceMode::Raw:
+      t.piece[i] = s;
+      break;
+    case TokenizerImpl::PieceMode::ByteLevel: {
+      std::string out;
+      const bool ok = byte_level_bytes(s, out);
+      if (ok && t.type[i] == TokenType::Normal) t.bytes_to_id.emplace(out, static_cast<int32_t>(i));
+      t.piece[i] = ok ? std::move(out) : s;
+      break;
+    }
+  }
+}
+
+// Pieces (bytes each token contributes) and skippable flags.
+void build_pieces(TokenizerImpl& t) {
+  const size_t n = t.text.size();
+  const bool llamacpp = t.sem == Semantics::LlamaCpp;
+  t.piece.assign(n, std::string());
+  t.skippable.assign(n, 0);
+  t.bytes_to_id.clear();
   for (size_t i = 0; i < n; ++i) {
-    const TokenType ty = type[i];
-    const std::string& s = text[i];
-    skippable[i] = ty == TokenType::Control || ty == TokenType::Unknown;
-    if (sem == Semantics::LlamaCpp && (ty == TokenType::Unused || ty == TokenType::Undefined)) {
-      skippable[i] = 1;  // llama.cpp renders unsupported types as nothing
+    const TokenType ty = t.type[i];
+    t.skippable[i] = ty == TokenType::Control || ty == TokenType::Unknown;
+    if (llamacpp && (ty == TokenType::Unused || ty == TokenType::Undefined)) {
+      t.skippable[i] = 1;  // llama.cpp renders unsupported types as nothing
       continue;
     }
-    if (ty == TokenType::Control || ty == TokenType::Unknown ||
-        (ty == TokenType::UserDefined && sem == Semantics::LlamaCpp)) {
-      piece[i] = s;
+    if (ty == TokenType::Control || ty == TokenType::Unknown || (ty == TokenType::UserDefined && llamacpp)) {
+      t.piece[i] = t.text[i];
       continue;
     }
-    if (ty == TokenType::Byte || (sem == Semantics::HF && piece_mode == PieceMode::Spm)) {
-      const int b = parse_byte_token(s);
+    if (ty == TokenType::Byte || (!llamacpp && t.piece_mode == TokenizerImpl::PieceMode::Spm)) {
+      const int b = parse_byte_token(t.text[i]);
       if (b >= 0) {
-        piece[i] = std::string(1, static_cast<char>(b));
+        t.piece[i] = std::string(1, static_cast<char>(b));
         continue;
       }
     }
-    switch (piece_mode) {
-      case PieceMode::Spm:
-        piece[i] = s;
-        replace_all(piece[i], "\xE2\x96\x81", " ");
-        break;
-      case PieceMode::Raw:
-        piece[i] = s;
-        break;
-      case PieceMode::ByteLevel: {
-        std::string out;
-        bool ok = true;
-        for (size_t k = 0; k < s.size();) {
-          const int b = tok::cp_to_byte(unicode::next_cp(s, k));
-          if (b < 0) {
-            ok = false;
-            break;
-          }
-          out.push_back(static_cast<char>(b));
-        }
-        piece[i] = ok ? out : s;
-        if (ok && ty == TokenType::Normal) bytes_to_id.emplace(out, static_cast<int32_t>(i));
-        break;
-      }
-    }
+    set_piece(t, i);
   }
+}
 
-  // Added/special tokens matched in text (llama.cpp: by token type).
-  if (sem == Semantics::LlamaCpp) {
-    added.clear();
-    for (size_t i = 0; i < n; ++i) {
-      const TokenType ty = type[i];
+// Added/special tokens matched in text (llama.cpp: by token type), longest first, and their
+// splitter.
+void build_splitter(TokenizerImpl& t) {
+  if (t.sem == Semantics::LlamaCpp) {
+    t.added.clear();
+    for (size_t i = 0; i < t.text.size(); ++i) {
+      const TokenType ty = t.type[i];
       if (ty == TokenType::Control || ty == TokenType::UserDefined || ty == TokenType::Unknown) {
-        added.push_back({static_cast<int32_t>(i), ty != TokenType::UserDefined});
+        t.added.push_back({static_cast<int32_t>(i), ty != TokenType::UserDefined});
       }
     }
   }
-  std::stable_sort(added.begin(), added.end(), [&](const tok::AddedToken& a, const tok::AddedToken& b) {
-    return text[a.id].size() > text[b.id].size();
+  std::stable_sort(t.added.begin(), t.added.end(), [&](const tok::AddedToken& a, const tok::AddedToken& b) {
+    return t.text[a.id].size() > t.text[b.id].size();
   });
-  if (phi3_rstrip) {
-    for (auto& a : added) {
-      const std::string& s = text[a.id];
+  if (t.phi3_rstrip) {
+    for (auto& a : t.added) {
+      const std::string& s = t.text[a.id];
       a.rstrip = !(s == "<unk>" || s == "<s>" || s == "<|endoftext|>");
     }
   }
-  splitter = std::make_shared<tok::SpecialSplitter>();
-  splitter->build(added, text);
+  t.splitter = std::make_shared<tok::SpecialSplitter>();
+  t.splitter->build(t.added, t.text);
+}
 
-  // BOS/EOS policy (llama.cpp); the HF loader sets prefix/suffix from the post-processor.
-  if (sem == Semantics::LlamaCpp) {
-    prefix_ids.clear();
-    suffix_ids.clear();
-    if (algo == Algo::WordPiece) {
-      if (add_bos && bos >= 0) prefix_ids.push_back(bos);
-      if (add_sep && sep >= 0) suffix_ids.push_back(sep);
-    } else {
-      if (add_bos && bos >= 0) prefix_ids.push_back(bos);
-      if (add_eos && eos >= 0) suffix_ids.push_back(eos);
-    }
+// BOS/EOS policy (llama.cpp); the HF loader sets prefix/suffix from the post-processor.
+void set_bos_eos_policy(TokenizerImpl& t) {
+  if (t.sem != Semantics::LlamaCpp) return;
+  t.prefix_ids.clear();
+  t.suffix_ids.clear();
+  if (t.add_bos && t.bos >= 0) t.prefix_ids.push_back(t.bos);
+  if (t.algo == Algo::WordPiece) {
+    if (t.add_sep && t.sep >= 0) t.suffix_ids.push_back(t.sep);
+  } else {
+    if (t.add_eos && t.eos >= 0) t.suffix_ids.push_back(t.eos);
   }
+}
+
+}  // namespace
+
+void TokenizerImpl::finalize() {
+  if (text.empty()) fail("tokenizer: empty vocabulary");
+  index_vocab(*this);
+  find_spm_pairs(*this);
+  mark_eog(*this);
+  find_byte_tokens(*this);
+  build_pieces(*this);
+  build_splitter(*this);
+  set_bos_eos_policy(*this);
 }
 
 namespace {
@@ -251,6 +286,65 @@ namespace {
 void escape_spaces(std::string& s) {
   replace_all(s, " ", "\xE2\x96\x81");
 }
+
+// Encodes the text between special tokens, one fragment at a time, with a per-call cache of BPE
+// results by pre-token (words repeat a lot in real text).
+class FragmentEncoder {
+ public:
+  explicit FragmentEncoder(const TokenizerImpl& t) : t_(t) {}
+  // at_start: the fragment starts the text; after_special: it follows a special token (or the start).
+  void encode(std::string_view frag, bool at_start, bool after_special, std::vector<int32_t>& out) {
+    if (t_.sem == Semantics::HF) {
+      buf_ = tok::apply_normalizers(t_.normalizers, frag, at_start);
+      tok::pre_tokenize(t_.pretok, buf_, spans_, at_start);
+      for (const auto& [b, e] : spans_) {
+        const std::string_view w = std::string_view(buf_).substr(b, e - b);
+        if (t_.algo == Algo::WordPiece) {
+          tok::wordpiece_encode_word(t_, w, out);
+        } else {
+          encode_bpe_word(w, out);
+        }
+      }
+      return;
+    }
+    switch (t_.algo) {
+      case Algo::Spm:
+        buf_.clear();
+        if (t_.add_space_prefix && after_special) buf_ = " ";
+        buf_.append(frag);
+        escape_spaces(buf_);
+        tok::spm_encode(t_, buf_, out);
+        break;
+      case Algo::Bpe:
+        buf_.assign(frag);
+        tok::pre_tokenize(t_.pretok, buf_, spans_, at_start);
+        for (const auto& [b, e] : spans_) encode_bpe_word(std::string_view(buf_).substr(b, e - b), out);
+        break;
+      case Algo::WordPiece:
+        tok::llamacpp_wpm_encode(t_, frag, out);
+        break;
+    }
+  }
+
+ private:
+  void encode_bpe_word(std::string_view w, std::vector<int32_t>& out) {
+    if (const auto* hit = cache_.find(w)) {
+      out.insert(out.end(), cached_ids_.begin() + hit->first, cached_ids_.begin() + hit->first + hit->second);
+      return;
+    }
+    const size_t start = out.size();
+    tok::bpe_encode_word(t_, w, out);
+    const auto off = static_cast<uint32_t>(cached_ids_.size());
+    cached_ids_.insert(cached_ids_.end(), out.begin() + start, out.end());
+    cache_.emplace(w, std::make_pair(off, static_cast<uint32_t>(out.size() - start)));
+  }
+
+  const TokenizerImpl& t_;
+  tok::FlatStrMap<std::pair<uint32_t, uint32_t>> cache_;
+  std::vector<int32_t> cached_ids_;
+  std::string buf_;
+  std::vector<std::pair<size_t, size_t>> spans_;
+};
 
 }  // namespace
 
@@ -304,7 +398,7 @@ std::vector<Tokenizer::SpecialMatch> Tokenizer::find_special(std::string_view te
 std::vector<int32_t> Tokenizer::encode_impl(std::string_view text, bool add_special, bool parse_special,
                                             const std::vector<TextSpan>& literal) const {
   const TokenizerImpl& t = *impl_;
-  const size_t bad = unicode::find_invalid_utf8(text);
+  const size_t bad = utf8::find_invalid(text);
   if (bad != std::string_view::npos) {
     fail("tokenizer: input text is not valid UTF-8 (byte 0x{:02X} at offset {})",
          static_cast<unsigned char>(text[bad]), bad);
@@ -319,24 +413,8 @@ std::vector<int32_t> Tokenizer::encode_impl(std::string_view text, bool add_spec
   for (const TextSpan& s : literal) lit.push_back({s.begin, s.end});
   t.splitter->split(text, parse_special, t.sem == Semantics::LlamaCpp, frags, lit);
 
-  // Per-call cache of BPE results by pre-token (words repeat a lot in real text).
-  tok::FlatStrMap<std::pair<uint32_t, uint32_t>> cache;
-  std::vector<int32_t> cached_ids;
-  auto encode_word = [&](std::string_view w) {
-    const auto* hit = cache.find(w);
-    if (!hit) {
-      const size_t start = out.size();
-      tok::bpe_encode_word(t, w, out);
-      const auto off = static_cast<uint32_t>(cached_ids.size());
-      cached_ids.insert(cached_ids.end(), out.begin() + start, out.end());
-      cache.emplace(w, std::make_pair(off, static_cast<uint32_t>(out.size() - start)));
-      return;
-    }
-    out.insert(out.end(), cached_ids.begin() + hit->first, cached_ids.begin() + hit->first + hit->second);
-  };
+  FragmentEncoder enc(t);
   bool prev_special = true;  // llama.cpp SPM: a space prefix at the start and after specials
-  std::string buf;
-  std::vector<std::pair<size_t, size_t>> spans;
   for (const tok::Fragment& f : frags) {
     if (f.id >= 0) {
       out.push_back(f.id);
@@ -344,39 +422,7 @@ std::vector<int32_t> Tokenizer::encode_impl(std::string_view text, bool add_spec
       continue;
     }
     if (f.e <= f.b) continue;
-    const std::string_view frag = text.substr(f.b, f.e - f.b);
-    if (t.sem == Semantics::LlamaCpp) {
-      switch (t.algo) {
-        case Algo::Spm:
-          buf.clear();
-          if (t.add_space_prefix && prev_special) buf = " ";
-          buf.append(frag);
-          escape_spaces(buf);
-          tok::spm_encode(t, buf, out);
-          break;
-        case Algo::Bpe:
-          buf.assign(frag);
-          tok::pre_tokenize(t.pretok, buf, spans, f.b == 0);
-          for (const auto& [b, e] : spans) {
-            encode_word(std::string_view(buf).substr(b, e - b));
-          }
-          break;
-        case Algo::WordPiece:
-          tok::llamacpp_wpm_encode(t, frag, out);
-          break;
-      }
-    } else {
-      buf = tok::apply_normalizers(t.normalizers, frag, f.b == 0);
-      tok::pre_tokenize(t.pretok, buf, spans, f.b == 0);
-      for (const auto& [b, e] : spans) {
-        const std::string_view w = std::string_view(buf).substr(b, e - b);
-        if (t.algo == Algo::WordPiece) {
-          tok::wordpiece_encode_word(t, w, out);
-        } else {
-          encode_word(w);
-        }
-      }
-    }
+    enc.encode(text.substr(f.b, f.e - f.b), f.b == 0, prev_special, out);
     prev_special = false;
   }
   if (add_special) out.insert(out.end(), t.suffix_ids.begin(), t.suffix_ids.end());
@@ -459,28 +505,11 @@ StreamDecoder::StreamDecoder(const Tokenizer& tok, bool skip_special, bool at_te
     : state_(std::make_unique<tok::DecodeState>(tok.impl(), skip_special, true, at_text_start)) {}
 StreamDecoder::~StreamDecoder() = default;
 
-namespace {
-
-// Length of an incomplete (but so far well-formed) UTF-8 sequence at the end of s, else 0.
-size_t incomplete_tail(const std::string& s) {
-  const size_t n = s.size();
-  for (size_t k = 1; k <= 3 && k <= n; ++k) {
-    const auto c = static_cast<unsigned char>(s[n - k]);
-    if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
-    const size_t need = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 1;
-    if (c >= 0xF5) return 0;
-    return need > k ? k : 0;
-  }
-  return 0;
-}
-
-}  // namespace
-
 std::string StreamDecoder::push(int32_t id) {
   std::string text = std::move(utf8_pending_);
   utf8_pending_.clear();
   state_->push(id, text);
-  const size_t tail = incomplete_tail(text);
+  const size_t tail = utf8::incomplete_tail(text);
   utf8_pending_.assign(text, text.size() - tail, tail);
   text.resize(text.size() - tail);
   return text;

@@ -50,7 +50,6 @@ struct AddedToken {
   bool lstrip = false, rstrip = false;
 };
 
-// Decode-time text clean-up: each pass is a set of literal replacements applied left to right.
 class SpecialSplitter;
 
 // Open-addressing hash map (token pair -> (rank, merged id)) for the BPE inner loop.
@@ -100,6 +99,8 @@ class MergeMap {
   size_t size_ = 0;
 };
 
+// Decode-time text clean-up: each pass is a set of literal replacements applied left to right
+// (the passes themselves: cleanup_passes in decoder.h).
 struct CleanupPass {
   std::vector<std::pair<std::string, std::string>> rules;
 };

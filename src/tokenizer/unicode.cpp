@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "core/utf8.h"
 #include "tokenizer/unicode_tables.h"
 
 namespace ferrum::unicode {
@@ -57,85 +58,6 @@ uint8_t combining_class(uint32_t cp) {
   if (it == t::kCccRanges) return 0;
   --it;
   return cp <= it->last ? it->ccc : 0;
-}
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
-size_t find_invalid_utf8(std::string_view s) {
-  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
-  const size_t n = s.size();
-  size_t i = 0;
-  while (i < n) {
-    const uint8_t b = p[i];
-    if (b < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len;
-    uint32_t cp;
-    if ((b & 0xE0) == 0xC0) {
-      len = 2, cp = b & 0x1F;
-    } else if ((b & 0xF0) == 0xE0) {
-      len = 3, cp = b & 0x0F;
-    } else if ((b & 0xF8) == 0xF0) {
-      len = 4, cp = b & 0x07;
-    } else {
-      return i;
-    }
-    if (i + len > n) return i;
-    for (size_t k = 1; k < len; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (p[i + k] & 0x3F);
-    }
-    const bool overlong = (len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000);
-    if (overlong || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
-    i += len;
-  }
-  return std::string_view::npos;
-}
-
-uint32_t next_cp(std::string_view s, size_t& i) {
-  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
-  const uint8_t b = p[i];
-  if (b < 0x80) {
-    ++i;
-    return b;
-  }
-  const size_t len = utf8_len(b);
-  uint32_t cp = len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
-  for (size_t k = 1; k < len && i + k < s.size(); ++k) cp = (cp << 6) | (p[i + k] & 0x3F);
-  i += len;
-  return cp;
-}
-
-std::vector<uint32_t> decode_utf8(std::string_view s) {
-  std::vector<uint32_t> out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) out.push_back(next_cp(s, i));
-  return out;
-}
-
-std::string encode_utf8(const std::vector<uint32_t>& cps) {
-  std::string out;
-  out.reserve(cps.size());
-  for (uint32_t cp : cps) append_utf8(out, cp);
-  return out;
 }
 
 void append_nfd(std::vector<uint32_t>& out, uint32_t cp) {
@@ -234,9 +156,9 @@ bool quick_nfc(std::string_view s) {
   return true;
 }
 
-std::string nfc(std::string_view utf8) {
-  if (quick_nfc(utf8)) return std::string(utf8);
-  return encode_utf8(nfc(decode_utf8(utf8)));
+std::string nfc(std::string_view text) {
+  if (quick_nfc(text)) return std::string(text);
+  return utf8::encode(nfc(utf8::decode(text)));
 }
 
 void append_lower(std::vector<uint32_t>& out, uint32_t cp) {

@@ -3,6 +3,7 @@
 //    max_input_chars_per_word, or with any unmatched piece, becomes one [UNK].
 //  - llama.cpp (GGUF "bert"): the converter stores word-initial pieces with a "▁" phantom space
 //    and continuation pieces bare; text is normalized by llama.cpp's own BERT preprocessing.
+#include "core/utf8.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
 
@@ -11,7 +12,7 @@ namespace ferrum::tok {
 void wordpiece_encode_word(const TokenizerImpl& t, std::string_view word, std::vector<int32_t>& out) {
   if (word.empty()) return;
   size_t n_chars = 0;
-  for (unsigned char c : word) n_chars += (c & 0xC0) != 0x80;
+  for (unsigned char c : word) n_chars += !utf8::is_continuation(c);
   if (n_chars > t.wp_max_chars) {
     out.push_back(t.unk);
     return;
@@ -31,7 +32,7 @@ void wordpiece_encode_word(const TokenizerImpl& t, std::string_view word, std::v
       // step back one UTF-8 character
       do {
         --end;
-      } while (end > start && (static_cast<unsigned char>(word[end]) & 0xC0) == 0x80);
+      } while (end > start && utf8::is_continuation(static_cast<uint8_t>(word[end])));
     }
     if (found < 0) {
       out.resize(mark);
@@ -66,7 +67,7 @@ void llamacpp_wpm_encode(const TokenizerImpl& t, std::string_view text, std::vec
   std::vector<std::string> words(1);
   std::vector<uint32_t> tmp;
   for (size_t i = 0; i < text.size();) {
-    uint32_t cp = next_cp(text, i);
+    uint32_t cp = utf8::next_cp(text, i);
     if (t.wp_strip_accents) {
       tmp.clear();
       append_nfd(tmp, cp);
@@ -87,7 +88,7 @@ void llamacpp_wpm_encode(const TokenizerImpl& t, std::string_view text, std::vec
       cp = tmp[0];
     }
     std::string s;
-    append_utf8(s, cp);
+    utf8::append(s, cp);
     if (is_punct(cat) || (cp < 0x7F && is_symbol(cat)) || is_chinese_char(cp)) {
       if (!words.back().empty()) words.emplace_back();
       words.back() = s;

@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "core/utf8.h"
 #include "tokenizer/tokenizer_impl.h"
-#include "tokenizer/unicode.h"
 #include "tokenizer_fixtures.h"
 
 namespace ferrum {
@@ -59,7 +59,7 @@ void naive_bpe(const TokenizerImpl& t, std::string_view word, std::vector<int32_
 void naive_spm(const TokenizerImpl& t, std::string_view text, std::vector<int32_t>& out) {
   std::vector<std::string> syms;
   for (size_t i = 0; i < text.size();) {
-    const size_t len = unicode::utf8_len(static_cast<uint8_t>(text[i]));
+    const size_t len = utf8::lead_len(static_cast<uint8_t>(text[i]));
     syms.emplace_back(text.substr(i, len));
     i += len;
   }
