@@ -3,12 +3,12 @@
 // small models the model itself (a BERT encoder or a decoder, run on a few tokens).
 #include <cstdint>
 
+#include "ferrum/embeddings.h"
 #include "ferrum/error.h"
 #include "formats/gguf.h"
 #include "fuzz_model.h"
 #include "fuzz_util.h"
 #include "loading/loader.h"
-#include "models/bert_model.h"
 
 using namespace ferrum;
 
@@ -32,8 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     WeightSet w = weights_from_gguf(f);
     if (cfg.arch == Arch::Bert) {
       if (!fuzz::small_enough(cfg, w)) return 0;
-      LoadedBert b = load_bert(path, fuzz::small_options());
-      (void)b.model->embed({{0, 1}, {0}}, Pooling::Mean, true);
+      LoadedModel b = load_model(path, fuzz::small_options());
+      (void)embeddings(*b.model, {{0, 1}, {0}}, EmbedOptions{Pooling::Mean, true, {}});
     } else {
       fuzz::exercise_decoder(std::move(cfg), std::move(w));
     }

@@ -5,13 +5,13 @@
 #include <cstdint>
 #include <filesystem>
 
+#include "ferrum/embeddings.h"
 #include "ferrum/error.h"
 #include "formats/convert_hf.h"
 #include "formats/gguf.h"
 #include "fuzz_model.h"
 #include "fuzz_util.h"
 #include "loading/loader.h"
-#include "models/bert_model.h"
 
 using namespace ferrum;
 
@@ -32,7 +32,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     HfModel m = load_hf_dir(dir);
     small = fuzz::small_enough(m.config, m.weights);
     if (m.config.arch == Arch::Bert) {
-      if (small) (void)load_bert(dir, fuzz::small_options()).model->embed({{0, 1}}, Pooling::Cls, false);
+      if (small) {
+        LoadedModel b = load_model(dir, fuzz::small_options());
+        (void)embeddings(*b.model, {{0, 1}}, EmbedOptions{Pooling::Cls, false, {}});
+      };
     } else {
       fuzz::exercise_decoder(std::move(m.config), std::move(m.weights));
     }

@@ -3,6 +3,7 @@
 
 #include "ferrum/chat.h"
 #include "ferrum/dtype.h"
+#include "ferrum/embeddings.h"
 #include "ferrum/error.h"
 #include "ferrum/kv_cache.h"
 #include "ferrum/loader.h"

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,10 @@ namespace ferrum {
 enum class Arch { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe, Bert };
 
 const char* arch_name(Arch a);
+
+// How a sequence's final hidden states become one sentence embedding: the mean of its rows, its
+// first row (the [CLS] token of an encoder) or its last row.
+enum class Pooling { Mean, Cls, Last };
 
 struct ModelConfig {
   Arch arch = Arch::Llama;
@@ -41,6 +46,13 @@ struct ModelConfig {
   int n_expert_used = 0;
   int n_ff_expert = 0;
   bool norm_topk_prob = false;
+
+  // Encoders (BERT): bidirectional attention, no KV cache, hidden states only. The files say how
+  // sentence embeddings are pooled (GGUF bert.pooling_type, sentence-transformers 1_Pooling) and
+  // whether they are L2-normalized (a 2_Normalize module).
+  std::optional<Pooling> pooling;
+  bool normalize = false;
+  bool is_encoder() const { return arch == Arch::Bert; }
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }

@@ -1,15 +1,15 @@
 // `ferrum info`: architecture, shapes, tensor types and memory of a model.
 #include <cstdio>
 #include <map>
-#include <string>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "cli/commands.h"
 #include "core/fail.h"
+#include "ferrum/embeddings.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/matmul.h"
 #include "loading/loader.h"
-#include "models/bert_model.h"
 
 namespace ferrum::cli {
 namespace {
@@ -73,7 +73,7 @@ Runner add_info(CLI::App& app) {
     ModelFiles m = open_model_files(f->model, f->tokenizer);
     nlohmann::json j = describe(m);
     j["isa"] = kernels::active_isa();  // the kernel tier this machine runs the model with
-    if (m.config.arch == Arch::Bert) {
+    if (m.config.is_encoder()) {
       const BertDefaults bd = bert_defaults(f->model);
       j["pooling"] = {{"type", pooling_name(bd.pooling)}, {"normalize", bd.normalize}};
     }

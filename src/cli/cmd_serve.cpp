@@ -11,9 +11,8 @@
 #include "core/fail.h"
 #include "core/profile.h"
 #include "engine/engine.h"
+#include "ferrum/embeddings.h"
 #include "loading/loader.h"
-#include "models/bert_model.h"
-#include "models/decoder_embed.h"
 #include "server/embeddings.h"
 #include "server/server.h"
 
@@ -96,18 +95,19 @@ int serve(ServeFlags& f) {
   ModelOptions mo = f.model.options();
   const std::string path = f.model.model_path();
   f.http.max_body_bytes = f.max_body_mb << 20;
-  const bool encoder = open_model_files(path, f.model.tokenizer).config.arch == Arch::Bert;
-  if (!encoder && f.pooling == "cls") fail("--pooling cls: a decoder has no CLS token (use last or mean)");
+  const bool encoder = open_model_files(path, f.model.tokenizer).config.is_encoder();
+  EmbedOptions eo;
+  if (!f.pooling.empty()) eo.pooling = parse_pooling(f.pooling);
   if (encoder) {  // encoder: embeddings only
-    LoadedBert b = load_bert(path, mo);
-    if (f.http.model_name.empty()) f.http.model_name = std::filesystem::path(b.path).stem().string();
-    server::Embedder emb(*b.model, *b.tokenizer,
-                         f.pooling.empty() ? std::nullopt : std::optional(parse_pooling(f.pooling)));
+    LoadedModel lm = load_model(path, mo);
+    if (f.http.model_name.empty()) f.http.model_name = std::filesystem::path(lm.path).stem().string();
+    server::Embedder emb(*lm.model, *lm.tokenizer, eo);
     server::Server srv(nullptr, &emb, f.http);
     return serve_until_signal(srv, nullptr,
                               fmt::format("encoder '{}' (/v1/embeddings, {} dims) at http://{}",
-                                          f.http.model_name, b.model->dim(), f.http.host));
+                                          f.http.model_name, emb.dim(), f.http.host));
   }
+  if (eo.pooling == Pooling::Cls) fail("--pooling cls: a decoder has no CLS token (use last or mean)");
   // Serving many sequences wants the paged pool unless the user chose otherwise.
   f.engine.kv = f.model.kv_options();
   if (!f.layout_given && std::getenv("FERRUM_KV_LAYOUT") == nullptr) f.engine.kv.layout = "paged";
@@ -119,8 +119,6 @@ int serve(ServeFlags& f) {
   Engine engine(*lm.model, *lm.tokenizer, f.engine);
   // /v1/embeddings from the same model: its final hidden states pooled and L2-normalized, with a
   // KV cache of its own per request, each forward between two generation steps.
-  DecoderEmbedOptions eo;
-  eo.pooling = f.pooling.empty() ? Pooling::Last : parse_pooling(f.pooling);
   eo.kv_type = f.engine.kv.type;
   server::Embedder emb(engine, eo);
   server::Server srv(&engine, &emb, f.http);
@@ -129,7 +127,7 @@ int serve(ServeFlags& f) {
       fmt::format("model '{}' ({} KV, {} tokens per sequence, max {} sequences, {} tokens per step, "
                   "embeddings: {} pooling{}) at http://{}",
                   f.http.model_name, f.engine.kv.layout, engine.kv_capacity(), f.engine.max_num_seqs,
-                  f.engine.max_batched_tokens, pooling_name(eo.pooling),
+                  f.engine.max_batched_tokens, pooling_name(emb.pooling()),
                   spec.options.proposer ? fmt::format(", speculative: {} up to {} tokens",
                                                       spec.options.proposer->name(), spec.options.draft_max)
                                         : "",

@@ -48,6 +48,12 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
       opt_(opt),
       kv_(KvCache::for_model(model, engine_kv_options(opt))),
       n_vocab_(model.config().n_vocab) {
+  if (model.config().is_encoder())
+    fail(
+        "'{}' is an encoder (embeddings only) and cannot generate text: use `ferrum embed`, or `ferrum "
+        "serve` "
+        "for /v1/embeddings",
+        arch_name(model.config().arch));
   if (!model.has_logits())
     fail("the engine needs a model with its LM head (not a backbone or an inner stage)");
   kv_capacity_ = kv_->capacity();

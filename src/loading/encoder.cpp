@@ -87,19 +87,21 @@ BertDefaults bert_defaults(const std::string& path) {
   return d;
 }
 
-LoadedBert load_bert(const std::string& path, const ModelOptions& opts) {
+LoadedModel load_encoder(const std::string& path, const ModelOptions& opts) {
   bool normalize = false;
   auto g = open_bert_gguf(path, normalize);
   ModelConfig cfg = config_from_gguf(*g);
   if (cfg.arch != Arch::Bert)
     fail("{}: architecture '{}' is not a BERT encoder (embeddings need arch bert)", path,
          arch_name(cfg.arch));
-  LoadedBert lb;
-  lb.path = path;
-  lb.tokenizer = Tokenizer::from_gguf(*g);
-  const Pooling pooling = pooling_from_gguf(*g);
-  lb.model = std::make_unique<BertModel>(std::move(cfg), weights_from_gguf(g), opts, pooling, normalize);
-  return lb;
+  cfg.pooling = pooling_from_gguf(*g);
+  cfg.normalize = normalize;
+  LoadedModel lm;
+  lm.path = path;
+  lm.format = detect_format(path);
+  lm.tokenizer = Tokenizer::from_gguf(*g);
+  lm.model = create_model(std::move(cfg), weights_from_gguf(g), opts);
+  return lm;
 }
 
 }  // namespace ferrum

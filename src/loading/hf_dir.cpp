@@ -127,7 +127,7 @@ HfModel load_hf_dir(const std::string& dir) {
   const hf::Config cfg = hf::Config::load(dir);
   ModelConfig config = hf::model_config(cfg, hfconv::dir_name(dir));
   if (config.arch == Arch::Bert) {
-    // Config and weights only (ferrum info); running it goes through load_bert().
+    // Config and weights only (ferrum info); running it goes through load_encoder().
     auto g = bert_hf_as_gguf(dir);
     return HfModel{config_from_gguf(*g), weights_from_gguf(g)};
   }

@@ -100,6 +100,7 @@ ModelFiles open_model_files(const std::string& path, const std::string& tokenize
 
 LoadedModel load_model(const std::string& path, const ModelOptions& opts, const std::string& tokenizer_path) {
   ModelFiles files = open_model_files(path, tokenizer_path);
+  if (files.config.is_encoder()) return load_encoder(path, opts);
   LoadedModel lm;
   lm.path = path;
   lm.format = files.format;

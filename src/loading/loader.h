@@ -41,16 +41,11 @@ struct HfModel {
 };
 HfModel load_hf_dir(const std::string& dir);
 
-// Encoders (loading/encoder.cpp).
-struct LoadedBert {
-  std::unique_ptr<BertModel> model;
-  std::unique_ptr<Tokenizer> tokenizer;
-  std::string path;
-};
-// A GGUF file (general.architecture = bert) or a Hugging Face BertModel directory (with or
-// without the "bert." tensor prefix; vocab.txt or tokenizer.json; sentence-transformers
-// modules.json decides the default pooling and normalization).
-LoadedBert load_bert(const std::string& path, const ModelOptions& opts);
+// Encoders (loading/encoder.cpp): a GGUF file (general.architecture = bert) or a Hugging Face
+// BertModel directory (with or without the "bert." tensor prefix; vocab.txt or tokenizer.json;
+// sentence-transformers modules.json decides the default pooling and normalization, kept in the
+// config). load_model() comes here for an encoder.
+LoadedModel load_encoder(const std::string& path, const ModelOptions& opts);
 
 // A Hugging Face BERT directory converted by ferrum's converter into a temporary GGUF (unlinked
 // at once; it lives on in the mapping): weights, WordPiece vocabulary, bert.pooling_type.

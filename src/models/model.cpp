@@ -11,8 +11,9 @@ namespace ferrum {
 std::unique_ptr<KvCache> KvCache::for_model(const Model& model, const KvOptions& opts) {
   const ModelConfig& c = model.config();
   const int64_t ctx = c.n_ctx_train > 0 ? std::min<int64_t>(c.n_ctx_train, 4096) : 4096;
-  return std::make_unique<KvCache>(model.layer_end() - model.layer_begin(), c.n_head_kv, c.head_dim, opts,
-                                   ctx);
+  // An encoder keeps nothing between calls: its cache has no layers (it only names sequences).
+  const int layers = c.is_encoder() ? 0 : model.layer_end() - model.layer_begin();
+  return std::make_unique<KvCache>(layers, c.n_head_kv, c.head_dim, opts, ctx);
 }
 
 void Model::prefill(KvCache& kv, int seq, std::span<const int32_t> tokens, float* logits, bool all_logits,

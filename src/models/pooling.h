@@ -1,18 +1,14 @@
 // Sentence embeddings from per-token final hidden states: pooling (mean over a sequence's tokens,
-// its first token, or its last token) and L2 normalization. Shared by the BERT encoder and the
-// decoder embeddings (models/decoder_embed.h), so both compute them the same way.
+// its first token, or its last token) and L2 normalization, as models/embeddings.cpp applies
+// them to encoders and decoders alike. pooling_name / parse_pooling are in ferrum/embeddings.h.
 #pragma once
 
 #include <cstdint>
 #include <span>
-#include <string>
+
+#include "ferrum/embeddings.h"
 
 namespace ferrum {
-
-enum class Pooling { Mean, Cls, Last };
-const char* pooling_name(Pooling p);
-// "mean", "cls", "last"; throws naming the accepted values.
-Pooling parse_pooling(const std::string& s);
 
 // Pools the n rows (d floats each, row-major) of one sequence into out (d floats). Mean sums in
 // float64, row by row.

@@ -3,6 +3,7 @@
 #include "core/fail.h"
 #include "formats/model_config_check.h"
 #include "kernels/cpu/matmul.h"
+#include "models/bert_model.h"
 #include "models/llama_model.h"
 
 namespace ferrum {
@@ -27,10 +28,7 @@ std::unique_ptr<Model> create_model(ModelConfig cfg, WeightSet weights, const Mo
              cfg.n_expert_used, cfg.n_expert);
       return std::make_unique<LlamaModel>(std::move(cfg), std::move(weights), opts);
     case Arch::Bert:
-      fail(
-          "{}: '{}' is an encoder (embeddings only): use BertModel / `ferrum embed`, not the decoder "
-          "interface",
-          weights.source(), arch_name(cfg.arch));
+      return std::make_unique<BertModel>(std::move(cfg), std::move(weights), opts);
   }
   fail("unreachable");
 }

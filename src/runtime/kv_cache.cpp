@@ -34,7 +34,8 @@ KvCache::KvCache(int n_layer, int n_head_kv, int head_dim, KvCacheOptions opts)
     // Default: room for pool_sequences full-length sequences, at most a quarter of the free memory.
     int64_t tokens = opts_.seq_capacity * std::max<int64_t>(1, opts_.pool_sequences);
     const size_t avail = available_memory();
-    if (avail > 0) tokens = std::min<int64_t>(tokens, static_cast<int64_t>(avail / 4 / bytes_per_token()));
+    if (avail > 0 && bytes_per_token() > 0)  // an encoder's cache has no layers
+      tokens = std::min<int64_t>(tokens, static_cast<int64_t>(avail / 4 / bytes_per_token()));
     opts_.pool_tokens = std::max<int64_t>(tokens, opts_.seq_capacity);
   }
   if (opts_.layout == KvLayout::Paged) {

@@ -31,32 +31,38 @@ bool is_token_array(const json& v) {
          std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_number_integer(); });
 }
 
+// The options with the pooling and normalization they come to for `model` filled in.
+EmbedOptions settled(const Model& model, EmbedOptions o) {
+  const EmbedSettings es = embed_settings(model, o);
+  o.pooling = es.pooling;
+  o.normalize = es.normalize;
+  return o;
+}
+
 }  // namespace
 
-Embedder::Embedder(BertModel& model, const Tokenizer& tok, std::optional<Pooling> pooling)
+Embedder::Embedder(Model& model, const Tokenizer& tok, const EmbedOptions& opts)
     : tok_(tok),
       cfg_(model.config()),
-      pooling_(pooling.value_or(model.default_pooling())),
-      normalize_(model.default_normalize()),
-      max_tokens_(model.max_positions()) {
-  embed_ = [this, &model](const std::vector<std::vector<int32_t>>& batch) {
-    std::lock_guard lk(mu_);
-    return model.embed(batch, pooling_, normalize_);
+      max_tokens_(cfg_.n_ctx_train > 0 ? cfg_.n_ctx_train : 4096),
+      opts_(settled(model, opts)) {
+  embed_ = [this, &model, o = opts_](const std::vector<std::vector<int32_t>>& batch) {
+    return embeddings(model, batch, o, [this, &model](const std::function<void(Model&)>& step) {
+      std::lock_guard lk(mu_);
+      step(model);
+    });
   };
 }
 
-Embedder::Embedder(Engine& engine, const DecoderEmbedOptions& opts)
+Embedder::Embedder(Engine& engine, const EmbedOptions& opts)
     : tok_(engine.tokenizer()),
       cfg_(engine.model().config()),
-      pooling_(opts.pooling),
-      normalize_(opts.normalize),
-      max_tokens_(engine.kv_capacity()) {
-  if (opts.pooling == Pooling::Cls) fail("--pooling cls: a decoder has no CLS token (use last or mean)");
-  embed_ = [&engine, opts](const std::vector<std::vector<int32_t>>& batch) {
+      max_tokens_(engine.kv_capacity()),
+      opts_(settled(engine.model(), opts)) {
+  embed_ = [&engine, o = opts_](const std::vector<std::vector<int32_t>>& batch) {
     // Each forward takes the engine's model lock, so generation steps go on between them.
-    return decoder_embeddings(
-        engine.model(), batch, opts,
-        [&engine](const std::function<void(Model&)>& step) { engine.with_model(step); });
+    return embeddings(engine.model(), batch, o,
+                      [&engine](const std::function<void(Model&)>& step) { engine.with_model(step); });
   };
 }
 

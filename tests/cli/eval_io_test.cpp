@@ -10,10 +10,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "ferrum/embeddings.h"
 #include "formats/npy.h"
 #include "lm_head_reference.h"
 #include "loading/loader.h"
-#include "models/decoder_embed.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;
@@ -152,10 +152,10 @@ TEST(EmbedCli, DecoderVectorsAreThePooledHiddenStates) {
       EXPECT_EQ(j["pooling"], pooling);
       EXPECT_EQ(j["normalized"], !raw);
       EXPECT_EQ(j["dim"], 64);
-      DecoderEmbedOptions eo;
+      EmbedOptions eo;
       eo.pooling = parse_pooling(pooling);
       eo.normalize = !raw;
-      const auto want = decoder_embeddings(*lm.model, batch, eo);
+      const auto want = embeddings(*lm.model, batch, eo);
       for (size_t i = 0; i < texts.size(); ++i) {
         EXPECT_EQ(j["embeddings"][i]["n_tokens"], batch[i].size());
         EXPECT_EQ(j["embeddings"][i]["embedding"].get<std::vector<float>>(), want[i]) << pooling << " " << i;
@@ -168,6 +168,42 @@ TEST(EmbedCli, DecoderVectorsAreThePooledHiddenStates) {
   r = run_ferrum("serve '" + bundled() + "' --pooling cls --port 0");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("a decoder has no CLS token"), std::string::npos) << r.err;
+}
+
+// An encoder through the same command: the BERT fixture's vectors are embeddings()' with the
+// model's own pooling (mean) and normalization (none); texts from a file (empty lines skipped)
+// in batches of 2 give the same vectors as texts given as arguments, and --timings reports them.
+TEST(EmbedCli, EncoderFromFileInBatchesEqualsArguments) {
+  const std::string bert = data_path("models/bert/gguf/bert-Q8_0.gguf");
+  const std::vector<std::string> texts = {"the cat sat on the mat", "a red ball", "hello world"};
+  const std::string file = (std::filesystem::temp_directory_path() / "ferrum-embed-cli-texts.txt").string();
+  std::ofstream(file) << texts[0] << "\n\n" << texts[1] << "\r\n" << texts[2];
+  auto a =
+      run_ferrum("embed '" + bert + "' '" + texts[0] + "' '" + texts[1] + "' '" + texts[2] + "' -t 2 --json");
+  auto b = run_ferrum("embed '" + bert + "' -f '" + file + "' --batch 2 --timings -t 2 --json");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  EXPECT_EQ(ja["pooling"], "mean");
+  EXPECT_EQ(ja["normalized"], false);
+  EXPECT_EQ(ja["dim"], 128);
+  EXPECT_EQ(ja["embeddings"], jb["embeddings"]);
+  EXPECT_NE(b.err.find("embed: 3 sentences"), std::string::npos) << b.err;
+  EXPECT_NE(b.err.find("(batch 2)"), std::string::npos) << b.err;
+  ModelOptions o;
+  o.n_threads = 2;
+  LoadedModel lm = load_model(bert, o);
+  std::vector<std::vector<int32_t>> batch;
+  for (const auto& t : texts) batch.push_back(lm.tokenizer->encode(t, true, false));
+  const auto want = embeddings(*lm.model, batch);
+  for (size_t i = 0; i < texts.size(); ++i)
+    EXPECT_EQ(ja["embeddings"][i]["embedding"].get<std::vector<float>>(), want[i]) << i;
+  auto r = run_ferrum("embed '" + bert + "' -f ''");
+  EXPECT_EQ(r.exit_code, 1);
+  r = run_ferrum("embed '" + bert + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no text to embed"), std::string::npos) << r.err;
+  std::filesystem::remove(file);
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
-// Softmax and SwiGLU on every ISA the CPU has, against float64 references: vectorised
+// Softmax, SwiGLU and GELU on every ISA the CPU has, against float64 references: vectorised
 // exponentials stay within a few float ulps, masked (-inf) entries give exactly 0, odd lengths.
 #include "kernels/cpu/elementwise.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -59,6 +61,29 @@ TEST(Elementwise, SwigluMatchesFloat64OnEveryIsa) {
       const double gi = g[i], want = gi / (1.0 + std::exp(-gi)) * u[i];
       EXPECT_NEAR(out[i], want, 4e-7 * std::fabs(want) + 1e-30) << isa << " gate " << g[i];
     }
+  }
+}
+
+// GELU (erf form): the SIMD tiers' erf (Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7, over the
+// tier's exp) against std::erf in float64; both tails (gelu(-12) ~ 0, gelu(12) = 12) and the
+// middle, where BERT's activations are.
+TEST(Elementwise, GeluMatchesFloat64OnEveryIsa) {
+  IsaGuard guard;
+  for (const char* isa : isa_tiers()) {
+    if (!isa_supported(isa)) continue;
+    force_isa(isa);
+    const int64_t n = 403;
+    auto x = test::gaussian(n, 3);
+    for (int64_t i = 0; i < n; ++i) x[i] = i < 40 ? -12.0f + 0.6f * i : 3.0f * x[i];
+    std::vector<float> out = x;
+    gelu_erf(out.data(), n);
+    double worst = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double xi = x[i], want = 0.5 * xi * (1.0 + std::erf(xi / std::sqrt(2.0)));
+      worst = std::max(worst, std::fabs(out[i] - want) / (1.0 + std::fabs(xi)));
+      EXPECT_NEAR(out[i], want, 2.5e-7 * (1.0 + std::fabs(xi))) << isa << " x " << x[i];
+    }
+    if (std::getenv("FERRUM_TEST_PRINT_ERR")) std::printf("gelu %s: %.3g\n", isa, worst);
   }
 }
 

@@ -13,6 +13,7 @@
 
 #include "core/quant.h"
 #include "core/thread_pool.h"
+#include "ferrum/embeddings.h"
 #include "model_test_util.h"
 #include "models/bert_model.h"
 
@@ -61,6 +62,8 @@ std::unique_ptr<BertModel> random_bert(DType mt) {
   c.n_ff = 1536;
   c.n_ctx_train = 512;
   c.norm_eps = 1e-12f;
+  c.pooling = Pooling::Mean;
+  c.normalize = true;
   const int64_t d = c.n_embd, ff = c.n_ff;
   WeightSet w("random-bert");
   uint64_t seed = 1;
@@ -87,7 +90,7 @@ std::unique_ptr<BertModel> random_bert(DType mt) {
   ModelOptions o;
   o.precision = Precision::Fast;
   o.n_threads = bench_threads();
-  return std::make_unique<BertModel>(c, std::move(w), o, Pooling::Mean, true);
+  return std::make_unique<BertModel>(c, std::move(w), o);
 }
 
 TEST(BertBench, DISABLED_SentencesPerSecondBatch1And32) {
@@ -100,18 +103,18 @@ TEST(BertBench, DISABLED_SentencesPerSecondBatch1And32) {
         sentences[s].push_back(static_cast<int32_t>(1000 + (s * 131 + i * 17) % 29000));
       sentences[s].push_back(102);
     }
-    m->embed({sentences[0]}, Pooling::Mean, true);  // warm-up
+    embeddings(*m, {sentences[0]});  // warm-up
     // Batch 1: one sentence per call.
     auto a = std::chrono::steady_clock::now();
     double c0 = cpu_seconds();
-    for (const auto& s : sentences) m->embed({s}, Pooling::Mean, true);
+    for (const auto& s : sentences) embeddings(*m, {s});
     const double s1 = std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
     const double c1 = cpu_seconds() - c0;
     // Batch 32: all in one call, repeated.
     const int reps = 4;
     a = std::chrono::steady_clock::now();
     c0 = cpu_seconds();
-    for (int r = 0; r < reps; ++r) m->embed(sentences, Pooling::Mean, true);
+    for (int r = 0; r < reps; ++r) embeddings(*m, sentences);
     const double s32 = std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
     const double c32 = cpu_seconds() - c0;
     const int threads = bench_threads() > 0 ? bench_threads() : ThreadPool::default_threads();

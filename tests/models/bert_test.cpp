@@ -8,9 +8,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "engine/engine.h"
+#include "ferrum/embeddings.h"
 #include "ferrum/error.h"
 #include "model_test_util.h"
-#include "models/bert_model.h"
 
 namespace ferrum::test {
 namespace {
@@ -48,11 +49,31 @@ std::vector<std::string> sentence_texts() {
   return out;
 }
 
-LoadedBert open_bert(const std::string& path, Precision p, int threads = 2) {
+LoadedModel open_bert(const std::string& path, Precision p, int threads = 2) {
   ModelOptions o;
   o.precision = p;
   o.n_threads = threads;
-  return load_bert(path, o);
+  return load_model(path, o);
+}
+
+// Final hidden states of every token, sentences concatenated: one forward with Want::All.
+std::vector<float> token_states(Model& m, const std::vector<std::vector<int32_t>>& ids) {
+  auto kv = KvCache::for_model(m, KvOptions{});
+  std::vector<SeqInput> items;
+  size_t rows = 0;
+  for (size_t s = 0; s < ids.size(); ++s) {
+    SeqInput in;
+    in.seq = static_cast<int>(s);
+    in.tokens = ids[s];
+    in.logits = Want::None;
+    in.hidden = Want::All;
+    items.push_back(in);
+    rows += ids[s].size();
+  }
+  std::vector<float> out(rows * m.config().n_embd);
+  m.forward(*kv, items, ForwardOut{nullptr, out.data()});
+  EXPECT_EQ(kv->n_layer(), 0) << "an encoder's cache holds nothing";
+  return out;
 }
 
 double max_diff(const std::vector<std::vector<float>>& got, const nlohmann::json& ref) {
@@ -82,8 +103,8 @@ TEST(Bert, EveryTypeExactPathMatchesFloat64ErfReference) {
     auto b = open_bert(gguf(type), Precision::Exact);
     auto ref = load_json(model_file("bert", "embeddings/" + type + ".json"));
     for (const Variant& v : kVariants) {
-      const double d =
-          max_diff(b.model->embed(ids, v.pooling, v.normalize), ref["exact_f64_same_weights"][v.key]);
+      const double d = max_diff(embeddings(*b.model, ids, EmbedOptions{v.pooling, v.normalize, {}}),
+                                ref["exact_f64_same_weights"][v.key]);
       std::printf("%s %s exact vs float64 erf: %.3g\n", type.c_str(), v.key, d);
       // Raw values reach |3.5|; the reference is float64 over the same (dequantized) weights.
       EXPECT_LE(d, v.normalize ? 1e-6 : 1e-5) << type << " " << v.key;
@@ -101,7 +122,8 @@ TEST(Bert, F32MatchesHuggingFaceNumpyReference) {
       if (bf16 && p == Precision::Fast) continue;
       auto b = open_bert(path, p);
       for (const Variant& v : kVariants) {
-        const double d = max_diff(b.model->embed(ids, v.pooling, v.normalize), ref[v.key]);
+        const double d =
+            max_diff(embeddings(*b.model, ids, EmbedOptions{v.pooling, v.normalize, {}}), ref[v.key]);
         EXPECT_LE(d, v.normalize ? 2e-6 : 2e-5) << path << " " << v.key;
       }
     }
@@ -117,7 +139,8 @@ TEST(Bert, EveryTypeFastPathNearLlamaCppTanhGelu) {
     auto ref = load_json(model_file("bert", "embeddings/" + type + ".json"));
     const bool half = type == "F32" || type == "F16";
     for (const Variant& v : kVariants) {
-      const double d = max_diff(b.model->embed(ids, v.pooling, v.normalize), ref[v.key]);
+      const double d =
+          max_diff(embeddings(*b.model, ids, EmbedOptions{v.pooling, v.normalize, {}}), ref[v.key]);
       std::printf("%s %s fast vs llama.cpp: %.3g\n", type.c_str(), v.key, d);
       const double tol = half ? 2e-3 : type == "BF16" ? 0.015 : 0.06;
       EXPECT_LE(d, v.normalize ? tol / 8 : tol) << type << " " << v.key;
@@ -130,10 +153,10 @@ TEST(Bert, BatchEqualsOneAtATime) {
   for (const std::string& type : {"F32", "Q8_0"}) {
     auto b = open_bert(gguf(type), Precision::Fast);
     for (Pooling p : {Pooling::Mean, Pooling::Cls, Pooling::Last}) {
-      auto all = b.model->embed(ids, p, true);
+      auto all = embeddings(*b.model, ids, EmbedOptions{p, true, {}});
       double m = 0;
       for (size_t s = 0; s < ids.size(); ++s) {
-        auto one = b.model->embed({ids[s]}, p, true);
+        auto one = embeddings(*b.model, {ids[s]}, EmbedOptions{p, true, {}});
         for (size_t i = 0; i < one[0].size(); ++i) m = std::max(m, double(std::fabs(one[0][i] - all[s][i])));
       }
       EXPECT_LE(m, 1e-6) << type << " " << pooling_name(p);
@@ -145,14 +168,14 @@ TEST(Bert, LastPoolingAndTokenStatesMatchLlamaCppTokenLevel) {
   auto ref = load_npy(model_file("bert", "embeddings/F32_token_level.npy"));
   const auto ids = sentence_ids();
   auto b = open_bert(gguf("F32"), Precision::Exact);
-  auto states = b.model->token_states(ids);
+  auto states = token_states(*b.model, ids);
   ASSERT_EQ(static_cast<int64_t>(states.size()), ref.shape[0] * ref.shape[1]);
   double m = 0;
   for (size_t i = 0; i < states.size(); ++i) m = std::max(m, double(std::fabs(states[i] - ref.data[i])));
   EXPECT_LE(m, 5e-3) << "token level vs llama.cpp (tanh GELU)";
-  auto last = b.model->embed(ids, Pooling::Last, false);
+  auto last = embeddings(*b.model, ids, EmbedOptions{Pooling::Last, false, {}});
   int64_t row = 0;
-  const int64_t d = b.model->dim();
+  const int64_t d = b.model->config().n_embd;
   for (size_t s = 0; s < ids.size(); ++s) {
     row += ids[s].size();
     for (int64_t c = 0; c < d; ++c) EXPECT_EQ(last[s][c], states[(row - 1) * d + c]);
@@ -167,11 +190,11 @@ TEST(Bert, TokenizerAndDefaultsFromGgufAndHfDir) {
     EXPECT_EQ(b.tokenizer->kind(), "wordpiece");
     for (size_t s = 0; s < texts.size(); ++s)
       EXPECT_EQ(b.tokenizer->encode(texts[s], true, false), ids[s]) << path;
-    EXPECT_EQ(b.model->default_pooling(), Pooling::Mean) << path;
-    EXPECT_EQ(b.model->max_positions(), 512);
+    EXPECT_EQ(b.model->config().pooling, Pooling::Mean) << path;
+    EXPECT_EQ(b.model->config().n_ctx_train, 512);
   }
-  EXPECT_FALSE(open_bert(gguf("F32"), Precision::Fast).model->default_normalize());
-  EXPECT_TRUE(open_bert(bert_hf_dir("hf"), Precision::Fast).model->default_normalize())
+  EXPECT_FALSE(open_bert(gguf("F32"), Precision::Fast).model->config().normalize);
+  EXPECT_TRUE(open_bert(bert_hf_dir("hf"), Precision::Fast).model->config().normalize)
       << "2_Normalize module";
 }
 
@@ -203,30 +226,46 @@ TEST(Bert, HfDirWithBertPrefixAndClsPooling) {
   out.close();
 
   auto b = open_bert(dir.string(), Precision::Exact);
-  EXPECT_EQ(b.model->default_pooling(), Pooling::Cls);
+  EXPECT_EQ(b.model->config().pooling, Pooling::Cls);
   auto ref = load_json(model_file("bert", "embeddings/hf_numpy_erf_gelu.json"));
-  EXPECT_LE(max_diff(b.model->embed(sentence_ids(), Pooling::Cls, true), ref["cls_normalized"]), 2e-6);
+  EXPECT_LE(max_diff(embeddings(*b.model, sentence_ids(), EmbedOptions{Pooling::Cls, true, {}}),
+                     ref["cls_normalized"]),
+            2e-6);
 }
 
 TEST(Bert, BadInput) {
   auto b = open_bert(gguf("Q8_0"), Precision::Fast);
   std::vector<int32_t> long_ids(513, 100);
-  std::string msg = error_of([&] { b.model->embed({{2, 3}, long_ids}, Pooling::Mean, false); });
+  std::string msg = error_of([&] {
+    embeddings(*b.model, {{2, 3}, long_ids}, EmbedOptions{Pooling::Mean, false, {}});
+  });
   EXPECT_NE(msg.find("513 tokens"), std::string::npos) << msg;
   EXPECT_NE(msg.find("position table (512"), std::string::npos) << msg;
   long_ids.resize(512);
-  EXPECT_NO_THROW(b.model->embed({long_ids}, Pooling::Mean, false));
-  msg = error_of([&] { b.model->embed({{2, 3}, {}}, Pooling::Mean, false); });
-  EXPECT_NE(msg.find("sentence 1"), std::string::npos) << msg;
-  msg = error_of([&] { b.model->embed({{2, 1641}}, Pooling::Mean, false); });
+  EXPECT_NO_THROW(embeddings(*b.model, {long_ids}, EmbedOptions{Pooling::Mean, false, {}}));
+  msg = error_of([&] { embeddings(*b.model, {{2, 3}, {}}, EmbedOptions{Pooling::Mean, false, {}}); });
+  EXPECT_NE(msg.find("input 1"), std::string::npos) << msg;
+  msg = error_of([&] { embeddings(*b.model, {{2, 1641}}, EmbedOptions{Pooling::Mean, false, {}}); });
   EXPECT_NE(msg.find("1641"), std::string::npos) << msg;
   msg = error_of([] { parse_pooling("max"); });
   EXPECT_NE(msg.find("'max'"), std::string::npos) << msg;
-  // Decoders are not encoders and vice versa.
-  msg = error_of([] { load_bert(model_file("qwen3moe", "gguf/qwen3moe-Q4_0.gguf"), ModelOptions{}); });
-  EXPECT_NE(msg.find("qwen3moe"), std::string::npos) << msg;
-  msg = error_of([] { open_model(gguf("Q8_0"), Precision::Fast); });
+  // An encoder gives hidden states only: no logits, no input rows, no generation; a decoder has
+  // no CLS token.
+  auto kv = KvCache::for_model(*b.model, KvOptions{});
+  const std::vector<int32_t> two = {2, 3};
+  SeqInput in;
+  in.tokens = two;
+  msg = error_of([&] { b.model->forward(*kv, std::span(&in, 1), ForwardOut{}); });
+  EXPECT_NE(msg.find("not logits"), std::string::npos) << msg;
+  std::vector<float> row(b.model->config().n_embd);
+  msg = error_of([&] { b.model->embed_tokens(two, row.data()); });
   EXPECT_NE(msg.find("encoder"), std::string::npos) << msg;
+  msg = error_of([&] { Engine e(*b.model, *b.tokenizer, EngineOptions{}); });
+  EXPECT_NE(msg.find("encoder"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("ferrum embed"), std::string::npos) << msg;
+  LoadedModel decoder = load_model(model_file("qwen3moe", "gguf/qwen3moe-Q4_0.gguf"), ModelOptions{});
+  msg = error_of([&] { embeddings(*decoder.model, {two}, EmbedOptions{Pooling::Cls, false, {}}); });
+  EXPECT_NE(msg.find("CLS"), std::string::npos) << msg;
 }
 
 }  // namespace

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "ferrum/embeddings.h"
 #include "formats/gguf.h"
 #include "formats/gguf_writer.h"
-#include "models/bert_model.h"
 #include "models/model_test_util.h"
 #include "models/quantize.h"
 #include "test_util.h"
@@ -114,8 +114,9 @@ TEST(Bf16Precision, BertMatricesAreRoundedToo) {
     ModelOptions o;
     o.n_threads = 2;
     o.precision = p;
-    LoadedBert b = load_bert(path, o);
-    return b.model->embed({b.tokenizer->encode("a sentence to embed", true, false)}, Pooling::Mean, false)[0];
+    LoadedModel b = load_model(path, o);
+    return embeddings(*b.model, {b.tokenizer->encode("a sentence to embed", true, false)},
+                      EmbedOptions{Pooling::Mean, false, {}})[0];
   };
   const auto bf16 = embed(f16, Precision::BF16), fast = embed(f16, Precision::Fast);
   expect_bitwise(bf16, embed(bf16_conversion(f16), Precision::Fast), "bert F16");

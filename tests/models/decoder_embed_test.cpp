@@ -3,14 +3,13 @@
 // vector times the head is llama.cpp's last-position logits, the mean vector times the head is the
 // mean of its logit rows. Plus: a sequence's vector does not depend on the batch or on how it is
 // chunked (bitwise), normalization, and errors.
-#include "models/decoder_embed.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 
+#include "ferrum/embeddings.h"
 #include "lm_head_reference.h"
 #include "model_test_util.h"
 
@@ -42,13 +41,13 @@ TEST_P(DecoderEmbed, PooledStatesTimesTheHeadAreLlamaCppLogits) {
     const auto ref = load_npy(model_file(m, std::string("logits/F32/") + pid + ".npy"));
     const int64_t n = ref.shape[0], V = ref.shape[1];
     ASSERT_EQ(n, static_cast<int64_t>(ids.size()));
-    DecoderEmbedOptions o;
+    EmbedOptions o;
     o.kv_type = kReferenceKvType;
     o.normalize = false;
     o.pooling = Pooling::Last;
-    const auto last = decoder_embeddings(*model, {ids}, o);
+    const auto last = embeddings(*model, {ids}, o);
     o.pooling = Pooling::Mean;
-    const auto mean = decoder_embeddings(*model, {ids}, o);
+    const auto mean = embeddings(*model, {ids}, o);
     const auto l_last = times_lm_head(path, last[0].data(), 1, last[0].size()),
                l_mean = times_lm_head(path, mean[0].data(), 1, mean[0].size());
     double worst_last = 0, worst_mean = 0;
@@ -78,13 +77,13 @@ TEST_P(DecoderEmbed, BatchEqualsEachAloneAndIsNormalized) {
   batch.push_back({batch[0][0]});  // one token
   for (Pooling p : {Pooling::Last, Pooling::Mean}) {
     SCOPED_TRACE(pooling_name(p));
-    DecoderEmbedOptions o;
+    EmbedOptions o;
     o.pooling = p;
-    const auto all = decoder_embeddings(*small, batch, o);
+    const auto all = embeddings(*small, batch, o);
     ASSERT_EQ(all.size(), batch.size());
     for (size_t i = 0; i < batch.size(); ++i) {
-      const auto alone = decoder_embeddings(*small, {batch[i]}, o);
-      const auto one_forward = decoder_embeddings(*whole, {batch[i]}, o);
+      const auto alone = embeddings(*small, {batch[i]}, o);
+      const auto one_forward = embeddings(*whole, {batch[i]}, o);
       EXPECT_EQ(all[i], alone[0]) << i;
       EXPECT_EQ(all[i], one_forward[0]) << i;
       double ss = 0;
@@ -92,11 +91,11 @@ TEST_P(DecoderEmbed, BatchEqualsEachAloneAndIsNormalized) {
       EXPECT_NEAR(std::sqrt(ss), 1.0, 1e-6) << i;
     }
   }
-  DecoderEmbedOptions last, mean;
+  EmbedOptions last, mean;
   mean.pooling = Pooling::Mean;
-  EXPECT_NE(decoder_embeddings(*whole, {batch[1]}, last)[0], decoder_embeddings(*whole, {batch[1]}, mean)[0]);
+  EXPECT_NE(embeddings(*whole, {batch[1]}, last)[0], embeddings(*whole, {batch[1]}, mean)[0]);
   // One token: its mean is its last row.
-  EXPECT_EQ(decoder_embeddings(*whole, {batch[4]}, last)[0], decoder_embeddings(*whole, {batch[4]}, mean)[0]);
+  EXPECT_EQ(embeddings(*whole, {batch[4]}, last)[0], embeddings(*whole, {batch[4]}, mean)[0]);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, DecoderEmbed, ::testing::Values("llama", "qwen3"));
@@ -104,24 +103,21 @@ INSTANTIATE_TEST_SUITE_P(Families, DecoderEmbed, ::testing::Values("llama", "qwe
 TEST(DecoderEmbedErrors, BadInputsAndModels) {
   const std::string path = model_file("qwen3", "gguf/qwen3-Q8_0.gguf");
   auto model = open_with(path, Precision::Fast);
-  DecoderEmbedOptions o;
+  EmbedOptions o;
   EXPECT_NE(error_of([&] {
-              decoder_embeddings(*model, {{1, 2}, {}}, o);
+              embeddings(*model, {{1, 2}, {}}, o);
             }).find("input 1 is empty"),
             std::string::npos);
   EXPECT_NE(error_of([&] {
-              decoder_embeddings(*model, {{1, 640}}, o);
+              embeddings(*model, {{1, 640}}, o);
             }).find("token id 640 is out of range"),
             std::string::npos);
-  EXPECT_TRUE(decoder_embeddings(*model, {}, o).empty());
+  EXPECT_TRUE(embeddings(*model, {}, o).empty());
   o.pooling = Pooling::Cls;
-  EXPECT_NE(error_of([&] {
-              decoder_embeddings(*model, {{1, 2}}, o);
-            }).find("no CLS token"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { embeddings(*model, {{1, 2}}, o); }).find("no CLS token"), std::string::npos);
   auto stage = open_with(path, Precision::Fast, 256, 1);
   EXPECT_NE(error_of([&] {
-              decoder_embeddings(*stage, {{1, 2}}, DecoderEmbedOptions{});
+              embeddings(*stage, {{1, 2}}, EmbedOptions{});
             }).find("whole network"),
             std::string::npos);
 }

@@ -33,7 +33,7 @@ struct DecoderServer {
     eo.kv.layout = "paged";
     eo.kv.capacity = 256;
     engine = std::make_unique<Engine>(*lm.model, *lm.tokenizer, eo);
-    DecoderEmbedOptions d;
+    EmbedOptions d;
     d.pooling = pooling;
     emb = std::make_unique<server::Embedder>(*engine, d);
     server::ServerOptions so;
@@ -66,9 +66,9 @@ std::vector<std::vector<float>> reference(const std::vector<std::string>& texts,
   LoadedModel lm = load_model(test::stories_gguf(), o);
   std::vector<std::vector<int32_t>> batch;
   for (const auto& t : texts) batch.push_back(lm.tokenizer->encode(t, true, false));
-  DecoderEmbedOptions d;
+  EmbedOptions d;
   d.pooling = p;  // and the default KV type, as the server's
-  return decoder_embeddings(*lm.model, batch, d);
+  return embeddings(*lm.model, batch, d);
 }
 
 TEST(DecoderEmbeddings, BatchEqualsAloneUnitLengthAndMatchesTheModel) {

@@ -44,8 +44,8 @@ std::vector<float> from_base64(const std::string& s) {
 TEST(ServerEmbeddings, BertVectorsMatchTheModelAndDecodersRefuse) {
   ModelOptions o;
   o.n_threads = 2;
-  LoadedBert b = load_bert(test::data_path("models/bert/gguf/bert-Q8_0.gguf"), o);
-  LoadedBert ref = load_bert(test::data_path("models/bert/gguf/bert-Q8_0.gguf"), o);
+  LoadedModel b = load_model(test::data_path("models/bert/gguf/bert-Q8_0.gguf"), o);
+  LoadedModel ref = load_model(test::data_path("models/bert/gguf/bert-Q8_0.gguf"), o);
   server::Embedder emb(*b.model, *b.tokenizer);
   server::ServerOptions so;
   so.port = 0;
@@ -58,7 +58,8 @@ TEST(ServerEmbeddings, BertVectorsMatchTheModelAndDecodersRefuse) {
   const std::vector<std::string> texts = {"hello world", "the quick brown fox"};
   std::vector<std::vector<int32_t>> batch;
   for (const auto& t : texts) batch.push_back(ref.tokenizer->encode(t, true, false));
-  const auto want = ref.model->embed(batch, ref.model->default_pooling(), ref.model->default_normalize());
+  const auto want = embeddings(*ref.model, batch,
+                               EmbedOptions{ref.model->config().pooling, ref.model->config().normalize, {}});
 
   auto r =
       c.Post("/v1/embeddings", json{{"input", texts}, {"model", "bert-test"}}.dump(), "application/json");

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "models/bert_model.h"
+#include "ferrum/embeddings.h"
 #include "raw_http.h"
 #include "server/embeddings.h"
 #include "server_fixture.h"
@@ -58,7 +58,7 @@ TEST(ServerHardening, DeeplyNestedJsonIsRefusedNotFollowed) {
 TEST(ServerHardening, EmbeddingsRouteRefusesDeepJson) {
   ModelOptions o;
   o.n_threads = 2;
-  LoadedBert b = load_bert(test::data_path("models/bert/gguf/bert-Q8_0.gguf"), o);
+  LoadedModel b = load_model(test::data_path("models/bert/gguf/bert-Q8_0.gguf"), o);
   server::Embedder emb(*b.model, *b.tokenizer);
   server::ServerOptions so;
   so.port = 0;

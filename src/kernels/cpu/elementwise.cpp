@@ -71,8 +71,7 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n) {
 }
 
 void gelu_erf(float* x, int64_t n) {
-  constexpr float kInvSqrt2 = 0.70710678118654752440f;
-  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
+  active_kernels().gelu(x, n);
 }
 
 void softmax(float* x, int64_t n) {

@@ -70,6 +70,9 @@ struct IsaKernels {
   // x = softmax(x) in place (exponentials summed in double); out = silu(gate) * up.
   void (*softmax)(float* x, int64_t n);
   void (*swiglu)(const float* gate, const float* up, float* out, int64_t n);
+  // x = x/2 (1 + erf(x/sqrt 2)) in place (GELU, erf form). SIMD tiers: erf by Abramowitz &
+  // Stegun 7.1.26 (|error| <= 1.5e-7) over the tier's exp; scalar: std::erf.
+  void (*gelu)(float* x, int64_t n);
   // Kernels for the packed layouts (null: this tier multiplies the file's rows only).
   const PackedKernels* packed;
   // Attention tile steps for head sizes that are multiples of tile_head_multiple (null, or other

@@ -390,6 +390,26 @@ void swiglu8(const float* gate, const float* up, float* out, int64_t n) {
   if (i < n) store_part(out + i, swiglu_vec(load_part(gate + i, n - i), load_part(up + i, n - i)), n - i);
 }
 
+// GELU, erf form, as gelu16 (kernels_avx512.cpp): Abramowitz & Stegun 7.1.26 over exp8.
+inline __m256 gelu_vec(__m256 v) {
+  const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
+  const __m256 z = _mm256_mul_ps(_mm256_andnot_ps(sign, v), _mm256_set1_ps(0.70710678118654752440f));
+  const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(z, _mm256_set1_ps(0.3275911f), one));
+  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(1.061405429f), t, _mm256_set1_ps(-1.453152027f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
+  p = _mm256_mul_ps(p, t);
+  const __m256 e = exp8(_mm256_mul_ps(_mm256_xor_ps(z, sign), z));
+  const __m256 erf = _mm256_or_ps(_mm256_fnmadd_ps(p, e, one), _mm256_and_ps(v, sign));
+  return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), v), _mm256_add_ps(one, erf));
+}
+void gelu8(float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, gelu_vec(_mm256_loadu_ps(x + i)));
+  if (i < n) store_part(x + i, gelu_vec(load_part(x + i, n - i)), n - i);
+}
+
 template <template <int> class K>
 void row_fn(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
   tile_dispatch<K>(nt, w, n, act, stride, y, ldy);
@@ -415,6 +435,7 @@ const IsaKernels& avx2_kernels() {
                                f16_row,
                                softmax8,
                                swiglu8,
+                               gelu8,
                                &avx2_packed_kernels(),
                                &avx2_tile_ops(),
                                8,

@@ -522,6 +522,27 @@ void swiglu16(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
+// GELU, erf form: erf(z) = 1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) e^-z^2, t = 1 / (1 + p z),
+// for z = |x| / sqrt 2 (Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7), the sign put back after.
+void gelu16(float* x, int64_t n) {
+  const __m512 sign = _mm512_set1_ps(-0.0f), one = _mm512_set1_ps(1.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
+    const __m512 v = _mm512_maskz_loadu_ps(k, x + i);
+    const __m512 z = _mm512_mul_ps(_mm512_andnot_ps(sign, v), _mm512_set1_ps(0.70710678118654752440f));
+    const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(z, _mm512_set1_ps(0.3275911f), one));
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.061405429f), t, _mm512_set1_ps(-1.453152027f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
+    p = _mm512_mul_ps(p, t);
+    const __m512 e = exp16(_mm512_mul_ps(_mm512_xor_ps(z, sign), z));
+    const __m512 erf = _mm512_or_ps(_mm512_fnmadd_ps(p, e, one), _mm512_and_ps(v, sign));
+    _mm512_mask_storeu_ps(x + i, k,
+                          _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), v), _mm512_add_ps(one, erf)));
+  }
+}
+
 }  // namespace
 
 const IsaKernels& avx512_kernels() {
@@ -541,6 +562,7 @@ const IsaKernels& avx512_kernels() {
                                f16_row,
                                softmax16,
                                swiglu16,
+                               gelu16,
                                &avx512_packed_kernels(),
                                &avx512_tile_ops(),
                                16,

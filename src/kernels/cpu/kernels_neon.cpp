@@ -443,6 +443,27 @@ void swiglu4(const float* gate, const float* up, float* out, int64_t n) {
     store_part(out + i, swiglu_vec(load_part(gate + i, n - i, 0.0f), load_part(up + i, n - i, 0.0f)), n - i);
 }
 
+// GELU, erf form, as gelu16 (kernels_avx512.cpp): Abramowitz & Stegun 7.1.26 over exp4.
+inline float32x4_t gelu_vec(float32x4_t v) {
+  const float32x4_t one = vdupq_n_f32(1.0f);
+  const float32x4_t z = vmulq_n_f32(vabsq_f32(v), 0.70710678118654752440f);
+  const float32x4_t t = vdivq_f32(one, vfmaq_n_f32(one, z, 0.3275911f));
+  float32x4_t p = vfmaq_n_f32(vdupq_n_f32(-1.453152027f), t, 1.061405429f);
+  p = vfmaq_f32(vdupq_n_f32(1.421413741f), p, t);
+  p = vfmaq_f32(vdupq_n_f32(-0.284496736f), p, t);
+  p = vfmaq_f32(vdupq_n_f32(0.254829592f), p, t);
+  p = vmulq_f32(p, t);
+  const float32x4_t e = exp4(vnegq_f32(vmulq_f32(z, z)));
+  const float32x4_t erf_abs = vfmsq_f32(one, p, e);
+  const float32x4_t erf = vbslq_f32(vcltq_f32(v, vdupq_n_f32(0.0f)), vnegq_f32(erf_abs), erf_abs);
+  return vmulq_f32(vmulq_n_f32(v, 0.5f), vaddq_f32(one, erf));
+}
+void gelu4(float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) vst1q_f32(x + i, gelu_vec(vld1q_f32(x + i)));
+  if (i < n) store_part(x + i, gelu_vec(load_part(x + i, n - i, 0.0f)), n - i);
+}
+
 }  // namespace
 
 const IsaKernels& neon_kernels() {
@@ -463,6 +484,7 @@ const IsaKernels& neon_kernels() {
                                f16_row,
                                softmax4,
                                swiglu4,
+                               gelu4,
                                &neon_packed_kernels(),
                                &neon_tile_ops(),
                                4,

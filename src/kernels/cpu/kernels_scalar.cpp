@@ -244,6 +244,11 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
+void gelu(float* x, int64_t n) {
+  constexpr float kInvSqrt2 = 0.70710678118654752440f;
+  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
+}
+
 const IsaKernels kScalar = {"scalar",
                             rows_of<q4_0>,
                             rows_of<q5_0>,
@@ -260,6 +265,7 @@ const IsaKernels kScalar = {"scalar",
                             f16_row,
                             softmax,
                             swiglu,
+                            gelu,
                             nullptr,
                             nullptr,
                             1,
