@@ -31,17 +31,81 @@ std::vector<std::string> embed_texts(const std::vector<std::string>& args, const
   if (texts.empty()) fail("no text to embed: give texts as arguments or a file with -f");
   return texts;
 }
+
+struct EmbedFlags {
+  std::string model, pooling, precision = "fast", file;
+  std::vector<std::string> texts;
+  bool normalize = false, raw = false, json = false, timings = false;
+  int threads = 0;
+  int64_t batch = 0;
+};
+
+// The vectors of `batch`, `step` sequences per call; with `timings`, one line on stderr.
+std::vector<std::vector<float>> embed_in_steps(Model& model, const std::vector<std::vector<int32_t>>& batch,
+                                               const EmbedOptions& eo, size_t step, bool timings) {
+  std::vector<std::vector<float>> vecs;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < batch.size(); i += step) {
+    const std::vector<std::vector<int32_t>> part(batch.begin() + i,
+                                                 batch.begin() + std::min(batch.size(), i + step));
+    for (auto& v : embeddings(model, part, eo)) vecs.push_back(std::move(v));
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (timings) {
+    size_t tokens = 0;
+    for (const auto& ids : batch) tokens += ids.size();
+    std::fprintf(stderr,
+                 "embed: %zu sentences, %zu tokens in %.1f ms: %.1f sentences/s, %.0f tokens/s (batch %zu)\n",
+                 batch.size(), tokens, ms, batch.size() * 1e3 / ms, tokens * 1e3 / ms, step);
+  }
+  return vecs;
+}
+
+void print_vectors(const EmbedFlags& f, const EmbedSettings& es, int64_t dim,
+                   const std::vector<std::string>& texts, const std::vector<std::vector<int32_t>>& batch,
+                   const std::vector<std::vector<float>>& vecs) {
+  if (f.json) {
+    nlohmann::json j;
+    j["model"] = f.model;
+    j["pooling"] = pooling_name(es.pooling);
+    j["normalized"] = es.normalize;
+    j["dim"] = dim;
+    j["embeddings"] = nlohmann::json::array();
+    for (size_t i = 0; i < vecs.size(); ++i)
+      j["embeddings"].push_back({{"text", texts[i]}, {"n_tokens", batch[i].size()}, {"embedding", vecs[i]}});
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  for (const auto& v : vecs) {
+    for (size_t i = 0; i < v.size(); ++i) std::printf(i ? " %.7g" : "%.7g", v[i]);
+    std::printf("\n");
+  }
+}
+
+int embed(const EmbedFlags& f) {
+  if (f.normalize && f.raw) fail("--normalize and --raw exclude each other");
+  const std::vector<std::string> texts = embed_texts(f.texts, f.file);
+  ModelOptions o;
+  o.n_threads = f.threads;
+  o.precision = parse_precision(f.precision);
+  EmbedOptions eo;
+  if (!f.pooling.empty()) eo.pooling = parse_pooling(f.pooling);
+  if (f.normalize) eo.normalize = true;
+  if (f.raw) eo.normalize = false;
+  LoadedModel lm = load_model(f.model, o);
+  const EmbedSettings es = embed_settings(*lm.model, eo);
+  std::vector<std::vector<int32_t>> batch;
+  for (const std::string& t : texts) batch.push_back(lm.tokenizer->encode(t, true, false));
+  const size_t step = f.batch > 0 ? static_cast<size_t>(f.batch) : batch.size();
+  const auto vecs = embed_in_steps(*lm.model, batch, eo, step, f.timings);
+  print_vectors(f, es, lm.model->config().n_embd, texts, batch, vecs);
+  return 0;
+}
+
 }  // namespace
 
 Runner add_embed(CLI::App& app) {
-  struct Flags {
-    std::string model, pooling, precision = "fast", file;
-    std::vector<std::string> texts;
-    bool normalize = false, raw = false, json = false, timings = false;
-    int threads = 0;
-    int64_t batch = 0;
-  };
-  auto f = std::make_shared<Flags>();
+  auto f = std::make_shared<EmbedFlags>();
   CLI::App* sub = app.add_subcommand("embed", "print sentence embeddings of a BERT model or a decoder");
   sub->add_option(
          "model", f->model,
@@ -66,60 +130,7 @@ Runner add_embed(CLI::App& app) {
       ->transform(whole(1, ModelFlags::kMaxThreads))
       ->default_str("all cores");
   add_precision_option(sub, f->precision);
-  return [f] {
-    if (f->normalize && f->raw) fail("--normalize and --raw exclude each other");
-    const std::vector<std::string> texts = embed_texts(f->texts, f->file);
-    ModelOptions o;
-    o.n_threads = f->threads;
-    o.precision = parse_precision(f->precision);
-    EmbedOptions eo;
-    if (!f->pooling.empty()) eo.pooling = parse_pooling(f->pooling);
-    if (f->normalize) eo.normalize = true;
-    if (f->raw) eo.normalize = false;
-    LoadedModel lm = load_model(f->model, o);
-    const EmbedSettings es = embed_settings(*lm.model, eo);
-    const Pooling pooling = es.pooling;
-    const bool normalize = es.normalize;
-    const int64_t dim = lm.model->config().n_embd;
-    std::vector<std::vector<int32_t>> batch;
-    for (const std::string& t : texts) batch.push_back(lm.tokenizer->encode(t, true, false));
-    std::vector<std::vector<float>> vecs;
-    const size_t step = f->batch > 0 ? static_cast<size_t>(f->batch) : batch.size();
-    const auto t0 = std::chrono::steady_clock::now();
-    for (size_t i = 0; i < batch.size(); i += step) {
-      const std::vector<std::vector<int32_t>> part(batch.begin() + i,
-                                                   batch.begin() + std::min(batch.size(), i + step));
-      for (auto& v : embeddings(*lm.model, part, eo)) vecs.push_back(std::move(v));
-    }
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (f->timings) {
-      size_t tokens = 0;
-      for (const auto& ids : batch) tokens += ids.size();
-      std::fprintf(
-          stderr,
-          "embed: %zu sentences, %zu tokens in %.1f ms: %.1f sentences/s, %.0f tokens/s (batch %zu)\n",
-          batch.size(), tokens, ms, batch.size() * 1e3 / ms, tokens * 1e3 / ms, step);
-    }
-    if (f->json) {
-      nlohmann::json j;
-      j["model"] = f->model;
-      j["pooling"] = pooling_name(pooling);
-      j["normalized"] = normalize;
-      j["dim"] = dim;
-      j["embeddings"] = nlohmann::json::array();
-      for (size_t i = 0; i < vecs.size(); ++i)
-        j["embeddings"].push_back(
-            {{"text", texts[i]}, {"n_tokens", batch[i].size()}, {"embedding", vecs[i]}});
-      std::printf("%s\n", j.dump(2).c_str());
-      return 0;
-    }
-    for (const auto& v : vecs) {
-      for (size_t i = 0; i < v.size(); ++i) std::printf(i ? " %.7g" : "%.7g", v[i]);
-      std::printf("\n");
-    }
-    return 0;
-  };
+  return [f] { return embed(*f); };
 }
 
 }  // namespace ferrum::cli
