@@ -27,7 +27,7 @@ struct Served {
     o.n_threads = 1;
     lm = load_model(FERRUM_SOURCE_DIR "/models/stories260K.gguf", o);
     EngineOptions eo;
-    eo.kv.layout = "paged";
+    eo.kv.layout = KvLayout::Paged;
     eo.kv.capacity = 16;  // short generations (a few tokens) keep executions fast
     eo.max_num_seqs = 4;
     eo.max_batched_tokens = 16;

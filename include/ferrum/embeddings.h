@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ferrum/kv_types.h"
 #include "ferrum/model.h"
 
 namespace ferrum {
@@ -21,7 +22,7 @@ Pooling parse_pooling(const std::string& s);
 struct EmbedOptions {
   std::optional<Pooling> pooling;  // unset: the model's own (an encoder's files), else last
   std::optional<bool> normalize;   // unset: as an encoder's files say; decoders: true
-  std::string kv_type;             // decoders: the temporary cache's element type; empty = default
+  std::optional<KvType> kv_type;   // decoders: the temporary cache's element type; unset = default
 };
 
 // The pooling and normalization EmbedOptions come to for `model`. Throws for Cls on a decoder

@@ -6,6 +6,7 @@
 #include "ferrum/embeddings.h"
 #include "ferrum/error.h"
 #include "ferrum/kv_cache.h"
+#include "ferrum/kv_types.h"
 #include "ferrum/loader.h"
 #include "ferrum/lora.h"
 #include "ferrum/model.h"

@@ -7,9 +7,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
+
+#include "ferrum/kv_types.h"
 
 namespace ferrum {
 
@@ -18,14 +21,9 @@ class KvCache;
 }
 class Model;
 
-// The KV element type of a cache whose KvOptions::type is empty (llama.cpp's default too): f16
-// measures faster than f32 at every depth and stays within 0.02 of f32's logits on the test
-// fixtures (tests/models/kv_type_quality_test.cpp).
-inline constexpr const char* kDefaultKvType = "f16";
-
 struct KvOptions {
-  std::string layout = "contiguous";  // "contiguous" or "paged"
-  std::string type;                   // "f32", "f16", "bf16", "int8"; empty = kDefaultKvType
+  KvLayout layout = KvLayout::Contiguous;
+  std::optional<KvType> type;         // unset = kDefaultKvType
   int64_t capacity = 0;               // tokens per sequence; 0 = min(training context, 4096)
   int64_t pool_tokens = 0;            // tokens over all sequences; 0 = pool_sequences x capacity,
                                       // at most a quarter of the free memory
@@ -34,7 +32,8 @@ struct KvOptions {
   // initialisation of the fields above keeps its meaning.
   int64_t pool_sequences = 0;
   // Fills unset fields from FERRUM_KV_LAYOUT, FERRUM_KV_TYPE, FERRUM_KV_CAPACITY, FERRUM_KV_POOL,
-  // FERRUM_PREFIX_CACHE (a type set explicitly, f32 included, is kept).
+  // FERRUM_PREFIX_CACHE (a type set explicitly, f32 included, is kept); throws naming a variable
+  // whose value is not valid.
   void apply_env();
 };
 

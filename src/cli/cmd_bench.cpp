@@ -289,9 +289,9 @@ int run_bench(BenchFlags& f) {
                 {"ubatch", opts.max_batch}, {"repetitions", f.reps},        {"warmup", !f.no_warmup},
                 {"load_seconds", load_s}};
   for (const auto& a : adapters) j["lora"].push_back({{"name", lora_name(*a)}, {"bytes", lora_bytes(*a)}});
-  j["kv"] = {{"layout", kvo.layout},           {"type", cache->options().type},
-             {"capacity", kv.seq_capacity},    {"bytes_per_token", kv.bytes_per_token},
-             {"pool_bytes", kv.pool_bytes},    {"pool_blocks", kv.total_blocks},
+  j["kv"] = {{"layout", kv_layout_name(kvo.layout)}, {"type", kv_type_name(*cache->options().type)},
+             {"capacity", kv.seq_capacity},          {"bytes_per_token", kv.bytes_per_token},
+             {"pool_bytes", kv.pool_bytes},          {"pool_blocks", kv.total_blocks},
              {"block_tokens", kv.block_tokens}};
   for (const Result& r : results) {
     nlohmann::json e = {{"test", r.name},    {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen},
@@ -327,9 +327,9 @@ int run_bench(BenchFlags& f) {
   if (!adapters.empty())
     std::printf("lora:    %zu adapter%s (sequence b uses adapter b mod %zu): %s\n", adapters.size(),
                 adapters.size() > 1 ? "s" : "", adapters.size(), human_bytes(lora_mem).c_str());
-  std::printf("kv:      %s %s, %lld tokens/sequence, %zu bytes/token, pool %s\n", kvo.layout.c_str(),
-              cache->options().type.c_str(), static_cast<long long>(kv.seq_capacity), kv.bytes_per_token,
-              human_bytes(kv.pool_bytes).c_str());
+  std::printf("kv:      %s %s, %lld tokens/sequence, %zu bytes/token, pool %s\n", kv_layout_name(kvo.layout),
+              kv_type_name(*cache->options().type), static_cast<long long>(kv.seq_capacity),
+              kv.bytes_per_token, human_bytes(kv.pool_bytes).c_str());
   std::printf("\n| %-20s | %22s | %10s | %8s |\n", "test", "tokens/s (mean ± sd)", "ms/token", "vs M=1");
   std::printf("|%s|%s|%s|%s|\n", std::string(22, '-').c_str(), std::string(24, '-').c_str(),
               std::string(12, '-').c_str(), std::string(10, '-').c_str());

@@ -51,7 +51,8 @@ nlohmann::json describe(const ModelFiles& m) {
   j["weight_bytes"] = m.weights.total_bytes();
   // KV cache bytes per token (K and V, every layer) for each element type.
   for (auto t : {kernels::KvType::F32, kernels::KvType::F16, kernels::KvType::BF16, kernels::KvType::INT8})
-    j["kv_bytes_per_token"][kernels::kv_type_name(t)] = 2 * c.n_layer * kernels::kv_row_bytes(t, c.n_head_kv, c.head_dim);
+    j["kv_bytes_per_token"][kv_type_name(t)] =
+        2 * c.n_layer * kernels::kv_row_bytes(t, c.n_head_kv, c.head_dim);
   return j;
 }
 

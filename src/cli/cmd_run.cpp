@@ -94,7 +94,7 @@ class RunSession {
     eo.kv = f.model.kv_options();
     // A chat keeps its conversation's prefix in the cache between turns (paged prefix cache).
     if (chat && !f.layout_given && std::getenv("FERRUM_KV_LAYOUT") == nullptr) {
-      eo.kv.layout = "paged";
+      eo.kv.layout = KvLayout::Paged;
       eo.kv.prefix_cache = true;
     }
     eo.max_num_seqs = 1;

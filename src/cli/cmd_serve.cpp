@@ -110,7 +110,7 @@ int serve(ServeFlags& f) {
   if (eo.pooling == Pooling::Cls) fail("--pooling cls: a decoder has no CLS token (use last or mean)");
   // Serving many sequences wants the paged pool unless the user chose otherwise.
   f.engine.kv = f.model.kv_options();
-  if (!f.layout_given && std::getenv("FERRUM_KV_LAYOUT") == nullptr) f.engine.kv.layout = "paged";
+  if (!f.layout_given && std::getenv("FERRUM_KV_LAYOUT") == nullptr) f.engine.kv.layout = KvLayout::Paged;
   if (!f.chat_template_file.empty()) f.http.chat_template = read_template(f.chat_template_file);
   LoadedModel lm = load_model(path, mo, f.model.tokenizer);
   if (f.http.model_name.empty()) f.http.model_name = std::filesystem::path(lm.path).stem().string();
@@ -126,8 +126,8 @@ int serve(ServeFlags& f) {
       srv, &engine,
       fmt::format("model '{}' ({} KV, {} tokens per sequence, max {} sequences, {} tokens per step, "
                   "embeddings: {} pooling{}) at http://{}",
-                  f.http.model_name, f.engine.kv.layout, engine.kv_capacity(), f.engine.max_num_seqs,
-                  f.engine.max_batched_tokens, pooling_name(emb.pooling()),
+                  f.http.model_name, kv_layout_name(f.engine.kv.layout), engine.kv_capacity(),
+                  f.engine.max_num_seqs, f.engine.max_batched_tokens, pooling_name(emb.pooling()),
                   spec.options.proposer ? fmt::format(", speculative: {} up to {} tokens",
                                                       spec.options.proposer->name(), spec.options.draft_max)
                                         : "",

@@ -21,7 +21,8 @@ struct ModelFlags {
   std::string tokenizer;  // llama2.c only
   int threads = 0;
   std::string precision = "fast";
-  KvOptions kv;
+  KvOptions kv;                    // capacity, pool, prefix cache
+  std::string kv_layout, kv_type;  // --kv-layout / --kv-type as given (parsed by kv_options)
   std::vector<std::string> lora;  // --lora PATH[:scale], summed
   void add(CLI::App* app, bool model_optional);
   void add_lora(CLI::App* app);  // run, eval, bench

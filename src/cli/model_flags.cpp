@@ -38,9 +38,9 @@ void ModelFlags::add(CLI::App* app, bool model_optional) {
                   "context: KV cache tokens per sequence (at most the model's training context)")
       ->transform(whole(1, int64_t{1} << 24))
       ->default_str("min(training context, 4096)");
-  app->add_option("--kv-layout", kv.layout, "KV cache layout: contiguous or paged (blocks of 16 tokens)")
+  app->add_option("--kv-layout", kv_layout, "KV cache layout: contiguous or paged (blocks of 16 tokens)")
       ->check(one_of({"contiguous", "paged"}));
-  app->add_option("--kv-type", kv.type, "KV cache element type")
+  app->add_option("--kv-type", kv_type, "KV cache element type")
       ->check(one_of({"f32", "f16", "bf16", "int8"}))
       ->default_str("f16");
   app->add_option("--kv-pool", kv.pool_tokens,
@@ -80,6 +80,8 @@ ModelOptions ModelFlags::options() const {
 
 KvOptions ModelFlags::kv_options() const {
   KvOptions o = kv;
+  if (!kv_layout.empty()) o.layout = parse_kv_layout(kv_layout);
+  if (!kv_type.empty()) o.type = parse_kv_type(kv_type);
   o.apply_env();
   return o;
 }

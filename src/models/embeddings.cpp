@@ -92,7 +92,7 @@ std::vector<std::vector<float>> encoder_embeddings(const Model& model,
 // A decoder: each sequence through a paged cache made for this call, released once pooled.
 std::vector<std::vector<float>> decoder_embeddings(const Model& model,
                                                    const std::vector<std::vector<int32_t>>& batch,
-                                                   const EmbedSettings& es, const std::string& kv_type,
+                                                   const EmbedSettings& es, std::optional<KvType> kv_type,
                                                    int64_t max_len, const ModelGuard& guard) {
   const int64_t d = model.config().n_embd;
   std::vector<std::vector<float>> out(batch.size(), std::vector<float>(d));
@@ -102,7 +102,7 @@ std::vector<std::vector<float>> decoder_embeddings(const Model& model,
   // not fit). Sequences are released as soon as they are pooled.
   const int64_t budget = std::max<int64_t>(1, model.options().max_batch);
   KvOptions ko;
-  ko.layout = "paged";
+  ko.layout = KvLayout::Paged;
   ko.type = kv_type;
   ko.capacity = max_len;
   ko.pool_tokens = max_len + budget + 16 * 16;

@@ -22,7 +22,7 @@
 
 namespace ferrum::runtime {
 
-enum class KvLayout { Contiguous, Paged };
+using ferrum::KvLayout;
 
 struct KvCacheOptions {
   KvLayout layout = KvLayout::Contiguous;

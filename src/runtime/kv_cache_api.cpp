@@ -1,6 +1,8 @@
 // The public KV cache (include/ferrum/kv_cache.h): option parsing and sequence bookkeeping over
 // runtime::KvCache, which the models read and write directly.
+#include <cerrno>
 #include <cstdlib>
+#include <string>
 
 #include "core/fail.h"
 #include "ferrum/kv_cache.h"
@@ -9,31 +11,11 @@
 namespace ferrum {
 namespace {
 
-// The element type a cache is built with: the one asked for, or the default when unset. The one
-// place an empty KvOptions::type is resolved.
-std::string resolved_type(const KvOptions& o) {
-  return o.type.empty() ? kDefaultKvType : o.type;
-}
-
-kernels::KvType kv_type(const std::string& name) {
-  if (name == "f32") return kernels::KvType::F32;
-  if (name == "f16") return kernels::KvType::F16;
-  if (name == "bf16") return kernels::KvType::BF16;
-  if (name == "int8") return kernels::KvType::INT8;
-  fail("KV type '{}' is not known (use f32, f16, bf16 or int8)", name);
-}
-
-// Parses KvOptions (layout/type names) into the runtime's options; throws naming a bad value.
+// Checks KvOptions and gives the runtime's options; throws naming a bad value.
 runtime::KvCacheOptions runtime_options(const KvOptions& o, int64_t default_capacity) {
   runtime::KvCacheOptions r;
-  if (o.layout == "contiguous") {
-    r.layout = runtime::KvLayout::Contiguous;
-  } else if (o.layout == "paged") {
-    r.layout = runtime::KvLayout::Paged;
-  } else {
-    fail("KV layout '{}' is not known (use contiguous or paged)", o.layout);
-  }
-  r.type = kv_type(resolved_type(o));
+  r.layout = o.layout;
+  r.type = o.type.value_or(kDefaultKvType);  // the one place an unset type is resolved
   if (o.capacity < 0) fail("KV capacity must be positive, got {}", o.capacity);
   if (o.pool_tokens < 0) fail("KV pool size must be positive, got {}", o.pool_tokens);
   r.seq_capacity = o.capacity > 0 ? o.capacity : default_capacity;
@@ -41,19 +23,39 @@ runtime::KvCacheOptions runtime_options(const KvOptions& o, int64_t default_capa
   if (o.pool_sequences < 0) fail("KV pool sequences must be positive, got {}", o.pool_sequences);
   if (o.pool_sequences > 0) r.pool_sequences = o.pool_sequences;
   r.prefix_cache = o.prefix_cache;
-  if (o.prefix_cache && r.layout != runtime::KvLayout::Paged)
-    fail("the prefix cache needs --kv-layout paged");
+  if (o.prefix_cache && r.layout != KvLayout::Paged) fail("the prefix cache needs --kv-layout paged");
   return r;
+}
+
+// A whole number from an environment variable; throws naming the variable.
+int64_t env_count(const char* name, const char* v) {
+  char* end = nullptr;
+  errno = 0;
+  const long long n = std::strtoll(v, &end, 10);
+  if (end == v || *end != '\0' || errno != 0 || n < 0)
+    fail("{}: expects a whole number of tokens, got '{}'", name, v);
+  return n;
 }
 
 }  // namespace
 
 void KvOptions::apply_env() {
   auto env = [](const char* k) -> const char* { return std::getenv(k); };
-  if (const char* v = env("FERRUM_KV_LAYOUT"); v && layout == "contiguous") layout = v;
-  if (const char* v = env("FERRUM_KV_TYPE"); v && type.empty()) type = v;
-  if (const char* v = env("FERRUM_KV_CAPACITY"); v && capacity == 0) capacity = std::atoll(v);
-  if (const char* v = env("FERRUM_KV_POOL"); v && pool_tokens == 0) pool_tokens = std::atoll(v);
+  // The environment is a text edge: its names are parsed here, with the variable named on error.
+  auto parsed = [](const char* name, auto parse, const char* v) {
+    try {
+      return parse(v);
+    } catch (const Error& e) {
+      fail("{}: {}", name, e.what());
+    }
+  };
+  if (const char* v = env("FERRUM_KV_LAYOUT"); v && layout == KvLayout::Contiguous)
+    layout = parsed("FERRUM_KV_LAYOUT", parse_kv_layout, v);
+  if (const char* v = env("FERRUM_KV_TYPE"); v && !type) type = parsed("FERRUM_KV_TYPE", parse_kv_type, v);
+  if (const char* v = env("FERRUM_KV_CAPACITY"); v && capacity == 0)
+    capacity = env_count("FERRUM_KV_CAPACITY", v);
+  if (const char* v = env("FERRUM_KV_POOL"); v && pool_tokens == 0)
+    pool_tokens = env_count("FERRUM_KV_POOL", v);
   if (const char* v = env("FERRUM_PREFIX_CACHE"); v && !prefix_cache) prefix_cache = std::string(v) == "1";
 }
 
@@ -61,7 +63,7 @@ KvCache::KvCache(int n_layer, int n_head_kv, int head_dim, const KvOptions& opts
     : opts_(opts),
       impl_(std::make_unique<runtime::KvCache>(n_layer, n_head_kv, head_dim,
                                                runtime_options(opts, default_capacity))) {
-  opts_.type = resolved_type(opts);
+  opts_.type = impl_->options().type;
   opts_.capacity = impl_->options().seq_capacity;
   opts_.pool_tokens = impl_->options().pool_tokens;
   opts_.prefix_cache = impl_->options().prefix_cache;

@@ -42,7 +42,7 @@ Loaded load(const std::string& path, const std::string& layout = "paged", int64_
   o.n_threads = 2;
   Loaded l;
   static_cast<LoadedModel&>(l) = load_model(path, o);
-  l.kv.layout = layout;
+  l.kv.layout = parse_kv_layout(layout);
   l.kv.capacity = capacity;
   l.kv.pool_tokens = pool;
   l.kv.prefix_cache = prefix_cache;

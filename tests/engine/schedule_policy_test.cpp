@@ -16,7 +16,8 @@ namespace {
 
 // Paged cache of `pool` tokens in blocks of 16, one layer of one 4-wide head.
 std::unique_ptr<KvCache> cache(int64_t pool, bool prefix = false, int64_t seq_capacity = 256) {
-  return std::make_unique<KvCache>(1, 1, 4, KvOptions{"paged", "f32", seq_capacity, pool, prefix});
+  return std::make_unique<KvCache>(1, 1, 4,
+                                   KvOptions{KvLayout::Paged, KvType::F32, seq_capacity, pool, prefix});
 }
 
 void forward(KvCache& kv, const std::vector<SeqInput>& items) {

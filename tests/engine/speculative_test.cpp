@@ -73,7 +73,7 @@ RequestParams greedy_request(const std::vector<int32_t>& prompt, int max_tokens)
 
 KvOptions kv_options(const std::string& layout, int64_t pool = 0) {
   KvOptions kv;
-  kv.layout = layout;
+  kv.layout = parse_kv_layout(layout);
   kv.capacity = 256;
   kv.pool_tokens = pool;
   return kv;

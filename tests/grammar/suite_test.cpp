@@ -78,7 +78,7 @@ TEST(GrammarSuite, SampledOutputsCompleteTheirGrammar) {
   o.n_threads = 2;
   LoadedModel lm = load_model(std::string(FERRUM_SOURCE_DIR) + "/models/stories260K.gguf", o);
   EngineOptions eo;
-  eo.kv.layout = "paged";
+  eo.kv.layout = KvLayout::Paged;
   eo.kv.capacity = 512;
   eo.max_num_seqs = kSamples;
   Engine engine(*lm.model, *lm.tokenizer, eo);

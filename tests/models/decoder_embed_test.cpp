@@ -42,7 +42,7 @@ TEST_P(DecoderEmbed, PooledStatesTimesTheHeadAreLlamaCppLogits) {
     const int64_t n = ref.shape[0], V = ref.shape[1];
     ASSERT_EQ(n, static_cast<int64_t>(ids.size()));
     EmbedOptions o;
-    o.kv_type = kReferenceKvType;
+    o.kv_type = parse_kv_type(kReferenceKvType);
     o.normalize = false;
     o.pooling = Pooling::Last;
     const auto last = embeddings(*model, {ids}, o);

@@ -161,7 +161,7 @@ TEST_P(ForwardBatch, ACacheCanBeDroppedAndRecreatedWithoutTouchingTheModel) {
   std::vector<float> first(V), again(V), other(V);
   m->prefill(0, p, first.data());
   m->kv.reset();  // drop it
-  m->kv = KvCache::for_model(*m->model, KvOptions{"paged", "", 256, 0, false});
+  m->kv = KvCache::for_model(*m->model, KvOptions{KvLayout::Paged, std::nullopt, 256, 0, false});
   m->prefill(5, p, again.data());
   EXPECT_TRUE(bitwise_equal(first, again));
   // Two caches on one model: interleaved use, independent sequences.
@@ -235,7 +235,7 @@ TEST_F(ForwardBatchErrors, RowsInputIsNotPrefixCached) {
   ModelOptions o;
   o.n_threads = 2;
   CachedModel m(create_model(std::move(files.config), std::move(files.weights), o),
-                KvOptions{"paged", "", 256, 0, true});
+                KvOptions{KvLayout::Paged, std::nullopt, 256, 0, true});
   const auto p = prompt_ids("qwen3", "p4");
   const int64_t d = m.config().n_embd;
   std::vector<float> rows(p.size() * d), l(m.config().n_vocab);

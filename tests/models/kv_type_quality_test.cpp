@@ -85,7 +85,7 @@ TEST_P(KvTypes, QualityAgainstF32) {
   const int V = ref_m->config().n_vocab;
   for (const std::string type : {"", "bf16", "int8"}) {
     auto got_m = open_f32(m, type);
-    if (type.empty()) EXPECT_EQ(got_m->kv->options().type, "f16");  // what the default is
+    if (type.empty()) EXPECT_EQ(got_m->kv->options().type, KvType::F16);  // what the default is
     const Logits got = run(*got_m, prompt, steps, ref.tokens);
     const std::string what =
         m + " F32, " + std::to_string(prompt.size()) + "-token prompt + " + std::to_string(steps) + " steps";

@@ -235,7 +235,7 @@ TEST(Lora, PrefixCacheIsKeptPerAdapter) {
   ModelOptions o;
   o.n_threads = 2;
   CachedModel m(create_model(std::move(files.config), std::move(files.weights), o),
-                KvOptions{"paged", "", 256, 0, true});
+                KvOptions{KvLayout::Paged, std::nullopt, 256, 0, true});
   auto a = load(*m.model, {{lora_path("llama-a"), 1.0f}});
   const auto p = prompt_ids("llama", "p3");
   const int64_t V = m.config().n_vocab;

@@ -52,7 +52,7 @@ std::vector<int32_t> prompt_ids(const std::string& model, const std::string& pid
 std::unique_ptr<CachedModel> with_cache(std::unique_ptr<Model> m, int64_t capacity,
                                         const std::string& kv_type) {
   KvOptions kv;
-  kv.type = kv_type;
+  if (!kv_type.empty()) kv.type = parse_kv_type(kv_type);
   kv.capacity = capacity;
   return std::make_unique<CachedModel>(std::move(m), kv);
 }

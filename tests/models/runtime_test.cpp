@@ -24,7 +24,7 @@ std::unique_ptr<CachedModel> open_kv(const std::string& path, const std::string&
   o.n_threads = 2;
   o.max_batch = 64;
   KvOptions kv;
-  kv.layout = layout;
+  kv.layout = parse_kv_layout(layout);
   kv.capacity = capacity;
   kv.pool_tokens = pool;
   kv.prefix_cache = prefix;

@@ -30,7 +30,7 @@ struct DecoderServer {
     o.n_threads = 2;
     lm = load_model(test::stories_gguf(), o);
     EngineOptions eo;
-    eo.kv.layout = "paged";
+    eo.kv.layout = KvLayout::Paged;
     eo.kv.capacity = 256;
     engine = std::make_unique<Engine>(*lm.model, *lm.tokenizer, eo);
     EmbedOptions d;

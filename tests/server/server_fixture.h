@@ -25,7 +25,7 @@ struct TestServer {
     ModelOptions o;
     o.n_threads = 2;
     lm = load_model(model_path, o);
-    eo.kv.layout = "paged";
+    eo.kv.layout = KvLayout::Paged;
     eo.kv.capacity = kv_capacity;
     eo.kv.pool_tokens = kv_pool;
     engine = std::make_unique<Engine>(*lm.model, *lm.tokenizer, eo);

@@ -9,20 +9,6 @@
 
 namespace ferrum::kernels {
 
-const char* kv_type_name(KvType t) {
-  switch (t) {
-    case KvType::F32:
-      return "f32";
-    case KvType::F16:
-      return "f16";
-    case KvType::BF16:
-      return "bf16";
-    case KvType::INT8:
-      return "int8";
-  }
-  return "?";
-}
-
 size_t kv_row_bytes(KvType t, int n_head_kv, int head_dim) {
   const size_t n = static_cast<size_t>(n_head_kv) * head_dim;
   switch (t) {

@@ -17,10 +17,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ferrum/kv_types.h"
+
 namespace ferrum::kernels {
 
-enum class KvType : int { F32 = 0, F16 = 1, BF16 = 2, INT8 = 3 };
-const char* kv_type_name(KvType t);
+using ferrum::kv_type_name;
+using ferrum::KvType;         // ferrum/kv_types.h: one vocabulary for the API, the runtime and the kernels
 constexpr int kKvGroup = 16;  // tokens per storage group (paged block sizes are multiples of it)
 constexpr int kInt8KeyBias = 128;
 // Bytes per token (all KV heads of one token); INT8 tokens carry one float scale per head.
