@@ -239,6 +239,9 @@ void BertModel::encode(std::span<const SeqInput> batch) {
 void BertModel::forward(KvCache&, std::span<const SeqInput> batch, ForwardOut out) {
   check(batch);
   if (batch.empty()) return;
+  for (const SeqInput& in : batch)
+    if (in.hidden != Want::None && !out.hidden)
+      fail("forward: hidden states are wanted but ForwardOut::hidden is null");
   encode(batch);
   const int64_t d = cfg_.n_embd;
   float* h = out.hidden;
@@ -246,13 +249,12 @@ void BertModel::forward(KvCache&, std::span<const SeqInput> batch, ForwardOut ou
     const SeqInput& in = batch[s];
     const int64_t n = in.tokens.size();
     if (in.hidden == Want::None) continue;
-    if (!h) fail("forward: hidden states are wanted but ForwardOut::hidden is null");
     const int64_t first = in.hidden == Want::All ? 0 : n - 1, rows = n - first;
     std::memcpy(h, &x_[(starts_[s] + first) * d], rows * d * sizeof(float));
     h += rows * d;
   }
   stats_.forward_calls++;
-  stats_.forward_tokens += static_cast<int64_t>(x_.empty() ? 0 : starts_.back() + batch.back().tokens.size());
+  stats_.forward_tokens += starts_.back() + static_cast<int64_t>(batch.back().tokens.size());
 }
 
 void BertModel::embed_tokens(std::span<const int32_t>, float*) const {
