@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const LoraSpec spec{path, 0.5f};
     auto adapter = load_lora(*lm.model, std::span(&spec, 1));
-    auto kv = KvCache::for_model(*lm.model, KvOptions{"paged", "f32", 32, 64, false});
+    auto kv = KvCache::for_model(*lm.model, KvOptions{KvLayout::Paged, KvType::F32, 32, 64, false});
     const int32_t ids[] = {1, 2, 3};
     SeqInput in[2];
     in[0].seq = 0;

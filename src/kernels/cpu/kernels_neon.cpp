@@ -230,6 +230,24 @@ struct Row32 {
 
 // ---------------------------------------------------------------- K-quants x Q8_K
 
+// An NR x NT tile of a K-quant product: its float accumulators (4 lanes each, summed at the end)
+// and its tokens' Q8_K activation rows. Shared by TileQ4K and TileQ6K.
+template <int NR, int NT>
+struct KTile {
+  float32x4_t acc[NR][NT];
+  const BlockQ8_K* a[NT];
+  KTile(const uint8_t* act, size_t as) {
+    for (int t = 0; t < NT; ++t) {
+      a[t] = reinterpret_cast<const BlockQ8_K*>(act + t * as);
+      for (int r = 0; r < NR; ++r) acc[r][t] = vdupq_n_f32(0.0f);
+    }
+  }
+  void store(float* y, int64_t ldy) const {
+    for (int r = 0; r < NR; ++r)
+      for (int t = 0; t < NT; ++t) y[t * ldy + r] = vaddvq_f32(acc[r][t]);
+  }
+};
+
 // Q4_K / Q5_K: per super-block, isum = sum_j sc[j] * dot(q_j, a_j) over the 8 sub-blocks of 32 (in
 // int32 lanes), msum = sum_j m[j] * (activation sum of sub-block j); y += d*ad*isum - dmin*ad*msum.
 template <bool kFive>
@@ -238,12 +256,9 @@ struct TileQ4K {
   template <int NR, int NT>
   static void run(const uint8_t* w, size_t ws, int64_t n, const uint8_t* act, size_t as, float* y,
                   int64_t ldy) {
-    float32x4_t acc[NR][NT];
-    const BlockQ8_K* a[NT];
-    for (int t = 0; t < NT; ++t) {
-      a[t] = reinterpret_cast<const BlockQ8_K*>(act + t * as);
-      for (int r = 0; r < NR; ++r) acc[r][t] = vdupq_n_f32(0.0f);
-    }
+    KTile<NR, NT> tile(act, as);
+    auto& acc = tile.acc;
+    auto& a = tile.a;
     const uint8x16_t m4 = vdupq_n_u8(0x0F), b4 = vdupq_n_u8(0x10);
     for (int64_t b = 0; b < n / 256; ++b) {
       const Block* wb[NR];
@@ -306,8 +321,7 @@ struct TileQ4K {
         }
       }
     }
-    for (int r = 0; r < NR; ++r)
-      for (int t = 0; t < NT; ++t) y[t * ldy + r] = vaddvq_f32(acc[r][t]);
+    tile.store(y, ldy);
   }
 };
 
@@ -332,12 +346,9 @@ struct TileQ6K {
   template <int NR, int NT>
   static void run(const uint8_t* w, size_t ws, int64_t n, const uint8_t* act, size_t as, float* y,
                   int64_t ldy) {
-    float32x4_t acc[NR][NT];
-    const BlockQ8_K* a[NT];
-    for (int t = 0; t < NT; ++t) {
-      a[t] = reinterpret_cast<const BlockQ8_K*>(act + t * as);
-      for (int r = 0; r < NR; ++r) acc[r][t] = vdupq_n_f32(0.0f);
-    }
+    KTile<NR, NT> tile(act, as);
+    auto& acc = tile.acc;
+    auto& a = tile.a;
     for (int64_t b = 0; b < n / 256; ++b) {
       const BlockQ6_K* wb[NR];
       int32x4_t isum[NR][NT];
@@ -372,8 +383,7 @@ struct TileQ6K {
           acc[r][t] = vfmaq_n_f32(acc[r][t], vcvtq_f32_s32(isum[r][t]), d * a[t][b].d);
       }
     }
-    for (int r = 0; r < NR; ++r)
-      for (int t = 0; t < NT; ++t) y[t * ldy + r] = vaddvq_f32(acc[r][t]);
+    tile.store(y, ldy);
   }
 };
 
