@@ -52,6 +52,7 @@ struct RequestEvent {
   bool finished = false;
   std::string finish_reason;  // "stop", "length", "cancelled" or "error"
   std::string error;          // message when finish_reason == "error"
+  std::string stop_string;    // the stop string that ended the answer (finish_reason "stop"), if one did
   int prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
 };
 

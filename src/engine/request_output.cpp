@@ -70,6 +70,7 @@ RequestEvent RequestOutput::finish_now(RequestEvent ev, std::string reason) {
   ev.text += finish_text(reason);
   ev.finished = true;
   ev.finish_reason = reason;
+  if (stop_.stopped()) ev.stop_string = stop_.matched();
   return ev;
 }
 
@@ -164,6 +165,7 @@ RequestEvent RequestOutput::cut_short() {
   ev.text = finish_text(reason);
   ev.finished = true;
   ev.finish_reason = reason;
+  if (stop_.stopped()) ev.stop_string = stop_.matched();
   return ev;
 }
 

@@ -16,7 +16,11 @@ std::string StopMatcher::push(std::string_view text) {
   if (stops_.empty()) return std::exchange(held_, {});
   // Earliest complete match wins.
   size_t best = std::string::npos;
-  for (const auto& s : stops_) best = std::min(best, held_.find(s));
+  for (const auto& s : stops_)
+    if (const size_t at = held_.find(s); at < best) {
+      best = at;
+      matched_ = s;
+    }
   if (best != std::string::npos) {
     stopped_ = true;
     std::string out = held_.substr(0, best);

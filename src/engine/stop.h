@@ -19,12 +19,15 @@ class StopMatcher {
   // Text held back at the end of generation (a partial stop-string match that never completed).
   std::string flush();
   bool stopped() const { return stopped_; }
+  // The stop string that was found (empty before).
+  const std::string& matched() const { return matched_; }
 
  private:
   std::vector<std::string> stops_;
   size_t max_len_ = 0;
   std::string held_;  // text not yet emitted (a possible stop-string prefix)
   bool stopped_ = false;
+  std::string matched_;
 };
 
 }  // namespace ferrum

@@ -23,6 +23,10 @@ std::string_view trim(std::string_view s) {
 
 }  // namespace
 
+bool key_matches(std::string_view value, std::string_view key) {
+  return same_bytes(trim(value), key);
+}
+
 bool bearer_matches(std::string_view header, std::string_view key) {
   header = trim(header);
   constexpr std::string_view kScheme = "bearer";

@@ -8,5 +8,7 @@
 namespace ferrum::server {
 
 bool bearer_matches(std::string_view authorization_header, std::string_view key);
+// A header that is the key itself (Anthropic's `x-api-key`), compared the same way.
+bool key_matches(std::string_view value, std::string_view key);
 
 }  // namespace ferrum::server

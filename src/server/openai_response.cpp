@@ -62,6 +62,7 @@ void Collected::add(RequestEvent& e) {
   if (e.finished) {
     finish_reason = e.finish_reason;
     error = e.error;
+    stop_string = e.stop_string;
     prompt_tokens = e.prompt_tokens;
     completion_tokens = e.completion_tokens;
     cached_tokens = e.cached_tokens;

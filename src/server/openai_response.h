@@ -26,7 +26,7 @@ struct AnswerHeader {
 struct Collected {
   std::string text;
   std::vector<TokenLogprob> logprobs;
-  std::string finish_reason, error;
+  std::string finish_reason, error, stop_string;
   int prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
   void add(RequestEvent& e);
 };

@@ -7,6 +7,7 @@
 
 #include "chat/chat_prompt.h"
 #include "models/registry.h"
+#include "server/anthropic_messages.h"
 #include "server/api_error.h"
 #include "server/api_key.h"
 #include "server/embeddings.h"
@@ -39,6 +40,47 @@ void send_error(HttpResponse& res, int status, const std::string& message, const
   res.content_type = "application/json";
   res.body = body_text(error_json(message, type, param, code));
   res.stream = {};
+}
+
+// The current exception as an Anthropic error answer.
+void send_message_error(HttpResponse& res) {
+  int status = 500;
+  std::string message;
+  try {
+    throw;
+  } catch (const ApiError& e) {
+    status = e.status;
+    message = e.what();
+  } catch (const BusyError& e) {
+    status = 503;
+    message = e.what();
+  } catch (const Error& e) {
+    status = 400;
+    message = e.what();
+  } catch (const std::exception& e) {
+    message = std::string("internal error: ") + e.what();
+  }
+  res.status = status;
+  res.content_type = "application/json";
+  res.body = body_text(message_error(status, message));
+  res.stream = {};
+}
+
+// The current exception as an OpenAI error answer.
+void send_openai_error(HttpResponse& res) {
+  try {
+    throw;
+  } catch (const ApiError& e) {
+    send_error(res, e.status, e.what(), e.type, e.param, e.code);
+  } catch (const BusyError& e) {
+    send_error(res, 503, e.what(), "server_busy", "", "server_busy");
+  } catch (const ContextLengthError& e) {
+    send_error(res, 400, e.what(), "invalid_request_error", "messages", "context_length_exceeded");
+  } catch (const Error& e) {
+    send_error(res, 400, e.what(), "invalid_request_error");
+  } catch (const std::exception& e) {
+    send_error(res, 500, std::string("internal error: ") + e.what(), "server_error");
+  }
 }
 
 std::string new_id(const char* prefix) {
@@ -129,10 +171,19 @@ bool Server::gate(const HttpRequest& req, HttpResponse& res) {
     return false;
   const std::string auth = req.header("Authorization");
   if (bearer_matches(auth, opt_.api_key)) return false;
+  // Anthropic's clients send the key as x-api-key.
+  if (const std::string key = req.header("x-api-key"); !key.empty() && key_matches(key, opt_.api_key))
+    return false;
   ++http_errors_;
-  send_error(res, 401,
-             auth.empty() ? "missing API key: send 'Authorization: Bearer <key>'" : "invalid API key",
-             "authentication_error", "", "invalid_api_key");
+  const bool missing = auth.empty() && req.header("x-api-key").empty();
+  const std::string why = missing ? "missing API key: send 'Authorization: Bearer <key>'" : "invalid API key";
+  if (api_path(req.path).starts_with("/messages")) {  // Anthropic's routes: its error shape
+    res.status = 401;
+    res.content_type = "application/json";
+    res.body = body_text(message_error(401, missing ? "missing API key: send 'x-api-key: <key>'" : why));
+  } else {
+    send_error(res, 401, why, "authentication_error", "", "invalid_api_key");
+  }
   res.headers.emplace_back("WWW-Authenticate", "Bearer");
   return true;
 }
@@ -144,16 +195,11 @@ void Server::respond(const HttpRequest& req, HttpResponse& res) {
 void Server::handle(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe) {
   try {
     route(req, res, probe);
-  } catch (const ApiError& e) {
-    send_error(res, e.status, e.what(), e.type, e.param, e.code);
-  } catch (const BusyError& e) {
-    send_error(res, 503, e.what(), "server_busy", "", "server_busy");
-  } catch (const ContextLengthError& e) {
-    send_error(res, 400, e.what(), "invalid_request_error", "messages", "context_length_exceeded");
-  } catch (const Error& e) {
-    send_error(res, 400, e.what(), "invalid_request_error");
-  } catch (const std::exception& e) {
-    send_error(res, 500, std::string("internal error: ") + e.what(), "server_error");
+  } catch (...) {
+    if (api_path(req.path).starts_with("/messages"))
+      send_message_error(res);  // Anthropic's routes answer errors in its own shape
+    else
+      send_openai_error(res);
   }
   if (res.status >= 400) ++http_errors_;
 }
@@ -186,6 +232,9 @@ void Server::route(const HttpRequest& req, HttpResponse& res, const ClientProbe&
   } else if (p == "/chat/completions" || p == "/completions") {
     require_json_post(req);
     generate(req, res, probe, p == "/chat/completions");
+  } else if (p == "/messages" || p == "/messages/count_tokens") {
+    require_json_post(req);
+    messages(req, res, probe, p == "/messages/count_tokens");
   } else if (p == "/load_lora_adapter" || p == "/unload_lora_adapter") {
     require_json_post(req);
     lora_admin(req, res, p == "/load_lora_adapter");
@@ -254,30 +303,38 @@ void Server::embeddings(const HttpRequest& req, HttpResponse& res) {
   res.body = body_text(embedder_->handle(body, opt_.model_name));
 }
 
-void Server::generate(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe, bool chat) {
+struct Server::Prepared {
+  ParsedRequest pr;
+  std::shared_ptr<const LoraEntry> lora;  // the adapter "model" names, if it names one
+};
+
+// A chat or completion body checked and made into engine parameters: the model or LoRA adapter it
+// names (with lora_scale), its grammar compiled.
+Server::Prepared Server::prepare(const json& body, bool chat) {
   if (!engine_)
     throw ApiError(400, "the served model is an encoder: it only answers /v1/embeddings",
                    "invalid_request_error", "model", "model_not_supported");
   const Tokenizer& tok = engine_->tokenizer();
-  const json body = parse_json_body(req.body);
   const std::vector<std::string> names = served_names();
-  ParsedRequest pr = chat ? parse_chat_request(body, tok, *chat_, names, opt_.special_tokens_in_messages)
-                          : parse_completion_request(body, tok, names);
+  Prepared p{chat ? parse_chat_request(body, tok, *chat_, names, opt_.special_tokens_in_messages)
+                  : parse_completion_request(body, tok, names),
+             nullptr};
+  ParsedRequest& pr = p.pr;
   // "model" naming an adapter: the request runs with it (it keeps the adapter alive).
-  const std::shared_ptr<const LoraEntry> lora = lora_ && !pr.model.empty() ? lora_->find(pr.model) : nullptr;
-  if (lora) pr.params.lora = lora->adapter;
+  p.lora = lora_ && !pr.model.empty() ? lora_->find(pr.model) : nullptr;
+  if (p.lora) pr.params.lora = p.lora->adapter;
   // Extension "lora_scale": the adapter's products times this factor, for this request only.
   if (body.contains("lora_scale") && !body["lora_scale"].is_null()) {
     const json& f = body["lora_scale"];
-    if (!lora)
+    if (!p.lora)
       throw ApiError(400, "'lora_scale' needs a LoRA adapter as the model", "invalid_request_error",
                      "lora_scale");
     if (!f.is_number() || !std::isfinite(f.get<double>()) || std::fabs(f.get<double>()) > 1000)
       throw ApiError(400, "'lora_scale' must be a number between -1000 and 1000", "invalid_request_error",
                      "lora_scale");
-    if (f.get<double>() != 1.0) pr.params.lora = rescale_lora(lora->adapter, f.get<float>());
+    if (f.get<double>() != 1.0) pr.params.lora = rescale_lora(p.lora->adapter, f.get<float>());
   }
-  if (!lora && !pr.model.empty() && std::find(names_.begin(), names_.end(), pr.model) == names_.end())
+  if (!p.lora && !pr.model.empty() && std::find(names_.begin(), names_.end(), pr.model) == names_.end())
     throw ApiError(404,
                    fmt::format("The model '{}' does not exist (its LoRA adapter was unloaded)", pr.model),
                    "invalid_request_error", "model", "model_not_found");
@@ -288,45 +345,92 @@ void Server::generate(const HttpRequest& req, HttpResponse& res, const ClientPro
       throw ApiError(400, e.what(), "invalid_request_error", pr.grammar_param);
     }
   }
-  const size_t n_prompt = pr.params.prompt.size();
-  auto handle = engine_->submit(std::move(pr.params));
-  std::shared_ptr<LoraCounters> counters = lora ? lora->counters : nullptr;
-  if (counters) ++counters->requests, counters->prompt_tokens += n_prompt;
-  AnswerHeader h{new_id(chat ? "chatcmpl" : "cmpl"), lora ? lora->name : opt_.model_name,
-                 static_cast<int64_t>(std::time(nullptr)), chat};
+  return p;
+}
 
-  if (pr.stream) {
-    auto sse = std::make_shared<SseAnswer>(std::move(h), std::move(pr), tok, handle);
-    res.content_type = "text/event-stream";
-    res.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
-    res.stream.next = [sse](std::string& out) { return sse->next(out); };
-    res.stream.keepalive = ": keep-alive\n\n";  // an SSE comment: clients skip it
-    res.stream.closed = [sse, counters](bool) {
-      if (!sse->finished()) sse->handle().cancel();  // the client went away first
-      if (counters) counters->completion_tokens += sse->completion_tokens();
-    };
-    return;
-  }
-  // Not streamed: wait for the end, cancelling the request if the client hangs up meanwhile.
-  Collected c;
+// Submits a prepared request (counting it for its adapter).
+std::shared_ptr<RequestHandle> Server::submit(Prepared& p) {
+  const size_t n_prompt = p.pr.params.prompt.size();
+  auto handle = engine_->submit(std::move(p.pr.params));
+  if (p.lora && p.lora->counters) ++p.lora->counters->requests, p.lora->counters->prompt_tokens += n_prompt;
+  return handle;
+}
+
+// Waits for the end of a non-streamed request; false (the request cancelled, the answer aborted)
+// when the client hangs up meanwhile.
+bool Server::collect(RequestHandle& handle, const ClientProbe& probe, Collected& c, HttpResponse& res,
+                     const std::shared_ptr<const LoraEntry>& lora) {
   auto checked = Clock::now();
   while (true) {
-    auto e = handle->next(kPoll);
+    auto e = handle.next(kPoll);
     if (Clock::now() - checked >= kProbeEvery) {
       checked = Clock::now();
       if (probe.gone()) {
-        handle->cancel();
+        handle.cancel();
         res.abort = true;
-        return;
+        return false;
       }
     }
     if (!e) continue;
     c.add(*e);
     if (e->finished) break;
   }
-  if (counters) counters->completion_tokens += c.completion_tokens;
+  if (lora && lora->counters) lora->counters->completion_tokens += c.completion_tokens;
   if (c.finish_reason == "error") throw ApiError(500, c.error, "server_error");
-  res.body = body_text(full_answer(h, pr, tok, c));
+  return true;
+}
+
+// Hands a stream to the transport: `next` fills it, and a client gone first cancels the request.
+template <typename Stream>
+void stream_answer(HttpResponse& res, std::shared_ptr<Stream> s, std::shared_ptr<LoraCounters> counters,
+                   const char* keepalive) {
+  res.content_type = "text/event-stream";
+  res.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
+  res.stream.next = [s](std::string& out) { return s->next(out); };
+  res.stream.keepalive = keepalive;
+  res.stream.closed = [s, counters](bool) {
+    if (!s->finished()) s->handle().cancel();  // the client went away first
+    if (counters) counters->completion_tokens += s->completion_tokens();
+  };
+}
+
+void Server::generate(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe, bool chat) {
+  Prepared p = prepare(parse_json_body(req.body), chat);
+  auto handle = submit(p);
+  const Tokenizer& tok = engine_->tokenizer();
+  AnswerHeader h{new_id(chat ? "chatcmpl" : "cmpl"), p.lora ? p.lora->name : opt_.model_name,
+                 static_cast<int64_t>(std::time(nullptr)), chat};
+  if (p.pr.stream) {
+    auto sse = std::make_shared<SseAnswer>(std::move(h), std::move(p.pr), tok, handle);
+    stream_answer(res, sse, p.lora ? p.lora->counters : nullptr, ": keep-alive\n\n");  // an SSE comment
+    return;
+  }
+  Collected c;
+  if (!collect(*handle, probe, c, res, p.lora)) return;
+  res.body = body_text(full_answer(h, p.pr, tok, c));
+}
+
+// Anthropic's Messages API: the body as a chat request, the answer in Anthropic's shapes;
+// count_tokens answers the prompt's length without running it.
+void Server::messages(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe, bool count_only) {
+  Prepared p = prepare(chat_body_of_messages(parse_json_body(req.body), count_only), true);
+  if (count_only) {
+    res.body = body_text({{"input_tokens", p.pr.params.prompt.size()}});
+    return;
+  }
+  const int n_prompt = static_cast<int>(p.pr.params.prompt.size());
+  auto handle = submit(p);
+  AnswerHeader h{new_id("msg"), p.lora ? p.lora->name : opt_.model_name,
+                 static_cast<int64_t>(std::time(nullptr)), true};
+  if (p.pr.stream) {
+    auto ms = std::make_shared<MessageStream>(std::move(h), std::move(p.pr), handle, n_prompt);
+    stream_answer(res, ms, p.lora ? p.lora->counters : nullptr,
+                  "event: ping\ndata: {\"type\": \"ping\"}\n\n");
+    return;
+  }
+  Collected c;
+  if (!collect(*handle, probe, c, res, p.lora)) return;
+  res.body = body_text(message_answer(h, p.pr, c));
 }
 
 }  // namespace ferrum::server

@@ -1,6 +1,7 @@
 // `ferrum serve`: an OpenAI-compatible HTTP server in front of the Engine (the transport and its
 // limits: http_server.h). Routes, each also without the /v1 prefix: POST /v1/chat/completions,
-// POST /v1/completions, POST /v1/embeddings, GET /v1/models, GET /v1/models/{id}; and GET /health,
+// POST /v1/completions, POST /v1/embeddings, GET /v1/models, GET /v1/models/{id}; Anthropic's
+// POST /v1/messages and /v1/messages/count_tokens (anthropic_messages.h); and GET /health,
 // GET /metrics (Prometheus text); LoRA adapters as models of their own (POST
 // /v1/load_lora_adapter and /v1/unload_lora_adapter when allowed). With an API key every route but /health
 // needs it (/metrics too, unless public_metrics). POST bodies must be JSON: a Content-Type other than
@@ -14,6 +15,7 @@
 
 #include "engine/engine.h"
 #include "grammar/grammar_cache.h"
+#include "server/openai_request.h"
 
 namespace ferrum::chat {
 class ChatPrompt;
@@ -27,6 +29,8 @@ struct HttpRequest;
 struct HttpResponse;
 class ClientProbe;
 class LoraRegistry;
+struct LoraEntry;
+struct Collected;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -74,7 +78,13 @@ class Server {
   bool gate(const HttpRequest& req, HttpResponse& res);
   void handle(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe);
   void route(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe);
+  struct Prepared;
+  Prepared prepare(const nlohmann::json& body, bool chat);
+  std::shared_ptr<RequestHandle> submit(Prepared& p);
+  bool collect(RequestHandle& handle, const ClientProbe& probe, Collected& c, HttpResponse& res,
+               const std::shared_ptr<const LoraEntry>& lora);
   void generate(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe, bool chat);
+  void messages(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe, bool count_only);
   void embeddings(const HttpRequest& req, HttpResponse& res);
   void models(const std::string& id, HttpResponse& res);
   void lora_admin(const HttpRequest& req, HttpResponse& res, bool load);

@@ -92,6 +92,22 @@ TEST(NodeOpenAIClient, ToolLoopDefaultFormat) {
   run_tools_client("");
 }
 
+// The official Anthropic SDK against /v1/messages (tests/server-node/anthropic_client_test.mjs), with
+// the key sent as x-api-key.
+TEST(NodeAnthropicClient, MessagesStreamToolUseAndCountTokens) {
+  ensure_node();
+  if (testing::Test::IsSkipped() || testing::Test::HasFatalFailure()) return;
+  server::ServerOptions so;
+  so.api_key = "test-key-456";
+  test::TestServer ts(test::stories_gguf(), so, {}, 2048);
+  std::string out;
+  const int rc = sh("timeout 300 node '" + (kDir / "anthropic_client_test.mjs").string() + "' " + ts.url() +
+                        " test-model test-key-456",
+                    &out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("ALL OK"), std::string::npos) << out;
+}
+
 TEST(NodeOpenAIClient, StoriesBundledModel) {
   run_client(test::stories_gguf(), "");
 }
