@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "chat/chat_prompt.h"
+#include "ferrum/version.h"
 #include "models/registry.h"
 #include "server/anthropic_messages.h"
 #include "server/api_error.h"
@@ -15,6 +16,7 @@
 #include "server/json_body.h"
 #include "server/lora_registry.h"
 #include "server/metrics_text.h"
+#include "server/ollama_api.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 
@@ -63,6 +65,30 @@ void send_message_error(HttpResponse& res) {
   res.status = status;
   res.content_type = "application/json";
   res.body = body_text(message_error(status, message));
+  res.stream = {};
+}
+
+// The current exception as an Ollama error answer: {"error": message}.
+void send_ollama_error(HttpResponse& res) {
+  int status = 500;
+  std::string message;
+  try {
+    throw;
+  } catch (const ApiError& e) {
+    status = e.status;
+    message = e.what();
+  } catch (const BusyError& e) {
+    status = 503;
+    message = e.what();
+  } catch (const Error& e) {
+    status = 400;
+    message = e.what();
+  } catch (const std::exception& e) {
+    message = std::string("internal error: ") + e.what();
+  }
+  res.status = status;
+  res.content_type = "application/json";
+  res.body = body_text({{"error", message}});
   res.stream = {};
 }
 
@@ -198,6 +224,8 @@ void Server::handle(const HttpRequest& req, HttpResponse& res, const ClientProbe
   } catch (...) {
     if (api_path(req.path).starts_with("/messages"))
       send_message_error(res);  // Anthropic's routes answer errors in its own shape
+    else if (req.path.starts_with("/api/"))
+      send_ollama_error(res);  // and Ollama's in its
     else
       send_openai_error(res);
   }
@@ -225,6 +253,7 @@ void Server::route(const HttpRequest& req, HttpResponse& res, const ClientProbe&
     if (lora_) res.body += lora_metrics_text(lora_->list());
     return;
   }
+  if (req.path.starts_with("/api/")) return ollama(req, res, probe, req.path);
   const std::string_view p = api_path(req.path);
   if (p == "/models" || p.starts_with("/models/")) {
     require_method(req, "GET");
@@ -292,6 +321,12 @@ void Server::embeddings(const HttpRequest& req, HttpResponse& res) {
     throw ApiError(400, "embeddings are not enabled on this server", "invalid_request_error", "model",
                    "model_not_supported");
   const json body = parse_json_body(req.body);
+  check_model(body);
+  res.body = body_text(embedder_->handle(body, opt_.model_name));
+}
+
+// A body's "model", when given, must be a name this server answers to.
+void Server::check_model(const json& body) const {
   if (body.is_object() && body.contains("model") && !body["model"].is_null()) {
     if (!body["model"].is_string() ||
         std::find(names_.begin(), names_.end(), body["model"].get<std::string>()) == names_.end())
@@ -300,7 +335,6 @@ void Server::embeddings(const HttpRequest& req, HttpResponse& res) {
                                  opt_.model_name),
                      "invalid_request_error", "model", "model_not_found");
   }
-  res.body = body_text(embedder_->handle(body, opt_.model_name));
 }
 
 struct Server::Prepared {
@@ -359,7 +393,7 @@ std::shared_ptr<RequestHandle> Server::submit(Prepared& p) {
 // Waits for the end of a non-streamed request; false (the request cancelled, the answer aborted)
 // when the client hangs up meanwhile.
 bool Server::collect(RequestHandle& handle, const ClientProbe& probe, Collected& c, HttpResponse& res,
-                     const std::shared_ptr<const LoraEntry>& lora) {
+                     const std::shared_ptr<const LoraEntry>& lora, Clock::time_point* first_token) {
   auto checked = Clock::now();
   while (true) {
     auto e = handle.next(kPoll);
@@ -372,6 +406,8 @@ bool Server::collect(RequestHandle& handle, const ClientProbe& probe, Collected&
       }
     }
     if (!e) continue;
+    if (first_token && c.completion_tokens == 0 && !e->tokens.empty() && c.text.empty())
+      *first_token = Clock::now();
     c.add(*e);
     if (e->finished) break;
   }
@@ -383,11 +419,11 @@ bool Server::collect(RequestHandle& handle, const ClientProbe& probe, Collected&
 // Hands a stream to the transport: `next` fills it, and a client gone first cancels the request.
 template <typename Stream>
 void stream_answer(HttpResponse& res, std::shared_ptr<Stream> s, std::shared_ptr<LoraCounters> counters,
-                   const char* keepalive) {
-  res.content_type = "text/event-stream";
+                   std::string keepalive, const char* content_type = "text/event-stream") {
+  res.content_type = content_type;
   res.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
   res.stream.next = [s](std::string& out) { return s->next(out); };
-  res.stream.keepalive = keepalive;
+  res.stream.keepalive = std::move(keepalive);
   res.stream.closed = [s, counters](bool) {
     if (!s->finished()) s->handle().cancel();  // the client went away first
     if (counters) counters->completion_tokens += s->completion_tokens();
@@ -476,6 +512,102 @@ void Server::lora_admin(const HttpRequest& req, HttpResponse& res, bool load) {
     res.body = fmt::format("Success: LoRA adapter '{}' removed successfully.", name);
   }
   res.content_type = "text/plain";
+}
+
+// Ollama's API: chat and generate on the engine paths, embed through the Embedder, the served model
+// in tags / ps / show; no registry behind pull, push, create, copy or delete.
+void Server::ollama(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe,
+                    const std::string& p) {
+  if (p == "/api/version" || p == "/api/tags" || p == "/api/ps") {
+    require_method(req, "GET");
+    res.body = body_text(p == "/api/version" ? json{{"version", FERRUM_VERSION_STRING}}
+                                             : json{{"models", json::array({ollama_model()})}});
+    return;
+  }
+  if (p == "/api/pull" || p == "/api/push" || p == "/api/create" || p == "/api/copy" || p == "/api/delete")
+    throw ApiError(400,
+                   fmt::format("ferrum serve has no model registry: it serves '{}'; to serve another model, "
+                               "start ferrum serve with its GGUF file or Hugging Face directory",
+                               opt_.model_name));
+  require_method(req, "POST");  // any Content-Type: Ollama's clients (and curl -d) send JSON without one
+  const json body = parse_json_body(req.body);
+  if (p == "/api/show") {
+    json m = ollama_model();
+    const ModelConfig& cfg = engine_ ? engine_->model().config() : embedder_->config();
+    res.body = body_text({{"modelfile", ""},
+                          {"parameters", ""},
+                          {"template", engine_ ? engine_->tokenizer().chat_template() : ""},
+                          {"details", m["details"]},
+                          {"model_info",
+                           {{"general.architecture", arch_name(cfg.arch)},
+                            {"general.name", cfg.name},
+                            {"context_length", engine_ ? engine_->kv_capacity() : cfg.n_ctx_train},
+                            {"embedding_length", cfg.n_embd},
+                            {"block_count", cfg.n_layer}}}});
+    return;
+  }
+  if (p == "/api/embed") {
+    if (!embedder_) throw ApiError(400, "embeddings are not enabled on this server");
+    json o = {{"input", body.contains("input") ? body["input"] : json()}};
+    if (body.contains("model")) o["model"] = ollama_model_name(body.value("model", ""));
+    const auto t0 = Clock::now();
+    check_model(o);
+    const json a = embedder_->handle(o, opt_.model_name);
+    json vecs = json::array();
+    for (const json& d : a["data"]) vecs.push_back(d["embedding"]);
+    res.body = body_text(
+        {{"model", opt_.model_name},
+         {"embeddings", vecs},
+         {"total_duration", std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count()},
+         {"load_duration", 0},
+         {"prompt_eval_count", a["usage"]["prompt_tokens"]}});
+    return;
+  }
+  if (p != "/api/chat" && p != "/api/generate")
+    throw ApiError(404, fmt::format("no route for {} {}", req.method, req.path), "not_found_error");
+  const bool chat = p == "/api/chat";
+  bool completion = false;
+  OllamaTiming t;
+  t.start = Clock::now();
+  Prepared pp = prepare(openai_body_of_ollama(body, chat, &completion), !completion);
+  auto handle = submit(pp);
+  const std::string model = pp.lora ? pp.lora->name : opt_.model_name;
+  if (pp.pr.stream) {
+    auto s = std::make_shared<OllamaStream>(model, chat, std::move(pp.pr), handle);
+    // While nothing else is sent, an empty piece (a line NDJSON readers take as it is).
+    json idle = {{"model", model}, {"created_at", ollama_time_now()}, {"done", false}};
+    if (chat)
+      idle["message"] = {{"role", "assistant"}, {"content", ""}};
+    else
+      idle["response"] = "";
+    stream_answer(res, s, pp.lora ? pp.lora->counters : nullptr, body_text(idle) + "\n",
+                  "application/x-ndjson");
+    return;
+  }
+  Collected c;
+  t.first_token = t.start;
+  if (!collect(*handle, probe, c, res, pp.lora, &t.first_token)) return;
+  t.has_first = true;
+  res.body = body_text(ollama_answer(model, chat, pp.pr, c, t));
+}
+
+// The served model as /api/tags and /api/ps list it.
+nlohmann::json Server::ollama_model() const {
+  const ModelConfig& cfg = engine_ ? engine_->model().config() : embedder_->config();
+  const int64_t size = engine_ ? static_cast<int64_t>(engine_->model().weight_bytes()) : 0;
+  const json details = {{"format", "gguf"},
+                        {"family", arch_name(cfg.arch)},
+                        {"families", {arch_name(cfg.arch)}},
+                        {"parameter_size", ""},
+                        {"quantization_level", ""}};
+  return {{"name", opt_.model_name + ":latest"},
+          {"model", opt_.model_name + ":latest"},
+          {"modified_at", ollama_time_now()},
+          {"size", size},
+          {"digest", ""},
+          {"details", details},
+          {"expires_at", "9999-12-31T00:00:00Z"},
+          {"size_vram", 0}};
 }
 
 }  // namespace ferrum::server

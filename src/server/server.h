@@ -1,7 +1,8 @@
 // `ferrum serve`: an OpenAI-compatible HTTP server in front of the Engine (the transport and its
 // limits: http_server.h). Routes, each also without the /v1 prefix: POST /v1/chat/completions,
 // POST /v1/completions, POST /v1/embeddings, GET /v1/models, GET /v1/models/{id}; Anthropic's
-// POST /v1/messages and /v1/messages/count_tokens (anthropic_messages.h); and GET /health,
+// POST /v1/messages and /v1/messages/count_tokens (anthropic_messages.h); Ollama's /api/chat,
+// /api/generate, /api/embed, /api/show, /api/tags, /api/ps, /api/version (ollama_api.h); and GET /health,
 // GET /metrics (Prometheus text); LoRA adapters as models of their own (POST
 // /v1/load_lora_adapter and /v1/unload_lora_adapter when allowed). With an API key every route but /health
 // needs it (/metrics too, unless public_metrics). POST bodies must be JSON: a Content-Type other than
@@ -9,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -81,10 +83,15 @@ class Server {
   struct Prepared;
   Prepared prepare(const nlohmann::json& body, bool chat);
   std::shared_ptr<RequestHandle> submit(Prepared& p);
+  // Waits for the end of a non-streamed request (first_token: when its first token came).
   bool collect(RequestHandle& handle, const ClientProbe& probe, Collected& c, HttpResponse& res,
-               const std::shared_ptr<const LoraEntry>& lora);
+               const std::shared_ptr<const LoraEntry>& lora,
+               std::chrono::steady_clock::time_point* first_token = nullptr);
   void generate(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe, bool chat);
   void messages(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe, bool count_only);
+  void ollama(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe, const std::string& path);
+  nlohmann::json ollama_model() const;
+  void check_model(const nlohmann::json& body) const;
   void embeddings(const HttpRequest& req, HttpResponse& res);
   void models(const std::string& id, HttpResponse& res);
   void lora_admin(const HttpRequest& req, HttpResponse& res, bool load);

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "server/embeddings.h"
 #include "server_fixture.h"
 #include "test_util.h"
 
@@ -104,6 +105,34 @@ TEST(NodeAnthropicClient, MessagesStreamToolUseAndCountTokens) {
   const int rc = sh("timeout 300 node '" + (kDir / "anthropic_client_test.mjs").string() + "' " + ts.url() +
                         " test-model test-key-456",
                     &out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("ALL OK"), std::string::npos) << out;
+}
+
+// The official Ollama client against /api/* (tests/server-node/ollama_client_test.mjs).
+TEST(NodeOllamaClient, ChatGenerateListAndEmbed) {
+  ensure_node();
+  if (testing::Test::IsSkipped() || testing::Test::HasFatalFailure()) return;
+  // As `ferrum serve` sets it up: the engine, and /api/embed over the same model.
+  ModelOptions mo;
+  mo.n_threads = 2;
+  LoadedModel lm = load_model(test::stories_gguf(), mo);
+  EngineOptions eo;
+  eo.kv.layout = KvLayout::Paged;
+  eo.kv.capacity = 256;
+  Engine engine(*lm.model, *lm.tokenizer, eo);
+  server::Embedder emb(engine, EmbedOptions{});
+  server::ServerOptions so;
+  so.port = 0;
+  so.model_name = "test-model";
+  server::Server srv(&engine, &emb, so);
+  const int port = srv.start();
+  std::string out;
+  const int rc = sh("timeout 300 node '" + (kDir / "ollama_client_test.mjs").string() +
+                        "' http://127.0.0.1:" + std::to_string(port) + " test-model",
+                    &out);
+  engine.shutdown(true);
+  srv.stop();
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("ALL OK"), std::string::npos) << out;
 }
