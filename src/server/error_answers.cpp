@@ -7,60 +7,43 @@
 
 namespace ferrum::server {
 
+namespace {
+// The status and message of the exception being handled (rethrown to read it).
+std::pair<int, std::string> current_error() {
+  try {
+    throw;
+  } catch (const ApiError& e) {
+    return {e.status, e.what()};
+  } catch (const BusyError& e) {
+    return {503, e.what()};
+  } catch (const Error& e) {
+    return {400, e.what()};
+  } catch (const std::exception& e) {
+    return {500, std::string("internal error: ") + e.what()};
+  }
+}
+
+void send_json(HttpResponse& res, int status, const nlohmann::json& body) {
+  res.status = status;
+  res.content_type = "application/json";
+  res.body = body_text(body);
+  res.stream = {};
+}
+}  // namespace
+
 void send_error(HttpResponse& res, int status, const std::string& message, const std::string& type,
                 const std::string& param, const std::string& code) {
-  res.status = status;
-  res.content_type = "application/json";
-  res.body = body_text(error_json(message, type, param, code));
-  res.stream = {};
+  send_json(res, status, error_json(message, type, param, code));
 }
 
-// The current exception as an Anthropic error answer.
 void send_message_error(HttpResponse& res) {
-  int status = 500;
-  std::string message;
-  try {
-    throw;
-  } catch (const ApiError& e) {
-    status = e.status;
-    message = e.what();
-  } catch (const BusyError& e) {
-    status = 503;
-    message = e.what();
-  } catch (const Error& e) {
-    status = 400;
-    message = e.what();
-  } catch (const std::exception& e) {
-    message = std::string("internal error: ") + e.what();
-  }
-  res.status = status;
-  res.content_type = "application/json";
-  res.body = body_text(message_error(status, message));
-  res.stream = {};
+  const auto [status, message] = current_error();
+  send_json(res, status, message_error(status, message));
 }
 
-// The current exception as an Ollama error answer: {"error": message}.
 void send_ollama_error(HttpResponse& res) {
-  int status = 500;
-  std::string message;
-  try {
-    throw;
-  } catch (const ApiError& e) {
-    status = e.status;
-    message = e.what();
-  } catch (const BusyError& e) {
-    status = 503;
-    message = e.what();
-  } catch (const Error& e) {
-    status = 400;
-    message = e.what();
-  } catch (const std::exception& e) {
-    message = std::string("internal error: ") + e.what();
-  }
-  res.status = status;
-  res.content_type = "application/json";
-  res.body = body_text({{"error", message}});
-  res.stream = {};
+  const auto [status, message] = current_error();
+  send_json(res, status, {{"error", message}});
 }
 
 // The current exception as an OpenAI error answer.

@@ -4,6 +4,7 @@
 // Usage: node anthropic_client_test.mjs BASE_URL MODEL_ID [API_KEY]
 // Exits 0 when every check passes; prints what failed otherwise.
 import Anthropic from '@anthropic-ai/sdk';
+import { check, finish } from './checks.mjs';
 
 const [baseURL, model, apiKey = 'none'] = process.argv.slice(2);
 if (!baseURL || !model) {
@@ -11,15 +12,6 @@ if (!baseURL || !model) {
   process.exit(2);
 }
 const client = new Anthropic({ baseURL, apiKey, timeout: 120_000, maxRetries: 0 });
-let failures = 0;
-function check(cond, what) {
-  if (!cond) {
-    failures++;
-    console.error(`FAIL: ${what}`);
-  } else {
-    console.log(`ok: ${what}`);
-  }
-}
 const textOf = (m) => m.content.filter((b) => b.type === 'text').map((b) => b.text).join('');
 
 // Not streamed.
@@ -80,8 +72,4 @@ try {
   check(e instanceof Anthropic.BadRequestError && e.error?.error?.type === 'invalid_request_error', `BadRequestError (${e})`);
 }
 
-if (failures) {
-  console.error(`${failures} check(s) failed`);
-  process.exit(1);
-}
-console.log('ALL OK');
+finish();

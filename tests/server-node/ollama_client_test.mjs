@@ -4,6 +4,7 @@
 // Usage: node ollama_client_test.mjs BASE_URL MODEL_ID
 // Exits 0 when every check passes; prints what failed otherwise.
 import { Ollama } from 'ollama';
+import { check, finish } from './checks.mjs';
 
 const [host, model] = process.argv.slice(2);
 if (!host || !model) {
@@ -11,15 +12,6 @@ if (!host || !model) {
   process.exit(2);
 }
 const ollama = new Ollama({ host });
-let failures = 0;
-function check(cond, what) {
-  if (!cond) {
-    failures++;
-    console.error(`FAIL: ${what}`);
-  } else {
-    console.log(`ok: ${what}`);
-  }
-}
 const options = { temperature: 0, num_predict: 24 };
 
 // Chat, not streamed, then streamed: the same text.
@@ -71,8 +63,4 @@ try {
   check(String(e.message).includes('no model registry'), `pull refused (${e.message})`);
 }
 
-if (failures) {
-  console.error(`${failures} check(s) failed`);
-  process.exit(1);
-}
-console.log('ALL OK');
+finish();

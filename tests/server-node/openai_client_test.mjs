@@ -2,6 +2,7 @@
 // Usage: node openai_client_test.mjs BASE_URL MODEL_ID [API_KEY]
 // Exits 0 when every check passes; prints what failed otherwise.
 import OpenAI from 'openai';
+import { check, finish as report } from './checks.mjs';
 
 const [baseURL, model, apiKey = 'none'] = process.argv.slice(2);
 if (!baseURL || !model) {
@@ -9,15 +10,6 @@ if (!baseURL || !model) {
   process.exit(2);
 }
 const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey, timeout: 120_000, maxRetries: 0 });
-let failures = 0;
-function check(cond, what) {
-  if (!cond) {
-    failures++;
-    console.error(`FAIL: ${what}`);
-  } else {
-    console.log(`ok: ${what}`);
-  }
-}
 
 // Model listing.
 const models = await client.models.list();
@@ -76,5 +68,4 @@ try {
   check(e instanceof OpenAI.NotFoundError, `unknown model -> 404 (${e.message})`);
 }
 
-console.log(failures === 0 ? 'ALL OK' : `${failures} FAILED`);
-process.exit(failures === 0 ? 0 : 1);
+report();

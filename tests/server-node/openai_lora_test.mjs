@@ -3,6 +3,7 @@
 // Usage: node openai_lora_test.mjs BASE_URL BASE_MODEL_ID
 // Exits 0 when every check passes; prints what failed otherwise.
 import OpenAI from 'openai';
+import { check, finish } from './checks.mjs';
 
 const [baseURL, base] = process.argv.slice(2);
 if (!baseURL || !base) {
@@ -10,15 +11,6 @@ if (!baseURL || !base) {
   process.exit(2);
 }
 const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: 'none', timeout: 120_000, maxRetries: 0 });
-let failures = 0;
-function check(cond, what) {
-  if (!cond) {
-    failures++;
-    console.error(`FAIL: ${what}`);
-  } else {
-    console.log(`ok: ${what}`);
-  }
-}
 
 const models = (await client.models.list()).data;
 for (const name of ['a', 'b']) {
@@ -49,5 +41,4 @@ together.forEach((t, i) => {
   check(t === alone[m], `concurrent ${i < order.length ? 'plain' : 'streamed'} ${m} equals alone`);
 });
 
-console.log(failures === 0 ? 'ALL OK' : `${failures} FAILED`);
-process.exit(failures === 0 ? 0 : 1);
+finish();

@@ -5,6 +5,7 @@
 // Usage: node openai_tools_test.mjs BASE_URL MODEL_ID [API_KEY]
 // Exits 0 when every check passes; prints what failed otherwise.
 import OpenAI from 'openai';
+import { check, finish } from './checks.mjs';
 
 const [baseURL, model, apiKey = 'none'] = process.argv.slice(2);
 if (!baseURL || !model) {
@@ -12,15 +13,6 @@ if (!baseURL || !model) {
   process.exit(2);
 }
 const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey, timeout: 120_000, maxRetries: 0 });
-let failures = 0;
-function check(cond, what) {
-  if (!cond) {
-    failures++;
-    console.error(`FAIL: ${what}`);
-  } else {
-    console.log(`ok: ${what}`);
-  }
-}
 
 // Bounded arguments (an enum and a small integer), so a tiny model finishes its call in time.
 const tools = [{
@@ -98,8 +90,4 @@ try {
   check(e instanceof OpenAI.BadRequestError && e.param === 'tool_choice.function.name', `400 for an unknown function (${e.message})`);
 }
 
-if (failures) {
-  console.error(`${failures} check(s) failed`);
-  process.exit(1);
-}
-console.log('ALL OK');
+finish();
