@@ -270,8 +270,7 @@ bool MessageStream::finish(std::string& out, const RequestEvent& e) {
   bool called = false;
   if (pr_.tools.active()) {
     const ToolAnswer a = tool_answer(pr_.tool_style, pr_.tools, splitter_.text(), e.finish_reason);
-    const std::string rest = a.content.is_string() ? a.content.get<std::string>() : "";
-    if (rest.size() > splitter_.released()) text(out, rest.substr(splitter_.released()));
+    text(out, unsent_content(a.content, splitter_.released()));
     close_block(out);
     for (const json& call : a.tool_calls) {
       json block = tool_use_block(call);

@@ -238,8 +238,7 @@ bool OllamaStream::next(std::string& out) {
   json last = object("");
   if (tools) {  // the rest of the text, and the calls (Ollama sends them on a message of their own)
     json m = chat_message(pr_, splitter_.text(), e->finish_reason);
-    const std::string rest = m["content"].get<std::string>();
-    m["content"] = rest.size() > splitter_.released() ? rest.substr(splitter_.released()) : "";
+    m["content"] = unsent_content(m["content"], splitter_.released());
     last["message"] = m;
   }
   add_counts(last, e->finish_reason, e->prompt_tokens, e->completion_tokens, timing_);

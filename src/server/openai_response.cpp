@@ -170,8 +170,8 @@ bool SseAnswer::tool_chunks(std::string& out, RequestEvent& e) {
   if (e.finish_reason == "error")
     out += "data: " + body_text(error_json(e.error, "server_error", "", "")) + "\n\n";
   const ToolAnswer a = tool_answer(pr_.tool_style, pr_.tools, splitter_.text(), e.finish_reason);
-  const std::string rest = a.content.is_string() ? a.content.get<std::string>() : "";
-  if (rest.size() > splitter_.released()) delta_chunk({{"content", rest.substr(splitter_.released())}});
+  if (const std::string rest = unsent_content(a.content, splitter_.released()); !rest.empty())
+    delta_chunk({{"content", rest}});
   for (size_t i = 0; i < a.tool_calls.size(); ++i) {
     json call = a.tool_calls[i];
     call["index"] = i;

@@ -33,4 +33,10 @@ std::string tool_finish_reason(const ToolAnswer& a, const std::string& finish_re
   return a.called() && finish_reason == "stop" ? "tool_calls" : finish_reason;
 }
 
+std::string unsent_content(const nlohmann::json& content, size_t released) {
+  if (!content.is_string()) return "";
+  const std::string& s = content.get_ref<const std::string&>();
+  return s.size() > released ? s.substr(released) : "";
+}
+
 }  // namespace ferrum::server

@@ -27,4 +27,8 @@ std::string tool_finish_reason(const ToolAnswer& a, const std::string& finish_re
 
 std::string tool_call_id(chat::ToolStyle style);
 
+// A streamed answer's content (a string or null) past the `released` bytes already sent: what the
+// stream's last piece still has to send once the calls are parsed out.
+std::string unsent_content(const nlohmann::json& content, size_t released);
+
 }  // namespace ferrum::server
