@@ -25,12 +25,27 @@ enum class DType : uint32_t {
   Q5_K = 13,
   Q6_K = 14,
   Q8_K = 15,
+  IQ2_XXS = 16,
+  IQ2_XS = 17,
+  IQ3_XXS = 18,
+  IQ1_S = 19,
+  IQ4_NL = 20,
+  IQ3_S = 21,
+  IQ2_S = 22,
+  IQ4_XS = 23,
   I8 = 24,
   I16 = 25,
   I32 = 26,
   I64 = 27,
   F64 = 28,
+  IQ1_M = 29,
   BF16 = 30,
+  TQ1_0 = 34,
+  TQ2_0 = 35,
+  MXFP4 = 39,
+  NVFP4 = 40,
+  Q1_0 = 41,
+  Q2_0 = 42,
 };
 
 struct DTypeInfo {
@@ -48,6 +63,11 @@ const DTypeInfo& dtype_info(DType t);
 inline const char* dtype_name(DType t) { return dtype_info(t).name; }
 // Parses "Q4_K", "q8_0", "F16", "bf16", ... ; nullopt if unknown.
 std::optional<DType> dtype_from_name(std::string_view name);
+
+// "IQ2_XXS (ggml type 16)": a type named with its id, for messages.
+std::string dtype_label(DType t);
+// The types ferrum stores and multiplies, comma-separated ("F32, F16, Q4_0, ...").
+std::string supported_dtype_names();
 
 // Bytes used by a row of n elements; n must be a multiple of the block size.
 size_t row_size(DType t, int64_t n);

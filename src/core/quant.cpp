@@ -6,12 +6,18 @@
 
 #include "core/fail.h"
 #include "core/fp16.h"
+#include "core/quant_fit.h"
+#include "core/quant_low.h"
 
 // Bit-exactness with ggml depends on a*b + c not being fused into one fma.
 #pragma STDC FP_CONTRACT OFF
 
 namespace ferrum {
 namespace {
+
+using quant_fit::fit_scale_min;
+using quant_fit::fit_scale_sym;
+using quant_fit::nearest_int;
 
 inline float h2f(uint16_t h) {
   return f16_to_f32(h);
@@ -153,11 +159,6 @@ void deq_q6_k(const BlockQ6_K* x, float* y, int64_t nb) {
 
 // ---------------------------------------------------------------- reference quantizers (ggml semantics)
 
-// Round half to even, as ggml's nearest_int (magic-number trick) does.
-inline int nearest_int(float v) {
-  return static_cast<int>(std::nearbyint(v));
-}
-
 void q_q8_0(const float* x, BlockQ8_0* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, x += 32) {
     float amax = 0.0f;
@@ -258,59 +259,7 @@ void q_q8_k(const float* x, BlockQ8_K* y, int64_t nb) {
   }
 }
 
-// ---------------------------------------------------------------- K-quant search (own implementation)
-
-// Fits x ~= s*q - m (q in [0, nmax], m >= 0) for one sub-block: a grid of scale candidates, each
-// refined by least squares. Returns the best scale and min.
-void fit_scale_min(const float* x, int n, int nmax, float& best_s, float& best_m) {
-  float mn = x[0], mx = x[0];
-  for (int i = 1; i < n; ++i) {
-    mn = std::min(mn, x[i]);
-    mx = std::max(mx, x[i]);
-  }
-  mn = std::min(mn, 0.0f);
-  best_s = 0.0f;
-  best_m = -mn;
-  if (mx <= mn) return;
-  float best_err = INFINITY;
-  for (int step = -6; step <= 6; ++step) {
-    float s = (mx - mn) / (static_cast<float>(nmax) + 0.15f * static_cast<float>(step));
-    float m = -mn;
-    for (int iter = 0; iter < 3; ++iter) {
-      // Assign levels, then solve the 2x2 least-squares problem for (s, m).
-      double sq = 0, sqq = 0, sx = 0, sxq = 0;
-      for (int i = 0; i < n; ++i) {
-        const int q = std::clamp(nearest_int((x[i] + m) / s), 0, nmax);
-        sq += q;
-        sqq += static_cast<double>(q) * q;
-        sx += x[i];
-        sxq += static_cast<double>(x[i]) * q;
-      }
-      const double det = n * sqq - sq * sq;
-      if (det <= 0) break;
-      double ns = (n * sxq - sq * sx) / det;
-      double nm = (sq * sxq - sqq * sx) / det;  // x ~= ns*q - nm
-      if (nm < 0) {                             // offset must not be positive: fit the scale alone
-        nm = 0;
-        ns = sqq > 0 ? sxq / sqq : 0;
-      }
-      if (ns <= 0) break;
-      s = static_cast<float>(ns);
-      m = static_cast<float>(nm);
-    }
-    float err = 0;
-    for (int i = 0; i < n; ++i) {
-      const int q = std::clamp(nearest_int((x[i] + m) / s), 0, nmax);
-      const float e = s * q - m - x[i];
-      err += e * e;
-    }
-    if (err < best_err) {
-      best_err = err;
-      best_s = s;
-      best_m = m;
-    }
-  }
-}
+// ---------------------------------------------------------------- K-quants (own search, quant_fit.h)
 
 // Shared by Q4_K (nmax 15) and Q5_K (nmax 31): levels L[256] and packed scales.
 void quantize_k4_block(const float* x, int nmax, uint16_t& d_out, uint16_t& dmin_out, uint8_t* scales,
@@ -374,47 +323,12 @@ void q_q5_k(const float* x, BlockQ5_K* y, int64_t nb) {
   }
 }
 
-// Symmetric fit x ~= s*q, q in [-32, 31], for a Q6_K sub-block of 16.
-float fit_scale_q6(const float* x) {
-  float amax = 0, max = 0;
-  for (int i = 0; i < 16; ++i)
-    if (std::fabs(x[i]) > amax) {
-      amax = std::fabs(x[i]);
-      max = x[i];
-    }
-  if (amax == 0) return 0;
-  float best_s = 0, best_err = INFINITY;
-  for (int step = -8; step <= 8; ++step) {
-    float s = max / (-32.0f + 0.1f * static_cast<float>(step));
-    for (int iter = 0; iter < 2; ++iter) {
-      double sxq = 0, sqq = 0;
-      for (int i = 0; i < 16; ++i) {
-        const int q = std::clamp(nearest_int(x[i] / s), -32, 31);
-        sxq += static_cast<double>(x[i]) * q;
-        sqq += static_cast<double>(q) * q;
-      }
-      if (sqq <= 0) break;
-      s = static_cast<float>(sxq / sqq);
-    }
-    float err = 0;
-    for (int i = 0; i < 16; ++i) {
-      const float e = s * std::clamp(nearest_int(x[i] / s), -32, 31) - x[i];
-      err += e * e;
-    }
-    if (err < best_err) {
-      best_err = err;
-      best_s = s;
-    }
-  }
-  return best_s;
-}
-
 void q_q6_k(const float* x, BlockQ6_K* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, x += 256) {
     float s[16];
     float max_abs = 0, max_s = 0;
     for (int k = 0; k < 16; ++k) {
-      s[k] = fit_scale_q6(x + 16 * k);
+      s[k] = fit_scale_sym(x + 16 * k, 16, -32, 31);
       if (std::fabs(s[k]) > max_abs) {
         max_abs = std::fabs(s[k]);
         max_s = s[k];
@@ -490,6 +404,16 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
       return deq_q5_k(static_cast<const BlockQ5_K*>(src), dst, nb);
     case DType::Q6_K:
       return deq_q6_k(static_cast<const BlockQ6_K*>(src), dst, nb);
+    case DType::Q4_1:
+      return quant_low::dequantize(static_cast<const BlockQ4_1*>(src), dst, nb);
+    case DType::Q2_K:
+      return quant_low::dequantize(static_cast<const BlockQ2_K*>(src), dst, nb);
+    case DType::Q3_K:
+      return quant_low::dequantize(static_cast<const BlockQ3_K*>(src), dst, nb);
+    case DType::IQ4_NL:
+      return quant_low::dequantize(static_cast<const BlockIQ4_NL*>(src), dst, nb);
+    case DType::IQ4_XS:
+      return quant_low::dequantize(static_cast<const BlockIQ4_XS*>(src), dst, nb);
     case DType::Q8_K: {
       const auto* b = static_cast<const BlockQ8_K*>(src);
       for (int64_t i = 0; i < nb; ++i)
@@ -533,6 +457,16 @@ void quantize_row(DType t, const float* src, void* dst, int64_t n) {
       return q_q6_k(src, static_cast<BlockQ6_K*>(dst), nb);
     case DType::Q8_K:
       return q_q8_k(src, static_cast<BlockQ8_K*>(dst), nb);
+    case DType::Q4_1:
+      return quant_low::quantize(src, static_cast<BlockQ4_1*>(dst), nb);
+    case DType::Q2_K:
+      return quant_low::quantize(src, static_cast<BlockQ2_K*>(dst), nb);
+    case DType::Q3_K:
+      return quant_low::quantize(src, static_cast<BlockQ3_K*>(dst), nb);
+    case DType::IQ4_NL:
+      return quant_low::quantize(src, static_cast<BlockIQ4_NL*>(dst), nb);
+    case DType::IQ4_XS:
+      return quant_low::quantize(src, static_cast<BlockIQ4_XS*>(dst), nb);
     default:
       fail("quantize_row: tensor type {} is not supported", dtype_name(t));
   }

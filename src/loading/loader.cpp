@@ -75,8 +75,8 @@ WeightSet weights_from_gguf(std::shared_ptr<const gguf::File> f) {
   const uint8_t *lo = nullptr, *hi = nullptr;
   for (const TensorView& t : f->tensors()) {
     if (!dtype_info(t.type).supported)
-      fail("{}: tensor '{}' has type {}, which ferrum does not support", f->path(), t.name,
-           dtype_name(t.type));
+      fail("{}: tensor '{}' has type {}, which ferrum does not run (it runs {})", f->path(), t.name,
+           dtype_label(t.type), supported_dtype_names());
     w.add(t);
     if (t.data && (!lo || t.data < lo)) lo = t.data;
     if (t.data && (!hi || t.data + t.nbytes > hi)) hi = t.data + t.nbytes;

@@ -32,7 +32,8 @@ TensorView copy_matrix(LoraFile& f, const TensorView& t, const std::string& name
   if (t.n_dims != 2 || t.ne[0] <= 0 || t.ne[1] <= 0)
     fail("{}: tensor '{}' has shape {}, expected a matrix", f.source, name, t.shape_string());
   if (!dtype_info(t.type).supported)
-    fail("{}: tensor '{}' has type {}, which ferrum does not support", f.source, name, dtype_name(t.type));
+    fail("{}: tensor '{}' has type {}, which ferrum does not run (it runs {})", f.source, name,
+         dtype_label(t.type), supported_dtype_names());
   TensorView c = t;
   c.name = name;
   c.type = t.type == DType::F16 ? DType::F16 : DType::F32;

@@ -19,8 +19,9 @@ namespace {
 
 using test::TestMatrix;
 
-const DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q5_0,
-                        DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,   DType::Q4_1,
+                        DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K,   DType::Q5_K,
+                        DType::Q6_K, DType::Q2_K, DType::Q3_K, DType::IQ4_NL, DType::IQ4_XS};
 
 // Restores the ISA that was active when the test started.
 struct IsaGuard {
@@ -189,7 +190,7 @@ TEST(Matmul, BadArgumentsThrow) {
   v.nbytes -= 1;
   EXPECT_THROW(matmul(v, x.data(), 64, 1, y.data(), 4, pool, Precision::Exact, s), Error);
   v = m.view;
-  v.type = DType::Q2_K;
+  v.type = DType::IQ2_XXS;
   EXPECT_THROW(matmul(v, x.data(), 64, 1, y.data(), 4, pool, Precision::Exact, s), Error);
   v = m.view;
   v.ne[0] = 60;  // not a multiple of the block size

@@ -39,15 +39,15 @@ TEST_P(DequantFixture, BitExactWithLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, DequantFixture,
-                         ::testing::Values("Q8_0", "Q4_0", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "F16",
-                                           "BF16"));
+                         ::testing::Values("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K",
+                                           "Q2_K", "Q3_K", "IQ4_NL", "IQ4_XS", "F16", "BF16"));
 
-// llama-quantize (no imatrix) uses ggml's reference quantizer for Q8_0 and Q4_0: the bytes in the
-// fixture GGUF must be reproduced exactly from the F32 rows.
-TEST(Quantize, ReproducesGgmlQ8_0AndQ4_0) {
+// llama-quantize (no imatrix) uses ggml's reference quantizer for Q8_0, Q4_0 and Q4_1: the bytes in
+// the fixture GGUF must be reproduced exactly from the F32 rows.
+TEST(Quantize, ReproducesGgmlQ8_0Q4_0AndQ4_1) {
   const auto src = test::load_npy(data_path("kernels/attn_q_f32.npy"));
   const int64_t rows = src.shape[0], cols = src.shape[1];
-  for (const char* name : {"Q8_0", "Q4_0"}) {
+  for (const char* name : {"Q8_0", "Q4_0", "Q4_1"}) {
     const DType t = *dtype_from_name(name);
     const auto ref = test::read_bytes(data_path(std::string("kernels/") + name + ".bin"));
     std::vector<uint8_t> out(row_size(t, cols) * rows);
@@ -85,9 +85,10 @@ TEST(Quantize, RoundTripErrorBounds) {
   const struct {
     DType t;
     double bound;
-  } cases[] = {{DType::Q8_0, 0.007}, {DType::Q4_0, 0.11},  {DType::Q5_0, 0.055}, {DType::Q5_1, 0.05},
-               {DType::Q4_K, 0.09},  {DType::Q5_K, 0.046}, {DType::Q6_K, 0.022}, {DType::Q8_K, 0.009},
-               {DType::F16, 0.0003}, {DType::BF16, 0.0022}};
+  } cases[] = {{DType::Q8_0, 0.007}, {DType::Q4_0, 0.11},   {DType::Q5_0, 0.055}, {DType::Q5_1, 0.05},
+               {DType::Q4_K, 0.09},  {DType::Q5_K, 0.046},  {DType::Q6_K, 0.022}, {DType::Q8_K, 0.009},
+               {DType::F16, 0.0003}, {DType::BF16, 0.0022}, {DType::Q4_1, 0.11},  {DType::Q2_K, 0.4},
+               {DType::Q3_K, 0.2},   {DType::IQ4_NL, 0.1},  {DType::IQ4_XS, 0.1}};
   for (const auto& c : cases) {
     const double err = rel_rms(round_trip(c.t, x, 512), x);
     EXPECT_LT(err, c.bound) << dtype_name(c.t);
@@ -102,7 +103,8 @@ TEST(Quantize, KQuantsAsGoodAsLlamaCpp) {
   const struct {
     const char* type;
     const char* src;
-  } cases[] = {{"Q4_K", "ffn_gate"}, {"Q5_K", "ffn_down"}, {"Q6_K", "ffn_down"}};
+  } cases[] = {{"Q4_K", "ffn_gate"}, {"Q5_K", "ffn_down"}, {"Q6_K", "ffn_down"}, {"Q4_1", "attn_q"},
+               {"Q2_K", "ffn_gate"}, {"Q3_K", "ffn_down"}, {"IQ4_NL", "attn_q"}, {"IQ4_XS", "ffn_down"}};
   for (const auto& c : cases) {
     const auto src = test::load_npy(data_path(std::string("kernels/") + c.src + "_f32.npy"));
     const auto ref = test::load_npy(data_path(std::string("kernels/") + c.type + ".npy"));
@@ -115,15 +117,15 @@ TEST(Quantize, KQuantsAsGoodAsLlamaCpp) {
 
 TEST(Quantize, ZeroRowsAndBadInput) {
   std::vector<float> zero(256, 0.0f), out(256, 1.0f);
-  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K,
-                  DType::Q8_K}) {
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K,
+                  DType::Q6_K, DType::Q8_K, DType::Q2_K, DType::Q3_K, DType::IQ4_NL, DType::IQ4_XS}) {
     std::vector<uint8_t> q(row_size(t, 256), 0xAB);
     quantize_row(t, zero.data(), q.data(), 256);
     dequantize_row(t, q.data(), out.data(), 256);
     for (float v : out) ASSERT_EQ(v, 0.0f) << dtype_name(t);
   }
   EXPECT_THROW(dequantize_row(DType::Q4_K, zero.data(), out.data(), 100), Error);
-  EXPECT_THROW(dequantize_row(DType::Q2_K, zero.data(), out.data(), 256), Error);
+  EXPECT_THROW(dequantize_row(DType::IQ2_XXS, zero.data(), out.data(), 256), Error);
   EXPECT_THROW(quantize_row(DType::I32, zero.data(), out.data(), 256), Error);
 }
 

@@ -25,7 +25,8 @@ namespace {
 constexpr double kMargin = 0.01;
 const std::string kModel = "qwen3moe";
 const std::vector<std::string> kPrompts = {"p1", "p2", "p3", "p4"};
-const std::vector<std::string> kQuant = {"Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K"};
+// The last two: expert stacks in Q3_K / IQ4_XS (tests/data/quant, own generator over llama-quantize).
+const std::vector<std::string> kQuant = {"Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "Q3_K_M", "IQ4_XS"};
 
 std::string gguf(const std::string& type) {
   return model_file(kModel, "gguf/qwen3moe-" + type + ".gguf");

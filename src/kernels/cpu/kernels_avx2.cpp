@@ -9,6 +9,7 @@
 #include "kernels/cpu/attention_tile.h"
 #include "kernels/cpu/exp_avx2.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/kernels_lowbit.h"
 
 namespace ferrum::kernels {
 namespace {
@@ -151,6 +152,27 @@ struct UnpackQ4_0 {
     d = h2f(b.d);
     c = -8.0f * d;
     return nibbles(b.qs);
+  }
+};
+struct UnpackQ4_1 {
+  using Block = BlockQ4_1;
+  static constexpr bool kSigned = false;
+  static __m256i q(const Block& b, float& d, float& c) {
+    d = h2f(b.d);
+    c = h2f(b.m);
+    return nibbles(b.qs);
+  }
+};
+// IQ4_NL: the nibbles index the signed levels kIQ4Values (one byte shuffle).
+struct UnpackIQ4NL {
+  using Block = BlockIQ4_NL;
+  static constexpr bool kSigned = true;
+  static __m256i q(const Block& b, float& d, float& c) {
+    d = h2f(b.d);
+    c = 0.0f;
+    const __m256i table =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+    return _mm256_shuffle_epi8(table, nibbles(b.qs));
   }
 };
 template <typename B, bool kMin>
@@ -421,12 +443,17 @@ const IsaKernels& avx2_kernels() {
   // Built on first use: the activation quantizers come from the scalar table (another TU).
   static const IsaKernels k = {"avx2",
                                rows_of<row_fn<Row32<UnpackQ4_0>::K>>,
+                               rows_of<row_fn<Row32<UnpackQ4_1>::K>>,
                                rows_of<row_fn<Row32<UnpackQ5<BlockQ5_0, false>>::K>>,
                                rows_of<row_fn<Row32<UnpackQ5<BlockQ5_1, true>>::K>>,
                                rows_of<row_fn<Row32<UnpackQ8_0>::K>>,
+                               rows_of<row_fn<Row32<UnpackIQ4NL>::K>>,
                                rows_of<row_fn<RowQ4K<false>::K>>,
                                rows_of<row_fn<RowQ4K<true>::K>>,
                                rows_of<row_fn<RowQ6K>>,
+                               lowbit_rows_avx2().q2_k,
+                               lowbit_rows_avx2().q3_k,
+                               lowbit_rows_avx2().iq4_xs,
                                tile_fn2<FloatTile<2, 2>::K>,
                                tile_fn2<FloatTile<1, 0>::K>,
                                tile_fn2<FloatTile<0, 0>::K>,

@@ -11,6 +11,7 @@
 #include "kernels/cpu/attention_tile.h"
 #include "kernels/cpu/exp_avx512.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/kernels_lowbit.h"
 
 namespace ferrum::kernels {
 namespace {
@@ -156,6 +157,30 @@ struct UnpackQ4_0 {
     d = h2f(b.d);
     c = -8.0f * d;
     return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
+  }
+};
+struct UnpackQ4_1 {
+  using Block = BlockQ4_1;
+  static constexpr bool kSigned = false;
+  static __m256i q(const Block& b, float& d, float& c) {
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    d = h2f(b.d);
+    c = h2f(b.m);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
+  }
+};
+// IQ4_NL: the nibbles index the signed levels kIQ4Values (one byte shuffle).
+struct UnpackIQ4NL {
+  using Block = BlockIQ4_NL;
+  static constexpr bool kSigned = true;
+  static __m256i q(const Block& b, float& d, float& c) {
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    d = h2f(b.d);
+    c = 0.0f;
+    const __m256i table =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+    return _mm256_shuffle_epi8(
+        table, _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F)));
   }
 };
 template <typename B, bool kMin>
@@ -548,12 +573,17 @@ void gelu16(float* x, int64_t n) {
 const IsaKernels& avx512_kernels() {
   static const IsaKernels k = {"avx512",
                                row32_tile<UnpackQ4_0>,
+                               row32_tile<UnpackQ4_1>,
                                row32_tile<UnpackQ5<BlockQ5_0, false>>,
                                row32_tile<UnpackQ5<BlockQ5_1, true>>,
                                row32_tile<UnpackQ8_0>,
+                               row32_tile<UnpackIQ4NL>,
                                rows_of<row_fn<RowQ4K<false>::K>>,
                                rows_of<row_fn<RowQ4K<true>::K>>,
                                rows_of<row_fn<RowQ6K>>,
+                               lowbit_rows_avx512().q2_k,
+                               lowbit_rows_avx512().q3_k,
+                               lowbit_rows_avx512().iq4_xs,
                                tile_fn<Bf16Tile>,
                                tile_fn<FloatTile<true>::K>,
                                tile_fn<FloatTile<false>::K>,

@@ -478,27 +478,33 @@ void gelu4(float* x, int64_t n) {
 
 const IsaKernels& neon_kernels() {
   // Built on first use: the activation quantizers come from the scalar table (another TU).
-  static const IsaKernels k = {"neon",
-                               tile_fn<Row32<UnpackQ4_0>, 4, 2>,
-                               tile_fn<Row32<UnpackQ5<BlockQ5_0, false>>, 4, 2>,
-                               tile_fn<Row32<UnpackQ5<BlockQ5_1, true>>, 2, 2>,  // the mins take registers
-                               tile_fn<Row32<UnpackQ8_0>, 4, 2>,
-                               tile_fn<TileQ4K<false>, 2, 1>,
-                               tile_fn<TileQ4K<true>, 2, 1>,
-                               tile_fn<TileQ6K, 2, 1>,
-                               tile_fn<FloatTile<2, 2>, 4, 2>,
-                               tile_fn<FloatTile<1, 0>, 4, 2>,
-                               tile_fn<FloatTile<0, 0>, 4, 2>,
-                               scalar_kernels().quantize_q8_1f,
-                               scalar_kernels().quantize_q8_k,
-                               f16_row,
-                               softmax4,
-                               swiglu4,
-                               gelu4,
-                               &neon_packed_kernels(),
-                               &neon_tile_ops(),
-                               4,
-                               lowrank_up_add_neon};
+  static const IsaKernels k = {
+      "neon",
+      tile_fn<Row32<UnpackQ4_0>, 4, 2>,
+      scalar_kernels().q4_1,  // Q4_1, IQ4_NL, Q2_K, Q3_K, IQ4_XS: no NEON versions yet
+      tile_fn<Row32<UnpackQ5<BlockQ5_0, false>>, 4, 2>,
+      tile_fn<Row32<UnpackQ5<BlockQ5_1, true>>, 2, 2>,  // the mins take registers
+      tile_fn<Row32<UnpackQ8_0>, 4, 2>,
+      scalar_kernels().iq4_nl,
+      tile_fn<TileQ4K<false>, 2, 1>,
+      tile_fn<TileQ4K<true>, 2, 1>,
+      tile_fn<TileQ6K, 2, 1>,
+      scalar_kernels().q2_k,
+      scalar_kernels().q3_k,
+      scalar_kernels().iq4_xs,
+      tile_fn<FloatTile<2, 2>, 4, 2>,
+      tile_fn<FloatTile<1, 0>, 4, 2>,
+      tile_fn<FloatTile<0, 0>, 4, 2>,
+      scalar_kernels().quantize_q8_1f,
+      scalar_kernels().quantize_q8_k,
+      f16_row,
+      softmax4,
+      swiglu4,
+      gelu4,
+      &neon_packed_kernels(),
+      &neon_tile_ops(),
+      4,
+      lowrank_up_add_neon};
   return k;
 }
 

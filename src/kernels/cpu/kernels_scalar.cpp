@@ -5,6 +5,7 @@
 
 #include "core/fp16.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/kernels_lowbit.h"
 
 namespace ferrum::kernels {
 namespace {
@@ -63,6 +64,22 @@ void q4_0(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt
     d = f16_to_f32(b.d);
     c = -8.0f * d;
   });
+}
+void q4_1(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
+  row_dot_32<BlockQ4_1>(w, n, act, stride, nt, y, ldy, [](const BlockQ4_1& b, int* q, float& d, float& c) {
+    unpack_nibbles(b.qs, q);
+    d = f16_to_f32(b.d);
+    c = f16_to_f32(b.m);
+  });
+}
+void iq4_nl(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
+  row_dot_32<BlockIQ4_NL>(w, n, act, stride, nt, y, ldy,
+                          [](const BlockIQ4_NL& b, int* q, float& d, float& c) {
+                            unpack_nibbles(b.qs, q);
+                            for (int j = 0; j < 32; ++j) q[j] = kIQ4Values[q[j]];
+                            d = f16_to_f32(b.d);
+                            c = 0.0f;
+                          });
 }
 void q5_0(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
   row_dot_32<BlockQ5_0>(w, n, act, stride, nt, y, ldy, [](const BlockQ5_0& b, int* q, float& d, float& c) {
@@ -249,32 +266,37 @@ void gelu(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
 }
 
-const IsaKernels kScalar = {"scalar",
-                            rows_of<q4_0>,
-                            rows_of<q5_0>,
-                            rows_of<q5_1>,
-                            rows_of<q8_0>,
-                            rows_of<qk4<false>>,
-                            rows_of<qk4<true>>,
-                            rows_of<q6_k>,
-                            rows_of<bf16>,
-                            rows_of<f16>,
-                            rows_of<f32>,
-                            quantize_q8_1f,
-                            quantize_q8_k,
-                            f16_row,
-                            softmax,
-                            swiglu,
-                            gelu,
-                            nullptr,
-                            nullptr,
-                            1,
-                            lowrank_up_add_portable};
-
 }  // namespace
 
 const IsaKernels& scalar_kernels() {
-  return kScalar;
+  // Built on first use: the Q2_K/Q3_K/IQ4_XS kernels come from another translation unit.
+  static const IsaKernels k = {"scalar",
+                               rows_of<q4_0>,
+                               rows_of<q4_1>,
+                               rows_of<q5_0>,
+                               rows_of<q5_1>,
+                               rows_of<q8_0>,
+                               rows_of<iq4_nl>,
+                               rows_of<qk4<false>>,
+                               rows_of<qk4<true>>,
+                               rows_of<q6_k>,
+                               lowbit_rows_scalar().q2_k,
+                               lowbit_rows_scalar().q3_k,
+                               lowbit_rows_scalar().iq4_xs,
+                               rows_of<bf16>,
+                               rows_of<f16>,
+                               rows_of<f32>,
+                               quantize_q8_1f,
+                               quantize_q8_k,
+                               f16_row,
+                               softmax,
+                               swiglu,
+                               gelu,
+                               nullptr,
+                               nullptr,
+                               1,
+                               lowrank_up_add_portable};
+  return k;
 }
 
 }  // namespace ferrum::kernels

@@ -37,6 +37,16 @@ FastKernel fast_kernel(const IsaKernels& k, DType t) {
       return {k.q5_1, Act::Q8_32};
     case DType::Q8_0:
       return {k.q8_0, Act::Q8_32};
+    case DType::Q4_1:
+      return {k.q4_1, Act::Q8_32};
+    case DType::IQ4_NL:
+      return {k.iq4_nl, Act::Q8_32};
+    case DType::Q2_K:
+      return {k.q2_k, Act::Q8_K};
+    case DType::Q3_K:
+      return {k.q3_k, Act::Q8_K};
+    case DType::IQ4_XS:
+      return {k.iq4_xs, Act::Q8_K};
     case DType::Q4_K:
       return {k.q4_k, Act::Q8_K};
     case DType::Q5_K:

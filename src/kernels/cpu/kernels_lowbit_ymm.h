@@ -1,0 +1,164 @@
+// Q2_K, Q3_K and IQ4_XS row kernels on 256-bit registers, included by kernels_lowbit_avx2.cpp and
+// kernels_lowbit_avx512.cpp (compiled with each tier's flags). Per super-block the weight levels
+// are unpacked once into eight 32-byte chunks (elements 32g..32g+31, the order of the Q8_K
+// activations) and reused by every token of the tile: maddubs (u8 levels x s8 activations -> i16
+// pairs, no saturation for these ranges), then madd with the sub-block scales (-> i32).
+// Everything here has internal linkage, so the two tiers' instantiations never mix.
+#pragma once
+
+#include <immintrin.h>
+
+#include "core/fp16.h"
+#include "kernels/cpu/kernels_lowbit.h"
+
+namespace ferrum::kernels {
+namespace {  // internal linkage: one copy per tier's translation unit
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline __m256i load32(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+
+// Scales of the two 16-element sub-blocks of a chunk: lo in the low lane, hi in the high (i16).
+inline __m256i lane_scales(int lo, int hi) {
+  return _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(hi)), _mm_set1_epi16(static_cast<int16_t>(lo)));
+}
+
+// Chunk g = 4c + j of Q2_K / Q3_K: the two bits at 2j of the 32 bytes at qs + 32c.
+inline __m256i low2(const uint8_t* qs, int g) {
+  const __m256i raw = load32(qs + 32 * (g / 4));
+  return _mm256_and_si256(_mm256_srl_epi16(raw, _mm_cvtsi32_si128(2 * (g % 4))), _mm256_set1_epi8(3));
+}
+
+// Per super-block weights of one row, unpacked: levels, scale vectors, per-token step.
+struct Q2K {
+  using Block = BlockQ2_K;
+  __m256i q[8], sc[8], mins;
+  float d, dmin;
+  void load(const Block& b) {
+    for (int g = 0; g < 8; ++g) {
+      q[g] = low2(b.qs, g);
+      sc[g] = lane_scales(b.scales[2 * g] & 0xF, b.scales[2 * g + 1] & 0xF);
+    }
+    const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(0x0F)));
+    d = f16_to_f32(b.d);
+    dmin = f16_to_f32(b.dmin);
+  }
+  // acc += d*a.d * sum_k sc_k (q.a)_k; accm += dmin*a.d * sum_k m_k bsums_k.
+  void dot(const BlockQ8_K& a, __m256& acc, __m256& accm) const {
+    __m256i s = _mm256_setzero_si256();
+    for (int g = 0; g < 8; ++g)
+      s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(q[g], load32(a.qs + 32 * g)), sc[g]));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(d * a.d), acc);
+    const __m256i ms = _mm256_madd_epi16(load32(a.bsums), mins);
+    accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_set1_ps(dmin * a.d), accm);
+  }
+};
+
+struct Q3K {
+  using Block = BlockQ3_K;
+  __m256i q[8], sc[8], sc16;
+  float d;
+  void load(const Block& b) {
+    uint8_t s[16];
+    q3k_scales(b.scales, s);
+    const __m256i hm = load32(b.hmask);
+    for (int g = 0; g < 8; ++g) {
+      // Third bit: bit g of each hmask byte (g = 4c + j).
+      const __m256i h = _mm256_and_si256(_mm256_srl_epi16(hm, _mm_cvtsi32_si128(g)), _mm256_set1_epi8(1));
+      q[g] = _mm256_or_si256(low2(b.qs, g), _mm256_slli_epi16(h, 2));
+      sc[g] = lane_scales(s[2 * g] - 32, s[2 * g + 1] - 32);
+    }
+    sc16 = _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s))),
+                            _mm256_set1_epi16(32));
+    d = f16_to_f32(b.d);
+  }
+  // acc += d*a.d * sum_k (sc_k - 32) ((q.a)_k - 4 bsums_k).
+  void dot(const BlockQ8_K& a, __m256& acc, __m256&) const {
+    __m256i s = _mm256_setzero_si256();
+    for (int g = 0; g < 8; ++g)
+      s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(q[g], load32(a.qs + 32 * g)), sc[g]));
+    const __m256i off = _mm256_madd_epi16(load32(a.bsums), sc16);
+    s = _mm256_sub_epi32(s, _mm256_slli_epi32(off, 2));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(d * a.d), acc);
+  }
+};
+
+struct IQ4XS {
+  using Block = BlockIQ4_XS;
+  __m256i v[8], sc[8];  // |levels| and their signs (the levels themselves), per sub-block of 32
+  __m256i sgn[8];
+  float d;
+  void load(const Block& b) {
+    const __m256i table =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+    for (int g = 0; g < 8; ++g) {
+      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * g));
+      const __m256i nib =
+          _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
+      sgn[g] = _mm256_shuffle_epi8(table, nib);
+      v[g] = _mm256_sign_epi8(sgn[g], sgn[g]);
+      sc[g] = _mm256_set1_epi16(static_cast<int16_t>(iq4xs_scale(b, g) - 32));
+    }
+    d = f16_to_f32(b.d);
+  }
+  void dot(const BlockQ8_K& a, __m256& acc, __m256&) const {
+    __m256i s = _mm256_setzero_si256();
+    for (int g = 0; g < 8; ++g) {
+      const __m256i av = _mm256_sign_epi8(load32(a.qs + 32 * g), sgn[g]);
+      s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(v[g], av), sc[g]));
+    }
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(d * a.d), acc);
+  }
+};
+
+// One weight row x NT tokens.
+template <typename W, int NT>
+void row(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+  __m256 acc[NT], accm[NT];
+  const BlockQ8_K* a[NT];
+  for (int t = 0; t < NT; ++t) {
+    acc[t] = accm[t] = _mm256_setzero_ps();
+    a[t] = reinterpret_cast<const BlockQ8_K*>(act + t * stride);
+  }
+  W wt;
+  for (int64_t b = 0; b < n / 256; ++b) {
+    wt.load(reinterpret_cast<const typename W::Block*>(w)[b]);
+    for (int t = 0; t < NT; ++t) wt.dot(a[t][b], acc[t], accm[t]);
+  }
+  for (int t = 0; t < NT; ++t) y[t * ldy] = hsum(acc[t]) - hsum(accm[t]);
+}
+
+template <typename W>
+void tile(const uint8_t* w, size_t ws, int nr, int64_t n, const uint8_t* act, size_t stride, int nt, float* y,
+          int64_t ldy) {
+  for (int r = 0; r < nr; ++r, w += ws, ++y) {
+    switch (nt) {
+      case 1:
+        row<W, 1>(w, n, act, stride, y, ldy);
+        break;
+      case 2:
+        row<W, 2>(w, n, act, stride, y, ldy);
+        break;
+      case 3:
+        row<W, 3>(w, n, act, stride, y, ldy);
+        break;
+      default:
+        row<W, 4>(w, n, act, stride, y, ldy);
+    }
+  }
+}
+
+inline LowbitRows ymm_lowbit_rows() {
+  return {tile<Q2K>, tile<Q3K>, tile<IQ4XS>};
+}
+
+}  // namespace
+}  // namespace ferrum::kernels
