@@ -43,12 +43,21 @@ Runner add_quantize(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("quantize", "rewrite a GGUF model with its weights in another type");
   sub->add_option("input", f->in, "input GGUF")->required();
   sub->add_option("output", f->out, "output GGUF")->required();
-  sub->add_option("type", f->type, "Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_M, Q5_K_M, F16, BF16, F32")->required();
+  sub->add_option("type", f->type,
+                  "llama-quantize's preset: Q8_0, Q6_K, Q5_K_M, Q5_K_S, Q5_1, Q5_0, Q4_K_M, Q4_K_S, Q4_1, "
+                  "Q4_0, IQ4_XS, "
+                  "IQ4_NL, Q3_K_L, Q3_K_M, Q3_K_S, Q2_K, F16, BF16, F32")
+      ->required();
   sub->add_option("-t,--threads", f->threads, "worker threads")
       ->transform(whole(1, ModelFlags::kMaxThreads))
       ->default_str("all cores");
   return [f] {
-    const int n = quantize_model(f->in, f->out, f->type, f->threads);
+    // One line per tensor on stderr, as llama-quantize prints them.
+    const int n = quantize_model(f->in, f->out, f->type, f->threads,
+                                 [](int i, int count, const std::string& name, DType from, DType to) {
+                                   std::fprintf(stderr, "[%4d/%4d] %-40s %6s -> %s\n", i, count, name.c_str(),
+                                                dtype_name(from), dtype_name(to));
+                                 });
     std::fprintf(stderr, "wrote %s (%d tensors converted)\n", f->out.c_str(), n);
     return 0;
   };

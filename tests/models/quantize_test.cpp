@@ -12,6 +12,7 @@
 
 #include "formats/gguf.h"
 #include "formats/gguf_writer.h"
+#include "model_test_util.h"
 #include "test_util.h"
 
 namespace ferrum {
@@ -82,6 +83,31 @@ TEST(Quantize, UntiedEmbeddingsKeepTheBaseType) {
   EXPECT_EQ(type_of(*f, "token_embd.weight"), DType::Q4_K);
   std::filesystem::remove(in);
   std::filesystem::remove(out);
+}
+
+// Mean |logit - F32 logit| over p3 of a quantized file (exact path).
+double distance_from_f32(const std::string& path) {
+  auto model = test::open_model(path, Precision::Exact);
+  auto ids = test::prompt_ids("llama", "p3");
+  auto ref = test::load_npy(test::model_file("llama", "logits/F32/p3.npy"));
+  return test::compare(test::all_logits(*model, ids), ref.data, ids.size(), model->config().n_vocab).mean_abs;
+}
+
+// Our quantizers against llama-quantize's (no imatrix) on the llama fixture, per preset: the model
+// ferrum quantizes is at least as close to the F32 model as the file llama-quantize made.
+TEST(Quantize, PresetsAsGoodAsLlamaQuantize) {
+  const std::string f32 = test::model_file("llama", "gguf/llama-F32.gguf");
+  for (const char* preset : {"Q4_1", "Q2_K", "Q3_K_S", "Q3_K_M", "IQ4_NL", "IQ4_XS", "Q4_K_M"}) {
+    const std::string out = test::temp_dir() + "/llama-" + preset + ".gguf";
+    quantize_model(f32, out, preset, 2);
+    const std::string theirs_path = test::model_file("llama", std::string("gguf/llama-") + preset + ".gguf");
+    auto ours_f = gguf::File::open(out), theirs_f = gguf::File::open(theirs_path);
+    for (const TensorView& t : theirs_f->tensors()) EXPECT_EQ(ours_f->tensor(t.name).type, t.type) << t.name;
+    const double ours = distance_from_f32(out), theirs = distance_from_f32(theirs_path);
+    std::printf("  %-7s mean |logit - F32|: ferrum %.4f llama-quantize %.4f\n", preset, ours, theirs);
+    EXPECT_LE(ours, 1.1 * theirs) << preset;
+    std::filesystem::remove(out);
+  }
 }
 
 }  // namespace

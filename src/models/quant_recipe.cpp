@@ -1,0 +1,151 @@
+#include "models/quant_recipe.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdlib>
+
+#include "core/fail.h"
+
+namespace ferrum {
+namespace {
+
+// llama_ftype ids from llama.h.
+constexpr std::array<QuantPreset, 19> kPresets = {{
+    {"F32", 0, DType::F32},        {"F16", 1, DType::F16},      {"BF16", 32, DType::BF16},
+    {"Q4_0", 2, DType::Q4_0},      {"Q4_1", 3, DType::Q4_1},    {"Q5_0", 8, DType::Q5_0},
+    {"Q5_1", 9, DType::Q5_1},      {"Q8_0", 7, DType::Q8_0},    {"Q2_K", 10, DType::Q2_K},
+    {"Q3_K_S", 11, DType::Q3_K},   {"Q3_K_M", 12, DType::Q3_K}, {"Q3_K_L", 13, DType::Q3_K},
+    {"Q4_K_S", 14, DType::Q4_K},   {"Q4_K_M", 15, DType::Q4_K}, {"Q5_K_S", 16, DType::Q5_K},
+    {"Q5_K_M", 17, DType::Q5_K},   {"Q6_K", 18, DType::Q6_K},   {"IQ4_NL", 25, DType::IQ4_NL},
+    {"IQ4_XS", 30, DType::IQ4_XS},
+}};
+
+bool is(const QuantPreset& p, const char* name) {
+  return std::string(p.name) == name;
+}
+
+// llama.cpp's choice of the layers that get more bits in the mixes.
+bool use_more_bits(int i, int n) {
+  return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+int layer_of(const std::string& name) {
+  return name.rfind("blk.", 0) == 0 ? std::atoi(name.c_str() + 4) : -1;
+}
+
+bool has(const std::string& name, const char* part) {
+  return name.find(part) != std::string::npos;
+}
+
+// A type for a row length that is not a multiple of its block size (tensor_type_fallback).
+DType fallback(DType t, int64_t cols) {
+  if (cols % dtype_info(t).block_size == 0) return t;
+  DType f;
+  switch (t) {
+    case DType::IQ4_XS:
+      f = DType::IQ4_NL;
+      break;
+    case DType::Q2_K:
+    case DType::Q3_K:
+      f = DType::Q4_0;
+      break;
+    case DType::Q4_K:
+      f = DType::Q5_0;
+      break;
+    case DType::Q5_K:
+      f = DType::Q5_1;
+      break;
+    case DType::Q6_K:
+      f = DType::Q8_0;
+      break;
+    default:
+      f = DType::F16;
+  }
+  return cols % dtype_info(f).block_size == 0 ? f : DType::F16;
+}
+
+}  // namespace
+
+const QuantPreset& find_quant_preset(const std::string& name) {
+  std::string up = name;
+  std::transform(up.begin(), up.end(), up.begin(), [](unsigned char c) { return std::toupper(c); });
+  if (up == "Q3_K" || up == "Q4_K" || up == "Q5_K") up += "_M";  // llama-quantize's aliases
+  for (const auto& p : kPresets)
+    if (up == p.name) return p;
+  std::string names;
+  for (const auto& p : kPresets) names += (names.empty() ? "" : ", ") + std::string(p.name);
+  fail("unknown quantization preset '{}' (ferrum writes {})", name, names);
+}
+
+bool quantizable(const TensorView& t) {
+  const std::string& n = t.name;
+  if (t.n_dims < 2) return false;  // norms, biases
+  if (n.size() < 7 || n.compare(n.size() - 7, 7, ".weight") != 0) return false;
+  if (has(n, "_norm") || n == "rope_freqs.weight" || has(n, "rope_factors")) return false;
+  if (has(n, "ffn_gate_inp")) return false;  // MoE router stays F32
+  return !has(n, "position_embd") && !has(n, "token_types");
+}
+
+DType QuantRecipe::type_of(const TensorView& t) {
+  if (!quantizable(t)) return t.type;
+  if (!dtype_info(p_.base).quantized) return p_.base;  // F32 / F16 / BF16: no rules
+  const std::string& n = t.name;
+  const bool output = n == "output.weight" || (!m_.has_output && n == "token_embd.weight");
+  if (output) {
+    // The logits' matrix: Q6_K unless the preset is Q8_0 (Q8_0 if rows split into no K blocks).
+    if (t.ne[0] % dtype_info(p_.base).block_size != 0) return DType::Q8_0;
+    return fallback(p_.base == DType::Q8_0 ? DType::Q8_0 : DType::Q6_K, t.ne[0]);
+  }
+  return fallback(rule(n, p_.base), t.ne[0]);
+}
+
+// llama_tensor_get_type_impl for ferrum's presets and architectures (no Falcon, no 70B special).
+DType QuantRecipe::rule(const std::string& n, DType base) {
+  const int n_gqa = m_.n_head_kv > 0 ? m_.n_head / m_.n_head_kv : 1;
+  const bool moe8 = m_.n_expert == 8;
+  if (has(n, "attn_v.weight") || has(n, "attn_qkv.weight")) {
+    DType t = base;
+    const int i = i_attn_v_++;
+    if (is(p_, "Q2_K"))
+      t = n_gqa >= 4 ? DType::Q4_K : DType::Q3_K;
+    else if (is(p_, "Q3_K_M"))
+      t = i < 2 ? DType::Q5_K : DType::Q4_K;
+    else if (is(p_, "Q3_K_L"))
+      t = DType::Q5_K;
+    else if ((is(p_, "IQ4_NL") || is(p_, "IQ4_XS")) && n_gqa >= 4)
+      t = DType::Q5_K;
+    else if ((is(p_, "Q4_K_M") || is(p_, "Q5_K_M")) && use_more_bits(i, m_.n_attn_v))
+      t = DType::Q6_K;
+    else if (is(p_, "Q4_K_S") && i < 4)
+      t = DType::Q5_K;
+    return moe8 ? DType::Q8_0 : t;
+  }
+  if (has(n, "attn_k.weight")) return moe8 ? DType::Q8_0 : base;
+  if (has(n, "attn_q.weight") || has(n, "token_embd.weight") || has(n, "ffn_gate") || has(n, "ffn_up"))
+    return base;
+  const int l = layer_of(n), L = m_.n_layer;
+  if (has(n, "ffn_down")) {
+    if (is(p_, "Q2_K")) return DType::Q3_K;
+    if (is(p_, "Q3_K_M")) return l < L / 16 ? DType::Q5_K : DType::Q4_K;
+    if (is(p_, "Q3_K_L")) return DType::Q5_K;
+    if (is(p_, "Q4_K_M")) return use_more_bits(l, L) ? DType::Q6_K : base;
+    if ((is(p_, "IQ4_NL") || is(p_, "IQ4_XS")) && l < L / 8) return DType::Q5_K;  // without an imatrix
+    if (is(p_, "Q5_K_M") && use_more_bits(l, L)) return DType::Q6_K;
+    if (is(p_, "Q4_K_S") && l < L / 8) return DType::Q5_K;
+    return base;
+  }
+  if (has(n, "attn_output.weight")) {
+    if (moe8) {
+      for (const char* p : {"Q2_K", "Q3_K_S", "Q3_K_M", "IQ4_NL", "Q4_K_S", "Q4_K_M", "IQ4_XS"})
+        if (is(p_, p)) return DType::Q5_K;
+      return base;
+    }
+    if (is(p_, "Q2_K")) return DType::Q3_K;
+    if (is(p_, "Q3_K_M")) return DType::Q4_K;
+    if (is(p_, "Q3_K_L")) return DType::Q5_K;
+  }
+  return base;
+}
+
+}  // namespace ferrum

@@ -1,0 +1,50 @@
+// The presets of `ferrum quantize` and their per-tensor type rules: llama-quantize's (llama.cpp
+// src/llama-quant.cpp, llama_tensor_get_type and tensor_type_fallback, commit 3f545becc) for the
+// presets ferrum writes, so a file quantized by either tool has the same types tensor for tensor.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/tensor.h"
+#include "ferrum/dtype.h"
+
+namespace ferrum {
+
+struct QuantPreset {
+  const char* name;    // Q4_K_M, IQ4_XS, F16, ...
+  uint32_t file_type;  // llama_ftype, written as general.file_type
+  DType base;          // the type of the tensors no rule singles out
+};
+
+// The preset of that name (case-insensitive; llama-quantize's aliases Q3_K, Q4_K, Q5_K for the _M
+// mixes); throws naming the presets ferrum writes.
+const QuantPreset& find_quant_preset(const std::string& name);
+
+// What the rules read of the model.
+struct RecipeModel {
+  int n_layer = 1;
+  int n_head = 1, n_head_kv = 1;  // n_gqa = n_head / n_head_kv
+  int n_expert = 0;
+  bool has_output = true;  // false: token_embd.weight also produces the logits
+  int n_attn_v = 0;        // attn_v / attn_qkv matrices in the file
+};
+
+// Whether llama-quantize quantizes this tensor at all (matrices only; not norms, routers, position
+// or token-type embeddings, rope factors).
+bool quantizable(const TensorView& t);
+
+// Types of a file's tensors under a preset; ask in file order (the attn_v rules count them).
+class QuantRecipe {
+ public:
+  QuantRecipe(const QuantPreset& preset, const RecipeModel& model) : p_(preset), m_(model) {}
+  DType type_of(const TensorView& t);
+
+ private:
+  DType rule(const std::string& name, DType base);
+  const QuantPreset& p_;
+  RecipeModel m_;
+  int i_attn_v_ = 0;
+};
+
+}  // namespace ferrum

@@ -1,0 +1,75 @@
+// `ferrum quantize` gives every tensor the type llama-quantize gives it: the recipe applied to each
+// fixture model's F32 file must reproduce the tensor types of every file llama-quantize made from it
+// (tests/data/models: the shared fixtures and tests/data/quant's presets).
+#include "models/quant_recipe.h"
+
+#include <gtest/gtest.h>
+
+#include "formats/gguf.h"
+#include "model_test_util.h"
+
+namespace ferrum {
+namespace {
+
+RecipeModel recipe_model_of(const gguf::File& f) {
+  const std::string arch = f.find_string("general.architecture").value_or("llama");
+  auto u = [&](const std::string& key, uint64_t dflt) {
+    return static_cast<int>(f.find_uint(arch + "." + key).value_or(dflt));
+  };
+  RecipeModel m;
+  m.n_layer = u("block_count", 1);
+  m.n_head = u("attention.head_count", 1);
+  m.n_head_kv = u("attention.head_count_kv", static_cast<uint64_t>(m.n_head));
+  m.n_expert = u("expert_count", 0);
+  m.has_output = false;
+  for (const TensorView& t : f.tensors()) {
+    m.has_output = m.has_output || t.name == "output.weight";
+    m.n_attn_v += t.name.find("attn_v.weight") != std::string::npos;
+  }
+  return m;
+}
+
+TEST(QuantRecipe, EveryTensorTypedAsLlamaQuantizeDoes) {
+  const struct {
+    const char* model;
+    std::vector<const char*> presets;
+  } cases[] = {
+      {"llama",
+       {"Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "Q4_1", "Q2_K", "Q3_K_S", "Q3_K_M", "Q3_K_L", "IQ4_NL",
+        "IQ4_XS"}},
+      {"llama3-ropescaled", {"Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K"}},
+      {"qwen2", {"Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K"}},
+      {"qwen3", {"Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K"}},
+      {"qwen3moe", {"Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "Q3_K_M", "IQ4_XS"}},
+      {"bert", {"Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K"}},  // 128 columns: the fallbacks
+  };
+  int checked = 0;
+  for (const auto& c : cases) {
+    const std::string m = c.model;
+    auto src = gguf::File::open(test::model_file(m, "gguf/" + m + "-F32.gguf"));
+    for (const char* preset : c.presets) {
+      auto made = gguf::File::open(test::model_file(m, "gguf/" + m + "-" + preset + ".gguf"));
+      QuantRecipe recipe(find_quant_preset(preset), recipe_model_of(*src));
+      ASSERT_EQ(made->tensors().size(), src->tensors().size()) << m << " " << preset;
+      for (const TensorView& t : src->tensors()) {
+        EXPECT_EQ(dtype_name(recipe.type_of(t)), std::string(dtype_name(made->tensor(t.name).type)))
+            << m << " " << preset << " " << t.name;
+        ++checked;
+      }
+    }
+  }
+  std::printf("  %d tensors checked\n", checked);
+}
+
+TEST(QuantRecipe, PresetNamesAndAliases) {
+  EXPECT_STREQ(find_quant_preset("q4_k").name, "Q4_K_M");  // llama-quantize's alias
+  EXPECT_STREQ(find_quant_preset("Q3_K").name, "Q3_K_M");
+  EXPECT_EQ(find_quant_preset("IQ4_XS").file_type, 30u);
+  const std::string msg = test::error_of([] { find_quant_preset("IQ2_XXS"); });
+  EXPECT_NE(msg.find("unknown quantization preset 'IQ2_XXS' (ferrum writes F32, F16, BF16, Q4_0"),
+            std::string::npos)
+      << msg;
+}
+
+}  // namespace
+}  // namespace ferrum
