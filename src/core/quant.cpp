@@ -7,6 +7,7 @@
 #include "core/fail.h"
 #include "core/fp16.h"
 #include "core/quant_fit.h"
+#include "core/quant_iq.h"
 #include "core/quant_low.h"
 
 // Bit-exactness with ggml depends on a*b + c not being fused into one fma.
@@ -414,6 +415,20 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
       return quant_low::dequantize(static_cast<const BlockIQ4_NL*>(src), dst, nb);
     case DType::IQ4_XS:
       return quant_low::dequantize(static_cast<const BlockIQ4_XS*>(src), dst, nb);
+    case DType::IQ2_XXS:
+      return quant_iq::dequantize(quant_iq::Kind::IQ2_XXS, src, dst, nb);
+    case DType::IQ2_XS:
+      return quant_iq::dequantize(quant_iq::Kind::IQ2_XS, src, dst, nb);
+    case DType::IQ2_S:
+      return quant_iq::dequantize(quant_iq::Kind::IQ2_S, src, dst, nb);
+    case DType::IQ3_XXS:
+      return quant_iq::dequantize(quant_iq::Kind::IQ3_XXS, src, dst, nb);
+    case DType::IQ3_S:
+      return quant_iq::dequantize(quant_iq::Kind::IQ3_S, src, dst, nb);
+    case DType::IQ1_S:
+      return quant_iq::dequantize(quant_iq::Kind::IQ1_S, src, dst, nb);
+    case DType::IQ1_M:
+      return quant_iq::dequantize(quant_iq::Kind::IQ1_M, src, dst, nb);
     case DType::Q8_K: {
       const auto* b = static_cast<const BlockQ8_K*>(src);
       for (int64_t i = 0; i < nb; ++i)
@@ -468,7 +483,8 @@ void quantize_row(DType t, const float* src, void* dst, int64_t n) {
     case DType::IQ4_XS:
       return quant_low::quantize(src, static_cast<BlockIQ4_XS*>(dst), nb);
     default:
-      fail("quantize_row: tensor type {} is not supported", dtype_name(t));
+      fail("quantize_row: ferrum does not write {} (the grid i-quants need an importance matrix)",
+           dtype_name(t));
   }
 }
 

@@ -1,6 +1,7 @@
 // Helpers shared by the kernels tests: fixture blobs, random rows, quantized test matrices.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <iterator>
@@ -29,15 +30,35 @@ inline std::vector<float> gaussian(size_t n, uint32_t seed, float sigma = 1.0f) 
   return v;
 }
 
-// A rows x cols weight matrix of type t quantized from random values, with its TensorView.
+// Types ferrum reads but does not write (the grid i-quants need an importance matrix).
+inline bool read_only_type(DType t) {
+  for (DType r : {DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S, DType::IQ1_S,
+                  DType::IQ1_M})
+    if (t == r) return true;
+  return false;
+}
+
+// A rows x cols weight matrix of type t quantized from random values, with its TensorView. Types
+// ferrum does not write take their blocks from the llama-quantize rows of tests/data/kernels
+// (<TYPE>.bin), picked in a seeded order.
 struct TestMatrix {
   std::vector<uint8_t> bytes;
   TensorView view;
   TestMatrix(DType t, int64_t rows, int64_t cols, uint32_t seed) {
     const size_t rb = row_size(t, cols);
     bytes.resize(rb * rows);
-    const auto src = gaussian(static_cast<size_t>(rows * cols), seed, 0.05f);
-    for (int64_t r = 0; r < rows; ++r) quantize_row(t, src.data() + r * cols, bytes.data() + r * rb, cols);
+    if (read_only_type(t)) {
+      const auto fixture = read_bytes(data_path(std::string("kernels/") + dtype_name(t) + ".bin"));
+      const size_t bs = dtype_info(t).type_size, n_fix = fixture.size() / bs;
+      for (size_t k = 0; k < bytes.size() / bs; ++k) {
+        const size_t src = (k * 7919 + seed) % n_fix;
+        std::copy_n(fixture.begin() + static_cast<std::ptrdiff_t>(src * bs), bs,
+                    bytes.begin() + static_cast<std::ptrdiff_t>(k * bs));
+      }
+    } else {
+      const auto src = gaussian(static_cast<size_t>(rows * cols), seed, 0.05f);
+      for (int64_t r = 0; r < rows; ++r) quantize_row(t, src.data() + r * cols, bytes.data() + r * rb, cols);
+    }
     view.name = "test";
     view.type = t;
     view.n_dims = 2;

@@ -19,9 +19,11 @@ namespace {
 
 using test::TestMatrix;
 
-const DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,   DType::Q4_1,
-                        DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K,   DType::Q5_K,
-                        DType::Q6_K, DType::Q2_K, DType::Q3_K, DType::IQ4_NL, DType::IQ4_XS};
+const DType kTypes[] = {DType::F32,     DType::F16,    DType::BF16,  DType::Q4_0,    DType::Q4_1,
+                        DType::Q5_0,    DType::Q5_1,   DType::Q8_0,  DType::Q4_K,    DType::Q5_K,
+                        DType::Q6_K,    DType::Q2_K,   DType::Q3_K,  DType::IQ4_NL,  DType::IQ4_XS,
+                        DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S,
+                        DType::IQ1_S,   DType::IQ1_M};
 
 // Restores the ISA that was active when the test started.
 struct IsaGuard {
@@ -190,7 +192,7 @@ TEST(Matmul, BadArgumentsThrow) {
   v.nbytes -= 1;
   EXPECT_THROW(matmul(v, x.data(), 64, 1, y.data(), 4, pool, Precision::Exact, s), Error);
   v = m.view;
-  v.type = DType::IQ2_XXS;
+  v.type = DType::TQ1_0;
   EXPECT_THROW(matmul(v, x.data(), 64, 1, y.data(), 4, pool, Precision::Exact, s), Error);
   v = m.view;
   v.ne[0] = 60;  // not a multiple of the block size

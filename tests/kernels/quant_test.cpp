@@ -40,7 +40,8 @@ TEST_P(DequantFixture, BitExactWithLlamaCpp) {
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, DequantFixture,
                          ::testing::Values("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K",
-                                           "Q2_K", "Q3_K", "IQ4_NL", "IQ4_XS", "F16", "BF16"));
+                                           "Q2_K", "Q3_K", "IQ4_NL", "IQ4_XS", "IQ2_XXS", "IQ2_XS", "IQ2_S",
+                                           "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M", "F16", "BF16"));
 
 // llama-quantize (no imatrix) uses ggml's reference quantizer for Q8_0, Q4_0 and Q4_1: the bytes in
 // the fixture GGUF must be reproduced exactly from the F32 rows.
@@ -125,7 +126,8 @@ TEST(Quantize, ZeroRowsAndBadInput) {
     for (float v : out) ASSERT_EQ(v, 0.0f) << dtype_name(t);
   }
   EXPECT_THROW(dequantize_row(DType::Q4_K, zero.data(), out.data(), 100), Error);
-  EXPECT_THROW(dequantize_row(DType::IQ2_XXS, zero.data(), out.data(), 256), Error);
+  EXPECT_THROW(dequantize_row(DType::TQ1_0, zero.data(), out.data(), 256), Error);
+  EXPECT_THROW(quantize_row(DType::IQ2_XXS, zero.data(), out.data(), 256), Error);
   EXPECT_THROW(quantize_row(DType::I32, zero.data(), out.data(), 256), Error);
 }
 

@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "ferrum/sampler.h"
+#include "formats/gguf.h"
+#include "formats/gguf_writer.h"
 #include "model_test_util.h"
 
 namespace ferrum::test {
@@ -19,7 +21,9 @@ class Golden : public ::testing::TestWithParam<std::string> {
   std::vector<std::string> quantized() const {
     std::vector<std::string> t = {"Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K"};
     if (m() == "llama")
-      for (const char* p : {"Q4_1", "Q2_K", "Q3_K_S", "Q3_K_M", "Q3_K_L", "IQ4_NL", "IQ4_XS"}) t.push_back(p);
+      for (const char* p : {"Q4_1", "Q2_K", "Q3_K_S", "Q3_K_M", "Q3_K_L", "IQ4_NL", "IQ4_XS", "IQ3_S",
+                            "IQ3_XXS", "IQ2_M", "IQ2_XS", "IQ2_XXS", "IQ1_M", "IQ1_S"})
+        t.push_back(p);
     return t;
   }
   std::vector<std::string> prompts() const {
@@ -182,28 +186,25 @@ TEST_P(Golden, GreedyContinuationsMatchLlamaCpp) {
   }
 }
 
-// Files with a type ferrum does not run yet (the grid i-quants) are refused in one line that names
-// the file, the first such tensor and the type with its id, and lists the types ferrum runs.
+// A file with a type ferrum does not run (TQ1_0, MXFP4, ...) is refused in one line that names the
+// file, the tensor and the type with its id, and lists the types ferrum runs.
 TEST(QuantTypes, UnsupportedTypeRefusedByName) {
-  const struct {
-    const char* preset;
-    const char* tensor;
-    const char* type;
-  } cases[] = {{"IQ2_XXS", "blk.0.attn_k.weight", "IQ2_XXS (ggml type 16)"},
-               {"IQ2_XS", "blk.0.attn_k.weight", "IQ2_XS (ggml type 17)"},
-               {"IQ1_S", "blk.0.attn_k.weight", "IQ1_S (ggml type 19)"},
-               {"IQ3_S", "token_embd.weight", "IQ3_S (ggml type 21)"},
-               {"IQ1_M", "blk.0.attn_k.weight", "IQ1_M (ggml type 29)"}};
-  for (const auto& c : cases) {
-    const std::string path = model_file("llama", std::string("gguf/llama-") + c.preset + ".gguf");
-    const std::string msg = test::error_of([&] { open_model(path, Precision::Fast); });
-    EXPECT_NE(
-        msg.find(path + ": tensor '" + c.tensor + "' has type " + c.type + ", which ferrum does not run"),
-        std::string::npos)
+  for (const DType t : {DType::TQ1_0, DType::MXFP4, DType::NVFP4}) {
+    gguf::Writer w;
+    w.set_string("general.architecture", "llama");
+    std::vector<uint8_t> data(row_size(t, 256) * 2);
+    w.add_tensor("blk.0.ffn_up.weight", t, {256, 2}, data.data(), data.size());
+    const std::string path = test::temp_dir() + "/unsupported.gguf";
+    w.write(path);
+    const std::string msg = test::error_of([&] { weights_from_gguf(gguf::File::open(path)); });
+    EXPECT_NE(msg.find(path + ": tensor 'blk.0.ffn_up.weight' has type " + dtype_label(t) +
+                       ", which ferrum does not run"),
+              std::string::npos)
         << msg;
     EXPECT_NE(msg.find("(it runs F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K"), std::string::npos)
         << msg;
   }
+  EXPECT_EQ(dtype_label(DType::TQ1_0), "TQ1_0 (ggml type 34)");
 }
 
 INSTANTIATE_TEST_SUITE_P(Dense, Golden, ::testing::Values("llama", "llama3-ropescaled", "qwen2", "qwen3"),

@@ -57,13 +57,20 @@ struct PackedKernels {
   const Kernel& of(DType t) const;
 };
 
+// Row kernels of the low-bit 256-element types (Q8_K activations), one file per tier
+// (kernels_lowbit.h).
+struct LowbitRows {
+  TileFn q2_k, q3_k, iq4_xs;
+  TileFn iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m;
+};
+
 struct IsaKernels {
   const char* name;
   // Fast-path row kernels by weight type; activations: Q8Act (32-element blocks), Q8_K (256-element
-  // super-blocks), BF16 (bf16 weights), F32 (f16/f32 weights). Q2_K, Q3_K and IQ4_XS come from
-  // kernels_lowbit_<tier>.cpp.
+  // super-blocks), BF16 (bf16 weights), F32 (f16/f32 weights).
   TileFn q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl;
-  TileFn q4_k, q5_k, q6_k, q2_k, q3_k, iq4_xs;
+  TileFn q4_k, q5_k, q6_k;
+  LowbitRows lowbit;
   TileFn bf16, f16, f32;
   // Activation preparation; the same numbers on every ISA (round half to even everywhere).
   void (*quantize_q8_1f)(const float* x, uint8_t* y, int64_t n);  // Q8Act layout

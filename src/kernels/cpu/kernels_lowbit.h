@@ -1,15 +1,12 @@
-// Row kernels of the low-bit super-block types (Q2_K, Q3_K, IQ4_XS; Q8_K activations), one file per
-// tier: kernels_lowbit_scalar.cpp (every architecture), kernels_lowbit_avx2.cpp and
-// kernels_lowbit_avx512.cpp (x86; both from kernels_lowbit_ymm.h). The IsaKernels tables take them.
+// Row kernels of the low-bit super-block types (Q2_K, Q3_K, IQ4_XS and the grid i-quants; Q8_K
+// activations), one file per tier: kernels_lowbit_scalar.cpp (every architecture),
+// kernels_lowbit_avx2.cpp and kernels_lowbit_avx512.cpp (x86; both from kernels_lowbit_ymm.h). The
+// IsaKernels tables take them.
 #pragma once
 
 #include "kernels/cpu/kernels.h"
 
 namespace ferrum::kernels {
-
-struct LowbitRows {
-  TileFn q2_k, q3_k, iq4_xs;
-};
 
 LowbitRows lowbit_rows_scalar();
 #if defined(__x86_64__)

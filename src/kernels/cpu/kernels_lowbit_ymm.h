@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include "core/fp16.h"
+#include "core/quant_iq.h"
 #include "kernels/cpu/kernels_lowbit.h"
 
 namespace ferrum::kernels {
@@ -119,6 +120,69 @@ struct IQ4XS {
   }
 };
 
+// 0xFF in byte j where bit j of x is set.
+inline __m256i bytes_from_bits(uint32_t x) {
+  const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
+                                       3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(x)), sel);
+  return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
+
+// The grid i-quants (quant_iq.h): per sub-block of 32 the 4 groups' grid entries in one vector, the
+// signs applied to the activations (IQ2/IQ3: from the sign bits; IQ1: from the signed values), and
+// for IQ1 the offsets' sum, scaled by 1/8 at the end.
+template <quant_iq::Kind K>
+struct IQ {
+  static constexpr bool kOffset = quant_iq::has_offset(K);
+  struct Block {
+    uint8_t bytes[quant_iq::block_bytes(K)];
+  };
+  __m256i mag[8], sgn[8], off[8], sc[8];
+  float d;
+  void load(const Block& b) {
+    for (int g = 0; g < 8; ++g) {
+      IqSub sub;
+      quant_iq::sub_block(K, b.bytes, g, sub);
+      const __m256i v =
+          _mm256_set_epi64x(static_cast<int64_t>(sub.g[3].bytes), static_cast<int64_t>(sub.g[2].bytes),
+                            static_cast<int64_t>(sub.g[1].bytes), static_cast<int64_t>(sub.g[0].bytes));
+      if constexpr (kOffset) {
+        sgn[g] = v;
+        mag[g] = _mm256_sign_epi8(v, v);
+        constexpr uint64_t kOnes = 0x0101010101010101ull;
+        off[g] = _mm256_set_epi64x(static_cast<int64_t>(kOnes * static_cast<uint8_t>(sub.g[3].offset)),
+                                   static_cast<int64_t>(kOnes * static_cast<uint8_t>(sub.g[2].offset)),
+                                   static_cast<int64_t>(kOnes * static_cast<uint8_t>(sub.g[1].offset)),
+                                   static_cast<int64_t>(kOnes * static_cast<uint8_t>(sub.g[0].offset)));
+      } else {
+        const uint32_t bits = sub.g[0].signs | sub.g[1].signs << 8 | sub.g[2].signs << 16 |
+                              static_cast<uint32_t>(sub.g[3].signs) << 24;
+        sgn[g] = _mm256_or_si256(bytes_from_bits(bits), _mm256_set1_epi8(1));  // -1 or +1
+        mag[g] = v;
+      }
+      sc[g] = lane_scales(sub.scale[0], sub.scale[1]);
+    }
+    d = quant_iq::scale_of(K, b.bytes);
+  }
+  // acc += D*a.d * sum_k scale_k (levels . a)_k; IQ1: accm -= D*a.d/8 * sum_k scale_k (offsets . a)_k.
+  void dot(const BlockQ8_K& a, __m256& acc, __m256& accm) const {
+    __m256i s = _mm256_setzero_si256(), o = _mm256_setzero_si256();
+    for (int g = 0; g < 8; ++g) {
+      const __m256i av = load32(a.qs + 32 * g);
+      s = _mm256_add_epi32(
+          s, _mm256_madd_epi16(_mm256_maddubs_epi16(mag[g], _mm256_sign_epi8(av, sgn[g])), sc[g]));
+      if constexpr (kOffset)
+        o = _mm256_add_epi32(
+            o, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_sign_epi8(av, off[g])),
+                                 sc[g]));
+    }
+    const float da = d * a.d;
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(da), acc);
+    if constexpr (kOffset) accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(o), _mm256_set1_ps(-0.125f * da), accm);
+  }
+};
+
 // One weight row x NT tokens.
 template <typename W, int NT>
 void row(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
@@ -157,7 +221,10 @@ void tile(const uint8_t* w, size_t ws, int nr, int64_t n, const uint8_t* act, si
 }
 
 inline LowbitRows ymm_lowbit_rows() {
-  return {tile<Q2K>, tile<Q3K>, tile<IQ4XS>};
+  using K = quant_iq::Kind;
+  return {tile<Q2K>,           tile<Q3K>,          tile<IQ4XS>,          tile<IQ<K::IQ2_XXS>>,
+          tile<IQ<K::IQ2_XS>>, tile<IQ<K::IQ2_S>>, tile<IQ<K::IQ3_XXS>>, tile<IQ<K::IQ3_S>>,
+          tile<IQ<K::IQ1_S>>,  tile<IQ<K::IQ1_M>>};
 }
 
 }  // namespace

@@ -42,11 +42,25 @@ FastKernel fast_kernel(const IsaKernels& k, DType t) {
     case DType::IQ4_NL:
       return {k.iq4_nl, Act::Q8_32};
     case DType::Q2_K:
-      return {k.q2_k, Act::Q8_K};
+      return {k.lowbit.q2_k, Act::Q8_K};
     case DType::Q3_K:
-      return {k.q3_k, Act::Q8_K};
+      return {k.lowbit.q3_k, Act::Q8_K};
     case DType::IQ4_XS:
-      return {k.iq4_xs, Act::Q8_K};
+      return {k.lowbit.iq4_xs, Act::Q8_K};
+    case DType::IQ2_XXS:
+      return {k.lowbit.iq2_xxs, Act::Q8_K};
+    case DType::IQ2_XS:
+      return {k.lowbit.iq2_xs, Act::Q8_K};
+    case DType::IQ2_S:
+      return {k.lowbit.iq2_s, Act::Q8_K};
+    case DType::IQ3_XXS:
+      return {k.lowbit.iq3_xxs, Act::Q8_K};
+    case DType::IQ3_S:
+      return {k.lowbit.iq3_s, Act::Q8_K};
+    case DType::IQ1_S:
+      return {k.lowbit.iq1_s, Act::Q8_K};
+    case DType::IQ1_M:
+      return {k.lowbit.iq1_m, Act::Q8_K};
     case DType::Q4_K:
       return {k.q4_k, Act::Q8_K};
     case DType::Q5_K:
