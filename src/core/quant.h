@@ -4,6 +4,7 @@
 // own error-minimising search for the K-quants.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 
@@ -82,6 +83,12 @@ struct BlockIQ4_XS {
 // The 16 levels of IQ4_NL / IQ4_XS (llama.cpp's kvalues_iq4nl, ggml-common.h: published constants).
 inline constexpr int8_t kIQ4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                           1,    13,   25,  38,  53,  69,  89,  113};
+// The same + 128, as unsigned bytes (for u8 x s8 dot products; the activations' bias removes the 128).
+inline constexpr std::array<uint8_t, 16> kIQ4Biased = [] {
+  std::array<uint8_t, 16> t{};
+  for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(kIQ4Values[i] + 128);
+  return t;
+}();
 struct BlockQ8_K {
   float d;
   int8_t qs[256];

@@ -54,7 +54,9 @@ struct PackedKernels {
     int max_nt;
   };
   Kernel q4_0, q5_0, q8_0, q4_k, q5_k, q6_k, f16, bf16;
+  Kernel iq4_nl;  // null on tiers without it (NEON)
   const Kernel& of(DType t) const;
+  bool has(DType t) const;
 };
 
 // Row kernels of the low-bit 256-element types (Q8_K activations), one file per tier

@@ -34,7 +34,9 @@ Linear::Linear(std::vector<TensorView> parts, Precision prec, ThreadPool& pool, 
   label_ += " " + std::to_string(rows_) + "x" + std::to_string(parts_[0].cols());
   const bool pack = prec == Precision::Fast && packed_kernels_active() && packing_enabled();
   auto type = [&](const TensorView& p) { return rounded_type(rounding, p.type); };
-  auto packs = [&](const TensorView& p) { return pack && packable(type(p), p.rows(), p.cols()); };
+  auto packs = [&](const TensorView& p) {
+    return pack && packable(type(p), p.rows(), p.cols()) && packed_kernel_for(type(p));
+  };
   // Runs of consecutive packable parts of one type become one packed segment.
   for (size_t i = 0; i < parts_.size();) {
     size_t j = i + 1;

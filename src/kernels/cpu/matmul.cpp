@@ -233,6 +233,11 @@ bool packed_kernels_active() {
   return active_kernels().packed != nullptr;
 }
 
+bool packed_kernel_for(DType t) {
+  const PackedKernels* p = active_kernels().packed;
+  return p && p->has(t);
+}
+
 const PackedKernels::Kernel& PackedKernels::of(DType t) const {
   switch (t) {
     case DType::Q4_0:
@@ -251,8 +256,29 @@ const PackedKernels::Kernel& PackedKernels::of(DType t) const {
       return bf16;
     case DType::F16:
       return f16;
+    case DType::IQ4_NL:
+      if (iq4_nl.fn) return iq4_nl;
+      [[fallthrough]];
     default:
       fail("packed matrices of type {} have no kernel", dtype_name(t));
+  }
+}
+
+bool PackedKernels::has(DType t) const {
+  switch (t) {
+    case DType::Q4_0:
+    case DType::Q5_0:
+    case DType::Q8_0:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::BF16:
+    case DType::F16:
+      return true;
+    case DType::IQ4_NL:
+      return iq4_nl.fn != nullptr;
+    default:
+      return false;
   }
 }
 

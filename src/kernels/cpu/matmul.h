@@ -40,6 +40,8 @@ struct PackedMatrix;  // packed.h
 void matmul_packed(const PackedMatrix& P, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
                    ThreadPool& pool, MatmulScratch& scratch);
 bool packed_kernels_active();
+// Whether the active tier multiplies packed matrices of type t.
+bool packed_kernel_for(DType t);
 
 // The kernel tier in use: "scalar", "avx2", "avx2vnni" or "avx512" on x86-64; "scalar", "neon" or
 // "neondot" on ARM64. The default is the best the CPU has, or the FERRUM_ISA environment variable.

@@ -20,6 +20,7 @@ size_t round64(size_t n) {
 size_t group_bytes(DType t, int64_t cols) {
   switch (t) {
     case DType::Q4_0:
+    case DType::IQ4_NL:  // Q4_0's bytes: the nibbles index the IQ4 levels
       return round64(q32_group_bytes(cols / 32, 256));
     case DType::Q5_0:
       return round64(q32_group_bytes(cols / 32, 320));
@@ -88,7 +89,8 @@ void pack_group(DType t, const uint8_t* const rows[kPackRows], int64_t nb, uint8
   }
   for (int64_t b = 0; b < nb; ++b)
     for (int r = 0; r < kPackRows; ++r) {
-      if (t == DType::Q4_0) {
+      if (t == DType::Q4_0 || t == DType::IQ4_NL) {  // the same block layout
+        static_assert(sizeof(BlockIQ4_NL) == sizeof(BlockQ4_0));
         const auto& blk = reinterpret_cast<const BlockQ4_0*>(rows[r])[b];
         const Q32Offsets o = q32_offsets(b, 256);
         for (int j = 0; j < 4; ++j)
@@ -143,6 +145,7 @@ bool packable(DType t, int64_t rows, int64_t cols) {
     case DType::Q4_0:
     case DType::Q5_0:
     case DType::Q8_0:
+    case DType::IQ4_NL:
       return cols % 32 == 0;
     case DType::Q4_K:
     case DType::Q5_K:
@@ -168,7 +171,8 @@ std::unique_ptr<PackedMatrix> pack_matrix(std::span<const TensorView> parts, Thr
            p.shape_string(), parts[0].name, dtype_name(t), parts[0].shape_string());
     if (!packable(t, p.rows(), cols))
       fail(
-          "pack_matrix: tensor '{}' ({} {}) has no packed layout (types Q4_0/Q5_0/Q8_0/Q4_K/Q5_K/Q6_K/F16/BF16, rows in "
+          "pack_matrix: tensor '{}' ({} {}) has no packed layout (types "
+          "Q4_0/Q5_0/Q8_0/IQ4_NL/Q4_K/Q5_K/Q6_K/F16/BF16, rows in "
           "multiples of 16)",
           p.name, dtype_name(t), p.shape_string());
     if (p.nbytes < p.row_bytes() * static_cast<size_t>(p.rows()))
@@ -226,7 +230,7 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
     return;
   }
   std::vector<uint8_t> file_row(row_size(p.type, p.cols));
-  if (p.type == DType::Q4_0) {
+  if (p.type == DType::Q4_0 || p.type == DType::IQ4_NL) {
     auto* blk = reinterpret_cast<BlockQ4_0*>(file_row.data());
     for (int64_t b = 0; b < nb; ++b) {
       const Q32Offsets o = q32_offsets(b, 256);

@@ -17,6 +17,7 @@
 //   Q5_0 block: d[16]; h[4 j][2][64 bits]: the fifth bits of the low / high nibbles of step j (bit
 //         4r+i: byte i of row r); qs as Q4_0. Tiles as Q4_0.
 //   Q8_0 block: d[16]; qs[8 j][16 rows][4]: elements 4j..4j+3 (+128, as u8). Tiles as Q4_0.
+//   IQ4_NL block: as Q4_0 (the same block layout; the nibbles index the IQ4 levels). Tiles as Q4_0.
 //   Both: same bytes as the file (a lone last block pads its scales to 64 bytes).
 //   Q4_K super-block: sc[8 sub-blocks][16 rows], mn[4 sub-block pairs][16 rows][2] (6-bit values in
 //         bytes); d[16], dmin[16] (F16); qs[4 c][8 j][16 rows][4]: bytes 32c+4j.. of the file's qs
@@ -104,8 +105,9 @@ struct PackedMatrix {
   size_t bytes() const { return group_bytes * static_cast<size_t>(rows / kPackRows); }
 };
 
-// Whether a rows x cols matrix of type t can be packed: Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, F16 or
-// BF16 (F16/BF16: cols a multiple of 32), rows a multiple of 16.
+// Whether a rows x cols matrix of type t has a packed layout: Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K,
+// Q6_K, F16 or BF16 (F16/BF16: cols a multiple of 32), rows a multiple of 16. (A tier may lack the
+// kernel of a layout: PackedKernels::has.)
 bool packable(DType t, int64_t rows, int64_t cols);
 
 // Packs the rows of all parts, stacked in order (e.g. q, k, v into one matrix). The parts must have

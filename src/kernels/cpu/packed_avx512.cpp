@@ -54,7 +54,13 @@ inline void nibbles(const uint8_t* w, const uint8_t* h, __m512i& lo, __m512i& hi
 
 // The 32-element block types with one float scale: Q4_0 (4 zmm of nibbles per block), Q5_0 (the same
 // plus 64 bytes of fifth bits) and Q8_0 (8 zmm of levels).
-enum class Q32 { Q4_0, Q5_0, Q8_0 };
+enum class Q32 { Q4_0, Q5_0, Q8_0, IQ4_NL };
+
+// IQ4_NL: the nibbles (0..15) -> the IQ4 levels + 128 as unsigned bytes (the bias removes the 128).
+inline __m512i iq4_bytes(__m512i nib) {
+  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Biased.data()));
+  return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(table), nib);
+}
 
 // One 16-row group x NT tokens. Per token and block: 8 vpdpbusd (two chains, summed), one
 // conversion, one multiply of the scales and one fused multiply-add for the 16 rows.
@@ -89,6 +95,10 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
       for (int j = 0; j < 4; ++j) {
         __m512i lo, hi;
         nibbles<kT == Q32::Q5_0>(q + kL + 64 * j, q + 16 * j, lo, hi);
+        if constexpr (kT == Q32::IQ4_NL) {
+          lo = iq4_bytes(lo);
+          hi = iq4_bytes(hi);
+        }
         for (int t = 0; t < NT; ++t) {
           p0[t] = _mm512_dpbusd_epi32(p0[t], lo, bcast32(tok.qs[t] + 32 * b + 4 * j));
           p1[t] = _mm512_dpbusd_epi32(p1[t], hi, bcast32(tok.qs[t] + 32 * b + 16 + 4 * j));
@@ -277,10 +287,10 @@ void float_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, f
   with_nt<kTileFloat>(nt, [&](auto k) { group_float<V, decltype(k)::value>(g, n, a, s, y, l); });
 }
 
-const PackedKernels kPacked = {{q32_fn<Q32::Q4_0>, kTileQ32},  {q32_fn<Q32::Q5_0>, kTileQ32},
-                               {q32_fn<Q32::Q8_0>, kTileQ32},  {k4_fn<false>, kTileQ4K},
-                               {k4_fn<true>, kTileQ4K},        {q6k_fn, kTileQ6K},
-                               {float_fn<F16Vec>, kTileFloat}, {float_fn<BF16Vec>, kTileFloat}};
+const PackedKernels kPacked = {
+    {q32_fn<Q32::Q4_0>, kTileQ32},  {q32_fn<Q32::Q5_0>, kTileQ32},   {q32_fn<Q32::Q8_0>, kTileQ32},
+    {k4_fn<false>, kTileQ4K},       {k4_fn<true>, kTileQ4K},         {q6k_fn, kTileQ6K},
+    {float_fn<F16Vec>, kTileFloat}, {float_fn<BF16Vec>, kTileFloat}, {q32_fn<Q32::IQ4_NL>, kTileQ32}};
 
 }  // namespace
 

@@ -495,10 +495,15 @@ void bf16_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, fl
 template <class D>
 constexpr PackedKernels neon_packed_table() {
   using T = Tiles<D>;
-  return {{q32_fn<D, Q32::Q4_0>, T::Q32::kMax}, {q32_fn<D, Q32::Q5_0>, T::Q32::kMax},
-          {q32_fn<D, Q32::Q8_0>, T::Q32::kMax}, {k4_fn<D, false>, T::K::kMax},
-          {k4_fn<D, true>, T::K::kMax},         {q6k_fn<D>, T::K::kMax},
-          {f16_fn<D>, T::Float::kMax},          {bf16_fn<D>, T::Float::kMax}};
+  return {{q32_fn<D, Q32::Q4_0>, T::Q32::kMax},
+          {q32_fn<D, Q32::Q5_0>, T::Q32::kMax},
+          {q32_fn<D, Q32::Q8_0>, T::Q32::kMax},
+          {k4_fn<D, false>, T::K::kMax},
+          {k4_fn<D, true>, T::K::kMax},
+          {q6k_fn<D>, T::K::kMax},
+          {f16_fn<D>, T::Float::kMax},
+          {bf16_fn<D>, T::Float::kMax},
+          {nullptr, 0}};  // IQ4_NL: not packed on NEON
 }
 
 }  // namespace

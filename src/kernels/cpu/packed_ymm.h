@@ -124,7 +124,17 @@ struct DotVnni {
 
 // ---------------------------------------------------------------- Q4_0 / Q5_0 / Q8_0
 
-enum class Q32 { Q4_0, Q5_0, Q8_0 };
+enum class Q32 { Q4_0, Q5_0, Q8_0, IQ4_NL };
+
+// IQ4_NL: the nibbles (0..15) -> the IQ4 levels, signed (the tiers without VNNI multiply magnitudes
+// by activations carrying the levels' signs), or + 128 as unsigned bytes (VNNI; the bias removes
+// the 128).
+template <bool kBiased>
+inline __m256i iq4_bytes(__m256i nib) {
+  const auto* t = kBiased ? reinterpret_cast<const __m128i*>(kIQ4Biased.data())
+                          : reinterpret_cast<const __m128i*>(kIQ4Values);
+  return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(t)), nib);
+}
 
 // H halves x NT tokens. Per token, half and block: the integer sum (8 dot-product steps; Q8_0
 // without VNNI: its unsigned bytes split into nibbles, 16 steps), plus the block's bias, one
@@ -135,7 +145,7 @@ void half32(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stri
   constexpr size_t kQs = kT == Q32::Q8_0 ? 512 : kT == Q32::Q5_0 ? 320 : 256;
   // Q8_0 without VNNI: the signed levels' magnitudes against activations carrying their signs (no
   // product of the unsigned bytes fits vpmaddubsw's 16 bits), widened every step; no bias then.
-  constexpr bool kSigned = kT == Q32::Q8_0 && !D::kVnni;
+  constexpr bool kSigned = (kT == Q32::Q8_0 || kT == Q32::IQ4_NL) && !D::kVnni;
   constexpr bool kTwice = kT == Q32::Q5_0 && !D::kVnni;  // 8 steps of 5-bit weights: widen halfway
   const PackedTokens<32, int32_t, NT> tok(act, stride, n);
   __m256 acc[H][NT];
@@ -151,7 +161,27 @@ void half32(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stri
     for (int hh = 0; hh < H; ++hh) {
       const int h = h0 + hh;
       const uint8_t* q = g + o.qs + 32 * h;
-      if constexpr (kSigned) {
+      if constexpr (kT == Q32::IQ4_NL) {
+        for (int j = 0; j < 4; ++j) {
+          __m256i lo, hi;
+          nibbles<false>(q + 64 * j, nullptr, lo, hi);
+          lo = iq4_bytes<!kSigned>(lo);
+          hi = iq4_bytes<!kSigned>(hi);
+          for (int t = 0; t < NT; ++t) {
+            const __m256i al = bcast32(tok.qs[t] + 32 * b + 4 * j),
+                          ah = bcast32(tok.qs[t] + 32 * b + 16 + 4 * j);
+            if constexpr (kSigned) {
+              p[hh][t] = _mm256_add_epi32(
+                  p[hh][t], D::widen(_mm256_maddubs_epi16(_mm256_abs_epi8(lo), _mm256_sign_epi8(al, lo))));
+              p[hh][t] = _mm256_add_epi32(
+                  p[hh][t], D::widen(_mm256_maddubs_epi16(_mm256_abs_epi8(hi), _mm256_sign_epi8(ah, hi))));
+            } else {
+              p[hh][t] = D::step(p[hh][t], lo, al);
+              p[hh][t] = D::step(p[hh][t], hi, ah);
+            }
+          }
+        }
+      } else if constexpr (kSigned) {
         for (int j = 0; j < 8; ++j) {
           const __m256i w = _mm256_xor_si256(load256(q + 64 * j), _mm256_set1_epi8(static_cast<char>(0x80)));
           const __m256i mag = _mm256_abs_epi8(w);
@@ -477,7 +507,8 @@ constexpr PackedKernels ymm_packed_kernels() {
           {k4_fn<D, true>, T::kK4},
           {q6k_fn<D>, T::kQ6K},
           {f16_fn<D>, T::kF16},
-          {bf16_fn<D>, T::kBF16}};
+          {bf16_fn<D>, T::kBF16},
+          {q32_fn<D, Q32::IQ4_NL>, T::kQ8}};
 }
 
 }  // namespace
