@@ -54,12 +54,12 @@ struct PackedKernels {
     int max_nt;
   };
   Kernel q4_0, q5_0, q8_0, q4_k, q5_k, q6_k, f16, bf16;
-  Kernel iq4_nl;  // null on tiers without it (NEON)
+  Kernel iq4_nl, iq4_xs;  // null on tiers without them (NEON)
   const Kernel& of(DType t) const;
   bool has(DType t) const;
 };
 
-// Row kernels of the low-bit 256-element types (Q8_K activations), one file per tier
+// Row kernels of the low-bit 256-element types (Q8_K activations; IQ4_XS Q8Act), one file per tier
 // (kernels_lowbit.h).
 struct LowbitRows {
   TileFn q2_k, q3_k, iq4_xs;

@@ -1,4 +1,4 @@
-// Q2_K, Q3_K, IQ4_XS row kernels for the AVX-512 tier (the 256-bit kernels with its flags).
+// Q2_K, Q3_K, IQ4_XS and grid i-quant row kernels for the AVX-512 tier (the 256-bit kernels with its flags).
 #include "kernels/cpu/kernels_lowbit_ymm.h"
 
 namespace ferrum::kernels {

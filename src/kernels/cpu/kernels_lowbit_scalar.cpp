@@ -71,24 +71,23 @@ void q3_k(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt
   for (int t = 0; t < nt; ++t) y[t * ldy] = acc[t];
 }
 
-// w = d*(ls - 32)*kIQ4Values[q] per sub-block of 32.
+// w = d*(ls - 32)*kIQ4Values[q] per sub-block of 32, against Q8Act activations (one scale per 32, as
+// the packed IQ4_XS kernels read them: the same numbers whether a matrix is packed or not).
 void iq4_xs(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
   float acc[kMaxTile] = {};
-  int v[256];
   for (int64_t b = 0; b < n / 256; ++b) {
     const auto& wb = reinterpret_cast<const BlockIQ4_XS*>(w)[b];
-    for (int k = 0; k < 8; ++k)
-      for (int j = 0; j < 16; ++j) {
-        v[32 * k + j] = kIQ4Values[wb.qs[16 * k + j] & 0xF];
-        v[32 * k + 16 + j] = kIQ4Values[wb.qs[16 * k + j] >> 4];
-      }
     const float d = f16_to_f32(wb.d);
-    for (int t = 0; t < nt; ++t) {
-      const BlockQ8_K& a = act_block(act, stride, t, b);
-      int isum = 0;
-      for (int k = 0; k < 8; ++k)
-        isum += (iq4xs_scale(wb, k) - 32) * (dot16(v, a.qs, 2 * k) + dot16(v, a.qs, 2 * k + 1));
-      acc[t] += (d * a.d) * static_cast<float>(isum);
+    for (int k = 0; k < 8; ++k) {
+      const float dk = d * static_cast<float>(iq4xs_scale(wb, k) - 32);
+      for (int t = 0; t < nt; ++t) {
+        const Q8Act a(act + t * stride, n);
+        const int8_t* q = a.qs + 256 * b + 32 * k;
+        int sum = 0;
+        for (int j = 0; j < 16; ++j)
+          sum += kIQ4Values[wb.qs[16 * k + j] & 0xF] * q[j] + kIQ4Values[wb.qs[16 * k + j] >> 4] * q[j + 16];
+        acc[t] += static_cast<float>(sum) * (dk * a.d[8 * b + k]);
+      }
     }
   }
   for (int t = 0; t < nt; ++t) y[t * ldy] = acc[t];

@@ -92,34 +92,6 @@ struct Q3K {
   }
 };
 
-struct IQ4XS {
-  using Block = BlockIQ4_XS;
-  __m256i v[8], sc[8];  // |levels| and their signs (the levels themselves), per sub-block of 32
-  __m256i sgn[8];
-  float d;
-  void load(const Block& b) {
-    const __m256i table =
-        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
-    for (int g = 0; g < 8; ++g) {
-      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * g));
-      const __m256i nib =
-          _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
-      sgn[g] = _mm256_shuffle_epi8(table, nib);
-      v[g] = _mm256_sign_epi8(sgn[g], sgn[g]);
-      sc[g] = _mm256_set1_epi16(static_cast<int16_t>(iq4xs_scale(b, g) - 32));
-    }
-    d = f16_to_f32(b.d);
-  }
-  void dot(const BlockQ8_K& a, __m256& acc, __m256&) const {
-    __m256i s = _mm256_setzero_si256();
-    for (int g = 0; g < 8; ++g) {
-      const __m256i av = _mm256_sign_epi8(load32(a.qs + 32 * g), sgn[g]);
-      s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(v[g], av), sc[g]));
-    }
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(d * a.d), acc);
-  }
-};
-
 // 0xFF in byte j where bit j of x is set.
 inline __m256i bytes_from_bits(uint32_t x) {
   const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
@@ -183,6 +155,41 @@ struct IQ {
   }
 };
 
+// IQ4_XS against Q8Act activations (a scale per 32, as the packed kernels): per sub-block the
+// levels (one byte shuffle), their magnitudes against sign-carrying activations, one conversion
+// and one fused multiply-add per token.
+template <int NT>
+void iq4xs_row(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+  __m256 acc[NT];
+  const int8_t* aq[NT];
+  const float* ad[NT];
+  for (int t = 0; t < NT; ++t) {
+    acc[t] = _mm256_setzero_ps();
+    const Q8Act a(act + t * stride, n);
+    aq[t] = a.qs;
+    ad[t] = a.d;
+  }
+  const __m256i table =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+  for (int64_t b = 0; b < n / 256; ++b) {
+    const auto& wb = reinterpret_cast<const BlockIQ4_XS*>(w)[b];
+    const float d = f16_to_f32(wb.d);
+    for (int k = 0; k < 8; ++k) {
+      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.qs + 16 * k));
+      const __m256i v = _mm256_shuffle_epi8(
+          table, _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F)));
+      const __m256i mag = _mm256_sign_epi8(v, v);
+      const float dk = d * static_cast<float>(iq4xs_scale(wb, k) - 32);
+      for (int t = 0; t < NT; ++t) {
+        const __m256i av = _mm256_sign_epi8(load32(aq[t] + 256 * b + 32 * k), v);
+        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(mag, av), _mm256_set1_epi16(1));
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dk * ad[t][8 * b + k]), acc[t]);
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) y[t * ldy] = hsum(acc[t]);
+}
+
 // One weight row x NT tokens.
 template <typename W, int NT>
 void row(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
@@ -198,6 +205,25 @@ void row(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, float* 
     for (int t = 0; t < NT; ++t) wt.dot(a[t][b], acc[t], accm[t]);
   }
   for (int t = 0; t < NT; ++t) y[t * ldy] = hsum(acc[t]) - hsum(accm[t]);
+}
+
+void iq4xs_tile(const uint8_t* w, size_t ws, int nr, int64_t n, const uint8_t* act, size_t stride, int nt,
+                float* y, int64_t ldy) {
+  for (int r = 0; r < nr; ++r, w += ws, ++y) {
+    switch (nt) {
+      case 1:
+        iq4xs_row<1>(w, n, act, stride, y, ldy);
+        break;
+      case 2:
+        iq4xs_row<2>(w, n, act, stride, y, ldy);
+        break;
+      case 3:
+        iq4xs_row<3>(w, n, act, stride, y, ldy);
+        break;
+      default:
+        iq4xs_row<4>(w, n, act, stride, y, ldy);
+    }
+  }
 }
 
 template <typename W>
@@ -222,7 +248,7 @@ void tile(const uint8_t* w, size_t ws, int nr, int64_t n, const uint8_t* act, si
 
 inline LowbitRows ymm_lowbit_rows() {
   using K = quant_iq::Kind;
-  return {tile<Q2K>,           tile<Q3K>,          tile<IQ4XS>,          tile<IQ<K::IQ2_XXS>>,
+  return {tile<Q2K>,           tile<Q3K>,          iq4xs_tile,           tile<IQ<K::IQ2_XXS>>,
           tile<IQ<K::IQ2_XS>>, tile<IQ<K::IQ2_S>>, tile<IQ<K::IQ3_XXS>>, tile<IQ<K::IQ3_S>>,
           tile<IQ<K::IQ1_S>>,  tile<IQ<K::IQ1_M>>};
 }

@@ -45,8 +45,8 @@ FastKernel fast_kernel(const IsaKernels& k, DType t) {
       return {k.lowbit.q2_k, Act::Q8_K};
     case DType::Q3_K:
       return {k.lowbit.q3_k, Act::Q8_K};
-    case DType::IQ4_XS:
-      return {k.lowbit.iq4_xs, Act::Q8_K};
+    case DType::IQ4_XS:  // a scale per 32 activations, as its packed kernels
+      return {k.lowbit.iq4_xs, Act::Q8_32};
     case DType::IQ2_XXS:
       return {k.lowbit.iq2_xxs, Act::Q8_K};
     case DType::IQ2_XS:
@@ -258,10 +258,14 @@ const PackedKernels::Kernel& PackedKernels::of(DType t) const {
       return f16;
     case DType::IQ4_NL:
       if (iq4_nl.fn) return iq4_nl;
-      [[fallthrough]];
+      break;
+    case DType::IQ4_XS:
+      if (iq4_xs.fn) return iq4_xs;
+      break;
     default:
-      fail("packed matrices of type {} have no kernel", dtype_name(t));
+      break;
   }
+  fail("packed matrices of type {} have no kernel", dtype_name(t));
 }
 
 bool PackedKernels::has(DType t) const {
@@ -277,6 +281,8 @@ bool PackedKernels::has(DType t) const {
       return true;
     case DType::IQ4_NL:
       return iq4_nl.fn != nullptr;
+    case DType::IQ4_XS:
+      return iq4_xs.fn != nullptr;
     default:
       return false;
   }

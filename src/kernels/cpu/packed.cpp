@@ -26,6 +26,8 @@ size_t group_bytes(DType t, int64_t cols) {
       return round64(q32_group_bytes(cols / 32, 320));
     case DType::Q8_0:
       return round64(q32_group_bytes(cols / 32, 512));
+    case DType::IQ4_XS:
+      return static_cast<size_t>(cols / 256) * kIQ4XSBlockBytes;
     case DType::Q4_K:
       return static_cast<size_t>(cols / 256) * kQ4KBlockBytes;
     case DType::Q5_K:
@@ -96,6 +98,15 @@ void pack_group(DType t, const uint8_t* const rows[kPackRows], int64_t nb, uint8
         for (int j = 0; j < 4; ++j)
           for (int i = 0; i < 4; ++i) out[o.qs + lane_byte(j, r, i)] = blk.qs[4 * j + i];
         reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
+      } else if (t == DType::IQ4_XS) {
+        const auto& blk = reinterpret_cast<const BlockIQ4_XS*>(rows[r])[b];
+        for (int k = 0; k < 8; ++k) {
+          const Q32Offsets o = iq4xs_offsets(8 * b + k);
+          for (int j = 0; j < 4; ++j)
+            for (int i = 0; i < 4; ++i) out[o.qs + lane_byte(j, r, i)] = blk.qs[16 * k + 4 * j + i];
+          out[o.sc + r] = static_cast<uint8_t>(iq4xs_scale(blk, k) - 32);
+          reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
+        }
       } else if (t == DType::Q5_0) {
         const auto& blk = reinterpret_cast<const BlockQ5_0*>(rows[r])[b];
         const Q32Offsets o = q32_offsets(b, 320);
@@ -150,6 +161,7 @@ bool packable(DType t, int64_t rows, int64_t cols) {
     case DType::Q4_K:
     case DType::Q5_K:
     case DType::Q6_K:
+    case DType::IQ4_XS:
       return cols % 256 == 0;
     case DType::F16:
     case DType::BF16:
@@ -237,6 +249,21 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
       for (int j = 0; j < 4; ++j)
         for (int i = 0; i < 4; ++i) blk[b].qs[4 * j + i] = g[o.qs + lane_byte(j, r, i)];
       blk[b].d = reinterpret_cast<const uint16_t*>(g + o.d)[r];
+    }
+  } else if (p.type == DType::IQ4_XS) {
+    auto* blk = reinterpret_cast<BlockIQ4_XS*>(file_row.data());
+    for (int64_t b = 0; b < nb; ++b) {
+      blk[b].scales_h = 0;
+      std::memset(blk[b].scales_l, 0, 4);
+      for (int k = 0; k < 8; ++k) {
+        const Q32Offsets o = iq4xs_offsets(8 * b + k);
+        for (int j = 0; j < 4; ++j)
+          for (int i = 0; i < 4; ++i) blk[b].qs[16 * k + 4 * j + i] = g[o.qs + lane_byte(j, r, i)];
+        const int ls = static_cast<int8_t>(g[o.sc + r]) + 32;
+        blk[b].scales_l[k / 2] |= static_cast<uint8_t>((ls & 0xF) << (4 * (k % 2)));
+        blk[b].scales_h |= static_cast<uint16_t>((ls >> 4) << (2 * k));
+        blk[b].d = reinterpret_cast<const uint16_t*>(g + o.d)[r];
+      }
     }
   } else if (p.type == DType::Q5_0) {
     auto* blk = reinterpret_cast<BlockQ5_0*>(file_row.data());

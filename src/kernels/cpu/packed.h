@@ -18,6 +18,9 @@
 //         4r+i: byte i of row r); qs as Q4_0. Tiles as Q4_0.
 //   Q8_0 block: d[16]; qs[8 j][16 rows][4]: elements 4j..4j+3 (+128, as u8). Tiles as Q4_0.
 //   IQ4_NL block: as Q4_0 (the same block layout; the nibbles index the IQ4 levels). Tiles as Q4_0.
+//   IQ4_XS super-block: d[16] (F16), 32 bytes of padding, sc[8 sub-blocks][16 rows] (int8: the
+//         6-bit scale - 32), then per sub-block of 32 the nibbles as Q4_0's (256 bytes). 2240 bytes
+//         per 16x256 vs 2176 in the file (+2.9%).
 //   Both: same bytes as the file (a lone last block pads its scales to 64 bytes).
 //   Q4_K super-block: sc[8 sub-blocks][16 rows], mn[4 sub-block pairs][16 rows][2] (6-bit values in
 //         bytes); d[16], dmin[16] (F16); qs[4 c][8 j][16 rows][4]: bytes 32c+4j.. of the file's qs
@@ -51,7 +54,7 @@ constexpr int kPackRows = 16;
 // Byte offsets of block b's fields inside its Q4_0/Q5_0/Q8_0 group (qs_bytes 256 for Q4_0, 320 for
 // Q5_0 (fifth bits, then nibbles), 512 for Q8_0).
 struct Q32Offsets {
-  size_t qs, d;
+  size_t qs, d, sc = 0;  // sc: IQ4_XS's sub-block scales
 };
 inline Q32Offsets q32_offsets(int64_t b, size_t qs_bytes) {
   const int64_t tile = b / 2, j = b % 2;
@@ -60,6 +63,12 @@ inline Q32Offsets q32_offsets(int64_t b, size_t qs_bytes) {
 }
 inline size_t q32_group_bytes(int64_t nb, size_t qs_bytes) {
   return static_cast<size_t>(nb / 2) * (64 + 2 * qs_bytes) + (nb % 2 ? 64 + qs_bytes : 0);
+}
+// IQ4_XS: sub-block b (of 32 inputs) of a group, in super-block b / 8.
+constexpr size_t kIQ4XSBlockBytes = 2240;
+inline Q32Offsets iq4xs_offsets(int64_t b) {
+  const size_t base = static_cast<size_t>(b / 8) * kIQ4XSBlockBytes, k = static_cast<size_t>(b % 8);
+  return {base + 192 + 256 * k, base, base + 64 + 16 * k};
 }
 // Q4_K super-block b of a group: [sc 128][mn 128][d 32][dmin 32][4 chunks of 512: qs]; Q5_K the
 // same with chunks of 640: [fifth-bit masks 128][qs 512].
@@ -105,8 +114,8 @@ struct PackedMatrix {
   size_t bytes() const { return group_bytes * static_cast<size_t>(rows / kPackRows); }
 };
 
-// Whether a rows x cols matrix of type t has a packed layout: Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K,
-// Q6_K, F16 or BF16 (F16/BF16: cols a multiple of 32), rows a multiple of 16. (A tier may lack the
+// Whether a rows x cols matrix of type t has a packed layout: Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, Q4_K,
+// Q5_K, Q6_K, F16 or BF16 (F16/BF16: cols a multiple of 32), rows a multiple of 16. (A tier may lack the
 // kernel of a layout: PackedKernels::has.)
 bool packable(DType t, int64_t rows, int64_t cols);
 

@@ -73,8 +73,11 @@ void prep_packed_act(const IsaKernels& k, DType t, const float* x, uint8_t* out,
     case DType::BF16:
       return quantize_row(DType::BF16, x, out, n);
     default:
-      // The weights' unsigned offset: Q8_0 and IQ4_NL (levels + 128), Q5_0 16, Q4_0 8.
-      return prep_q8b(k, x, out, n, t == DType::Q8_0 || t == DType::IQ4_NL ? 128 : t == DType::Q5_0 ? 16 : 8);
+      // The weights' unsigned offset: Q8_0, IQ4_NL and IQ4_XS (levels + 128), Q5_0 16, Q4_0 8.
+      return prep_q8b(k, x, out, n,
+                      t == DType::Q8_0 || t == DType::IQ4_NL || t == DType::IQ4_XS ? 128
+                      : t == DType::Q5_0                                           ? 16
+                                                                                   : 8);
   }
 }
 

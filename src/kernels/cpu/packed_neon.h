@@ -503,7 +503,8 @@ constexpr PackedKernels neon_packed_table() {
           {q6k_fn<D>, T::K::kMax},
           {f16_fn<D>, T::Float::kMax},
           {bf16_fn<D>, T::Float::kMax},
-          {nullptr, 0}};  // IQ4_NL: not packed on NEON
+          {nullptr, 0},
+          {nullptr, 0}};  // IQ4_NL, IQ4_XS: not packed on NEON
 }
 
 }  // namespace

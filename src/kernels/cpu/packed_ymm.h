@@ -124,7 +124,7 @@ struct DotVnni {
 
 // ---------------------------------------------------------------- Q4_0 / Q5_0 / Q8_0
 
-enum class Q32 { Q4_0, Q5_0, Q8_0, IQ4_NL };
+enum class Q32 { Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS };
 
 // IQ4_NL: the nibbles (0..15) -> the IQ4 levels, signed (the tiers without VNNI multiply magnitudes
 // by activations carrying the levels' signs), or + 128 as unsigned bytes (VNNI; the bias removes
@@ -145,14 +145,15 @@ void half32(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stri
   constexpr size_t kQs = kT == Q32::Q8_0 ? 512 : kT == Q32::Q5_0 ? 320 : 256;
   // Q8_0 without VNNI: the signed levels' magnitudes against activations carrying their signs (no
   // product of the unsigned bytes fits vpmaddubsw's 16 bits), widened every step; no bias then.
-  constexpr bool kSigned = (kT == Q32::Q8_0 || kT == Q32::IQ4_NL) && !D::kVnni;
+  constexpr bool kIQ4 = kT == Q32::IQ4_NL || kT == Q32::IQ4_XS;
+  constexpr bool kSigned = (kT == Q32::Q8_0 || kIQ4) && !D::kVnni;
   constexpr bool kTwice = kT == Q32::Q5_0 && !D::kVnni;  // 8 steps of 5-bit weights: widen halfway
   const PackedTokens<32, int32_t, NT> tok(act, stride, n);
   __m256 acc[H][NT];
   for (int hh = 0; hh < H; ++hh)
     for (int t = 0; t < NT; ++t) acc[hh][t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const Q32Offsets o = q32_offsets(b, kQs);
+    const Q32Offsets o = kT == Q32::IQ4_XS ? iq4xs_offsets(b) : q32_offsets(b, kQs);
     if constexpr (H == 2) prefetch(g + o.qs + 512);
     __m256i p[H][NT];
     [[maybe_unused]] __m256i p2[H][NT];  // kTwice: the first half, widened
@@ -161,7 +162,7 @@ void half32(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stri
     for (int hh = 0; hh < H; ++hh) {
       const int h = h0 + hh;
       const uint8_t* q = g + o.qs + 32 * h;
-      if constexpr (kT == Q32::IQ4_NL) {
+      if constexpr (kIQ4) {
         for (int j = 0; j < 4; ++j) {
           __m256i lo, hi;
           nibbles<false>(q + 64 * j, nullptr, lo, hi);
@@ -217,7 +218,12 @@ void half32(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stri
       }
     }
     for (int hh = 0; hh < H; ++hh) {
-      const __m256 dw = load_f16x8(g + o.d + 16 * (h0 + hh));
+      __m256 dw = load_f16x8(g + o.d + 16 * (h0 + hh));
+      if constexpr (kT == Q32::IQ4_XS) {  // d * (scale - 32) per row
+        int64_t sc8;
+        std::memcpy(&sc8, g + o.sc + 8 * (h0 + hh), 8);
+        dw = _mm256_mul_ps(dw, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(sc8))));
+      }
       for (int t = 0; t < NT; ++t) {
         __m256i total =
             kSigned ? p[hh][t] : _mm256_add_epi32(D::widen(p[hh][t]), _mm256_set1_epi32(tok.sums[t][b]));
@@ -508,7 +514,8 @@ constexpr PackedKernels ymm_packed_kernels() {
           {q6k_fn<D>, T::kQ6K},
           {f16_fn<D>, T::kF16},
           {bf16_fn<D>, T::kBF16},
-          {q32_fn<D, Q32::IQ4_NL>, T::kQ8}};
+          {q32_fn<D, Q32::IQ4_NL>, T::kQ8},
+          {q32_fn<D, Q32::IQ4_XS>, T::kQ8}};
 }
 
 }  // namespace
