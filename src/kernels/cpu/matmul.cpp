@@ -262,6 +262,9 @@ const PackedKernels::Kernel& PackedKernels::of(DType t) const {
     case DType::IQ4_XS:
       if (iq4_xs.fn) return iq4_xs;
       break;
+    case DType::Q4_1:
+      if (q4_1.fn) return q4_1;
+      break;
     default:
       break;
   }
@@ -283,6 +286,8 @@ bool PackedKernels::has(DType t) const {
       return iq4_nl.fn != nullptr;
     case DType::IQ4_XS:
       return iq4_xs.fn != nullptr;
+    case DType::Q4_1:
+      return q4_1.fn != nullptr;
     default:
       return false;
   }

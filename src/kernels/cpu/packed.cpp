@@ -26,6 +26,8 @@ size_t group_bytes(DType t, int64_t cols) {
       return round64(q32_group_bytes(cols / 32, 320));
     case DType::Q8_0:
       return round64(q32_group_bytes(cols / 32, 512));
+    case DType::Q4_1:
+      return round64(q41_group_bytes(cols / 32));
     case DType::IQ4_XS:
       return static_cast<size_t>(cols / 256) * kIQ4XSBlockBytes;
     case DType::Q4_K:
@@ -98,6 +100,13 @@ void pack_group(DType t, const uint8_t* const rows[kPackRows], int64_t nb, uint8
         for (int j = 0; j < 4; ++j)
           for (int i = 0; i < 4; ++i) out[o.qs + lane_byte(j, r, i)] = blk.qs[4 * j + i];
         reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
+      } else if (t == DType::Q4_1) {
+        const auto& blk = reinterpret_cast<const BlockQ4_1*>(rows[r])[b];
+        const Q32Offsets o = q41_offsets(b);
+        for (int j = 0; j < 4; ++j)
+          for (int i = 0; i < 4; ++i) out[o.qs + lane_byte(j, r, i)] = blk.qs[4 * j + i];
+        reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
+        reinterpret_cast<uint16_t*>(out + o.m)[r] = blk.m;
       } else if (t == DType::IQ4_XS) {
         const auto& blk = reinterpret_cast<const BlockIQ4_XS*>(rows[r])[b];
         for (int k = 0; k < 8; ++k) {
@@ -157,6 +166,7 @@ bool packable(DType t, int64_t rows, int64_t cols) {
     case DType::Q5_0:
     case DType::Q8_0:
     case DType::IQ4_NL:
+    case DType::Q4_1:
       return cols % 32 == 0;
     case DType::Q4_K:
     case DType::Q5_K:
@@ -249,6 +259,15 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
       for (int j = 0; j < 4; ++j)
         for (int i = 0; i < 4; ++i) blk[b].qs[4 * j + i] = g[o.qs + lane_byte(j, r, i)];
       blk[b].d = reinterpret_cast<const uint16_t*>(g + o.d)[r];
+    }
+  } else if (p.type == DType::Q4_1) {
+    auto* blk = reinterpret_cast<BlockQ4_1*>(file_row.data());
+    for (int64_t b = 0; b < nb; ++b) {
+      const Q32Offsets o = q41_offsets(b);
+      for (int j = 0; j < 4; ++j)
+        for (int i = 0; i < 4; ++i) blk[b].qs[4 * j + i] = g[o.qs + lane_byte(j, r, i)];
+      blk[b].d = reinterpret_cast<const uint16_t*>(g + o.d)[r];
+      blk[b].m = reinterpret_cast<const uint16_t*>(g + o.m)[r];
     }
   } else if (p.type == DType::IQ4_XS) {
     auto* blk = reinterpret_cast<BlockIQ4_XS*>(file_row.data());

@@ -18,6 +18,7 @@
 //         4r+i: byte i of row r); qs as Q4_0. Tiles as Q4_0.
 //   Q8_0 block: d[16]; qs[8 j][16 rows][4]: elements 4j..4j+3 (+128, as u8). Tiles as Q4_0.
 //   IQ4_NL block: as Q4_0 (the same block layout; the nibbles index the IQ4 levels). Tiles as Q4_0.
+//   Q4_1 block: d[16], m[16] (F16); qs as Q4_0. Tile of 2 blocks: d d m m, qs qs.
 //   IQ4_XS super-block: d[16] (F16), 32 bytes of padding, sc[8 sub-blocks][16 rows] (int8: the
 //         6-bit scale - 32), then per sub-block of 32 the nibbles as Q4_0's (256 bytes). 2240 bytes
 //         per 16x256 vs 2176 in the file (+2.9%).
@@ -54,7 +55,7 @@ constexpr int kPackRows = 16;
 // Byte offsets of block b's fields inside its Q4_0/Q5_0/Q8_0 group (qs_bytes 256 for Q4_0, 320 for
 // Q5_0 (fifth bits, then nibbles), 512 for Q8_0).
 struct Q32Offsets {
-  size_t qs, d, sc = 0;  // sc: IQ4_XS's sub-block scales
+  size_t qs, d, sc = 0, m = 0;  // sc: IQ4_XS's sub-block scales; m: Q4_1's mins
 };
 inline Q32Offsets q32_offsets(int64_t b, size_t qs_bytes) {
   const int64_t tile = b / 2, j = b % 2;
@@ -63,6 +64,14 @@ inline Q32Offsets q32_offsets(int64_t b, size_t qs_bytes) {
 }
 inline size_t q32_group_bytes(int64_t nb, size_t qs_bytes) {
   return static_cast<size_t>(nb / 2) * (64 + 2 * qs_bytes) + (nb % 2 ? 64 + qs_bytes : 0);
+}
+// Q4_1: block b of a group (tiles of two blocks: [d d m m 128][qs qs 512]).
+inline Q32Offsets q41_offsets(int64_t b) {
+  const size_t base = static_cast<size_t>(b / 2) * 640, j = static_cast<size_t>(b % 2);
+  return {base + 128 + 256 * j, base + 32 * j, 0, base + 64 + 32 * j};
+}
+inline size_t q41_group_bytes(int64_t nb) {
+  return static_cast<size_t>(nb / 2) * 640 + (nb % 2 ? 128 + 256 : 0);
 }
 // IQ4_XS: sub-block b (of 32 inputs) of a group, in super-block b / 8.
 constexpr size_t kIQ4XSBlockBytes = 2240;
@@ -114,7 +123,7 @@ struct PackedMatrix {
   size_t bytes() const { return group_bytes * static_cast<size_t>(rows / kPackRows); }
 };
 
-// Whether a rows x cols matrix of type t has a packed layout: Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, Q4_K,
+// Whether a rows x cols matrix of type t has a packed layout: Q4_0, Q4_1, Q5_0, Q8_0, IQ4_NL, IQ4_XS, Q4_K,
 // Q5_K, Q6_K, F16 or BF16 (F16/BF16: cols a multiple of 32), rows a multiple of 16. (A tier may lack the
 // kernel of a layout: PackedKernels::has.)
 bool packable(DType t, int64_t rows, int64_t cols);

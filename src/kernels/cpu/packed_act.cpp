@@ -72,6 +72,8 @@ void prep_packed_act(const IsaKernels& k, DType t, const float* x, uint8_t* out,
       return prep_q8k(k, t, x, out, n);
     case DType::BF16:
       return quantize_row(DType::BF16, x, out, n);
+    case DType::Q4_1:  // the row-major path's Q8Act as it is: the float sums d * sum(levels) for the mins
+      return k.quantize_q8_1f(x, out, n);
     default:
       // The weights' unsigned offset: Q8_0, IQ4_NL and IQ4_XS (levels + 128), Q5_0 16, Q4_0 8.
       return prep_q8b(k, x, out, n,

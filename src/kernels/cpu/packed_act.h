@@ -4,6 +4,8 @@
 //   Q4_0 / Q5_0 / Q8_0 / IQ4_NL / IQ4_XS: levels int8[n], scales float[n/32], bias int32[n/32] =
 //     -offset * (sum of the block's levels), the weights' unsigned offset (8, 16, 128, 128, 128)
 //     removed exactly.
+//   Q4_1: the row-major path's Q8Act: levels, scales float[n/32], float[n/32] = scale * (sum of the
+//     block's levels) (times the weights' min).
 //   Q4_K / Q5_K: levels int8[n] (Q8_K), scales float[n/256], int16[8] per super-block: the sums of
 //     the levels of each 32-element sub-block (for the mins).
 //   Q6_K: levels, scales, int32[16] per super-block: biases -32 * (sum of the levels of each

@@ -54,7 +54,7 @@ inline void nibbles(const uint8_t* w, const uint8_t* h, __m512i& lo, __m512i& hi
 
 // The 32-element block types with one float scale: Q4_0 (4 zmm of nibbles per block), Q5_0 (the same
 // plus 64 bytes of fifth bits) and Q8_0 (8 zmm of levels).
-enum class Q32 { Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS };
+enum class Q32 { Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, Q4_1 };
 
 // IQ4_NL: the nibbles (0..15) -> the IQ4 levels + 128 as unsigned bytes (the bias removes the 128).
 inline __m512i iq4_bytes(__m512i nib) {
@@ -74,11 +74,14 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
   const PackedTokens<32, int32_t, NT> tok(act, stride, n);
   constexpr bool kIQ4 = kT == Q32::IQ4_NL || kT == Q32::IQ4_XS;
   for (int64_t b = 0; b < nb; ++b) {
-    const Q32Offsets o = kT == Q32::IQ4_XS ? iq4xs_offsets(b) : q32_offsets(b, kQs);
+    const Q32Offsets o = kT == Q32::IQ4_XS ? iq4xs_offsets(b)
+                         : kT == Q32::Q4_1 ? q41_offsets(b)
+                                           : q32_offsets(b, kQs);
     const uint8_t* q = g + o.qs;
     __m512i p0[NT], p1[NT];
     for (int t = 0; t < NT; ++t) {
-      p0[t] = _mm512_set1_epi32(tok.sums[t][b]);
+      // The offset's bias (Q4_1: none, its mins are added below).
+      p0[t] = kT == Q32::Q4_1 ? _mm512_setzero_si512() : _mm512_set1_epi32(tok.sums[t][b]);
       p1[t] = _mm512_setzero_si512();
     }
     if constexpr (kQ8) {
@@ -113,6 +116,11 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
     for (int t = 0; t < NT; ++t)
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(p0[t], p1[t])),
                                _mm512_mul_ps(dw, _mm512_set1_ps(tok.d[t][b])), acc[t]);
+    if constexpr (kT == Q32::Q4_1) {  // + m * (the token's scale * sum of its levels)
+      const __m512 mw = load_f16x16(g + o.m);
+      for (int t = 0; t < NT; ++t)
+        acc[t] = _mm512_fmadd_ps(mw, _mm512_set1_ps(reinterpret_cast<const float*>(tok.sums[t])[b]), acc[t]);
+    }
   }
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
 }
@@ -291,11 +299,11 @@ void float_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, f
   with_nt<kTileFloat>(nt, [&](auto k) { group_float<V, decltype(k)::value>(g, n, a, s, y, l); });
 }
 
-const PackedKernels kPacked = {{q32_fn<Q32::Q4_0>, kTileQ32},   {q32_fn<Q32::Q5_0>, kTileQ32},
-                               {q32_fn<Q32::Q8_0>, kTileQ32},   {k4_fn<false>, kTileQ4K},
-                               {k4_fn<true>, kTileQ4K},         {q6k_fn, kTileQ6K},
-                               {float_fn<F16Vec>, kTileFloat},  {float_fn<BF16Vec>, kTileFloat},
-                               {q32_fn<Q32::IQ4_NL>, kTileQ32}, {q32_fn<Q32::IQ4_XS>, kTileQ32}};
+const PackedKernels kPacked = {
+    {q32_fn<Q32::Q4_0>, kTileQ32},   {q32_fn<Q32::Q5_0>, kTileQ32},   {q32_fn<Q32::Q8_0>, kTileQ32},
+    {k4_fn<false>, kTileQ4K},        {k4_fn<true>, kTileQ4K},         {q6k_fn, kTileQ6K},
+    {float_fn<F16Vec>, kTileFloat},  {float_fn<BF16Vec>, kTileFloat}, {q32_fn<Q32::IQ4_NL>, kTileQ32},
+    {q32_fn<Q32::IQ4_XS>, kTileQ32}, {q32_fn<Q32::Q4_1>, kTileQ32}};
 
 }  // namespace
 

@@ -504,7 +504,8 @@ constexpr PackedKernels neon_packed_table() {
           {f16_fn<D>, T::Float::kMax},
           {bf16_fn<D>, T::Float::kMax},
           {nullptr, 0},
-          {nullptr, 0}};  // IQ4_NL, IQ4_XS: not packed on NEON
+          {nullptr, 0},
+          {nullptr, 0}};  // IQ4_NL, IQ4_XS, Q4_1: not packed on NEON
 }
 
 }  // namespace

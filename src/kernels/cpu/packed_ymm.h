@@ -124,7 +124,7 @@ struct DotVnni {
 
 // ---------------------------------------------------------------- Q4_0 / Q5_0 / Q8_0
 
-enum class Q32 { Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS };
+enum class Q32 { Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, Q4_1 };
 
 // IQ4_NL: the nibbles (0..15) -> the IQ4 levels, signed (the tiers without VNNI multiply magnitudes
 // by activations carrying the levels' signs), or + 128 as unsigned bytes (VNNI; the bias removes
@@ -153,7 +153,9 @@ void half32(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stri
   for (int hh = 0; hh < H; ++hh)
     for (int t = 0; t < NT; ++t) acc[hh][t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const Q32Offsets o = kT == Q32::IQ4_XS ? iq4xs_offsets(b) : q32_offsets(b, kQs);
+    const Q32Offsets o = kT == Q32::IQ4_XS ? iq4xs_offsets(b)
+                         : kT == Q32::Q4_1 ? q41_offsets(b)
+                                           : q32_offsets(b, kQs);
     if constexpr (H == 2) prefetch(g + o.qs + 512);
     __m256i p[H][NT];
     [[maybe_unused]] __m256i p2[H][NT];  // kTwice: the first half, widened
@@ -225,11 +227,20 @@ void half32(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stri
         dw = _mm256_mul_ps(dw, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(sc8))));
       }
       for (int t = 0; t < NT; ++t) {
-        __m256i total =
-            kSigned ? p[hh][t] : _mm256_add_epi32(D::widen(p[hh][t]), _mm256_set1_epi32(tok.sums[t][b]));
+        __m256i total;
+        if constexpr (kSigned)
+          total = p[hh][t];
+        else if constexpr (kT == Q32::Q4_1)  // no offset: the mins below
+          total = D::widen(p[hh][t]);
+        else
+          total = _mm256_add_epi32(D::widen(p[hh][t]), _mm256_set1_epi32(tok.sums[t][b]));
         if constexpr (kTwice) total = _mm256_add_epi32(total, p2[hh][t]);
         acc[hh][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total),
                                      _mm256_mul_ps(dw, _mm256_set1_ps(tok.d[t][b])), acc[hh][t]);
+        if constexpr (kT == Q32::Q4_1)  // + m * (the token's scale * sum of its levels)
+          acc[hh][t] =
+              _mm256_fmadd_ps(load_f16x8(g + o.m + 16 * (h0 + hh)),
+                              _mm256_set1_ps(reinterpret_cast<const float*>(tok.sums[t])[b]), acc[hh][t]);
       }
     }
   }
@@ -515,7 +526,8 @@ constexpr PackedKernels ymm_packed_kernels() {
           {f16_fn<D>, T::kF16},
           {bf16_fn<D>, T::kBF16},
           {q32_fn<D, Q32::IQ4_NL>, T::kQ8},
-          {q32_fn<D, Q32::IQ4_XS>, T::kQ8}};
+          {q32_fn<D, Q32::IQ4_XS>, T::kQ8},
+          {q32_fn<D, Q32::Q4_1>, T::kQ32}};
 }
 
 }  // namespace
