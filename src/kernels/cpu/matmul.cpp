@@ -265,6 +265,9 @@ const PackedKernels::Kernel& PackedKernels::of(DType t) const {
     case DType::Q4_1:
       if (q4_1.fn) return q4_1;
       break;
+    case DType::Q3_K:
+      if (q3_k.fn) return q3_k;
+      break;
     default:
       break;
   }
@@ -288,6 +291,8 @@ bool PackedKernels::has(DType t) const {
       return iq4_xs.fn != nullptr;
     case DType::Q4_1:
       return q4_1.fn != nullptr;
+    case DType::Q3_K:
+      return q3_k.fn != nullptr;
     default:
       return false;
   }

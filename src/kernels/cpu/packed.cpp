@@ -30,6 +30,8 @@ size_t group_bytes(DType t, int64_t cols) {
       return round64(q41_group_bytes(cols / 32));
     case DType::IQ4_XS:
       return static_cast<size_t>(cols / 256) * kIQ4XSBlockBytes;
+    case DType::Q3_K:
+      return static_cast<size_t>(cols / 256) * kQ3KBlockBytes;
     case DType::Q4_K:
       return static_cast<size_t>(cols / 256) * kQ4KBlockBytes;
     case DType::Q5_K:
@@ -107,6 +109,17 @@ void pack_group(DType t, const uint8_t* const rows[kPackRows], int64_t nb, uint8
           for (int i = 0; i < 4; ++i) out[o.qs + lane_byte(j, r, i)] = blk.qs[4 * j + i];
         reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
         reinterpret_cast<uint16_t*>(out + o.m)[r] = blk.m;
+      } else if (t == DType::Q3_K) {
+        const auto& blk = reinterpret_cast<const BlockQ3_K*>(rows[r])[b];
+        const Q3KOffsets o = q3k_offsets(b);
+        uint8_t sc[16];
+        q3k_scales(blk.scales, sc);
+        for (int k = 0; k < 16; ++k) out[o.sc + k * kPackRows + r] = static_cast<uint8_t>(sc[k] - 32);
+        reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
+        for (int j = 0; j < 16; ++j)
+          for (int i = 0; i < 4; ++i) out[o.qs + lane_byte(j, r, i)] = blk.qs[4 * j + i];
+        for (int j = 0; j < 8; ++j)
+          for (int i = 0; i < 4; ++i) out[o.hm + lane_byte(j, r, i)] = blk.hmask[4 * j + i];
       } else if (t == DType::IQ4_XS) {
         const auto& blk = reinterpret_cast<const BlockIQ4_XS*>(rows[r])[b];
         for (int k = 0; k < 8; ++k) {
@@ -172,6 +185,7 @@ bool packable(DType t, int64_t rows, int64_t cols) {
     case DType::Q5_K:
     case DType::Q6_K:
     case DType::IQ4_XS:
+    case DType::Q3_K:
       return cols % 256 == 0;
     case DType::F16:
     case DType::BF16:
@@ -268,6 +282,22 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
         for (int i = 0; i < 4; ++i) blk[b].qs[4 * j + i] = g[o.qs + lane_byte(j, r, i)];
       blk[b].d = reinterpret_cast<const uint16_t*>(g + o.d)[r];
       blk[b].m = reinterpret_cast<const uint16_t*>(g + o.m)[r];
+    }
+  } else if (p.type == DType::Q3_K) {
+    auto* blk = reinterpret_cast<BlockQ3_K*>(file_row.data());
+    for (int64_t b = 0; b < nb; ++b) {
+      const Q3KOffsets o = q3k_offsets(b);
+      std::memset(blk[b].scales, 0, 12);
+      for (int k = 0; k < 16; ++k) {  // packed as q3k_scales reads them
+        const int sc = static_cast<int8_t>(g[o.sc + k * kPackRows + r]) + 32;
+        blk[b].scales[k % 8] |= static_cast<uint8_t>((sc & 0xF) << (4 * (k / 8)));
+        blk[b].scales[8 + k % 4] |= static_cast<uint8_t>((sc >> 4) << (2 * (k / 4)));
+      }
+      blk[b].d = reinterpret_cast<const uint16_t*>(g + o.d)[r];
+      for (int j = 0; j < 16; ++j)
+        for (int i = 0; i < 4; ++i) blk[b].qs[4 * j + i] = g[o.qs + lane_byte(j, r, i)];
+      for (int j = 0; j < 8; ++j)
+        for (int i = 0; i < 4; ++i) blk[b].hmask[4 * j + i] = g[o.hm + lane_byte(j, r, i)];
     }
   } else if (p.type == DType::IQ4_XS) {
     auto* blk = reinterpret_cast<BlockIQ4_XS*>(file_row.data());

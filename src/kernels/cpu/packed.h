@@ -34,6 +34,10 @@
 //         them: with L and H as separate arrays a gemv ran at half the memory bandwidth), where
 //         L j = [16 rows][4] bytes 64h+4j.. of the file's ql and H j = bytes 32h+4j.. of its qh (L j
 //         and L j+8 take their high bits from H j). 3392 bytes per 16x256 vs 3360 in the file (+1%).
+//   Q3_K super-block: d[16] (F16), 32 bytes of padding, sc[16 sub-blocks][16 rows] (int8: the 6-bit
+//         scale - 32); then qs[2 c][8 j][16 rows][4]: bytes 32c+4j.. of the file's qs (bits 2i..2i+1:
+//         element 128c + 32i + 4j + byte), then hm[8 j][16 rows][4]: bytes 4j.. of the file's hmask
+//         (bit 4c+i: the third bit of the same element). 1856 bytes per 16x256 vs 1760 (+5.5%).
 //   F16:  [n inputs][16 rows]: input k of the 16 rows in 32 bytes. Same bytes as the file.
 //   BF16: [n/2 input pairs][16 rows][2]: inputs 2p, 2p+1 of row r in int32 lane r (the operand
 //         layout of vdpbf16ps). Same bytes as the file.
@@ -108,6 +112,16 @@ inline size_t q6k_h(int h, int j) {
   return 1536 * h + 192 * j + 128;
 }
 
+// Q3_K super-block b of a group: [d 32][pad 32][sc 256][qs 1024][hm 512].
+constexpr size_t kQ3KBlockBytes = 1856;
+struct Q3KOffsets {
+  size_t d, sc, qs, hm;
+};
+inline Q3KOffsets q3k_offsets(int64_t b) {
+  const size_t base = static_cast<size_t>(b) * kQ3KBlockBytes;
+  return {base, base + 64, base + 320, base + 1344};
+}
+
 // Index (in 16-bit values) of input k of row r inside an F16 or BF16 group.
 inline size_t float_group_index(DType t, int64_t k, int r) {
   return t == DType::BF16 ? static_cast<size_t>((k / 2 * kPackRows + r) * 2 + k % 2)
@@ -123,9 +137,9 @@ struct PackedMatrix {
   size_t bytes() const { return group_bytes * static_cast<size_t>(rows / kPackRows); }
 };
 
-// Whether a rows x cols matrix of type t has a packed layout: Q4_0, Q4_1, Q5_0, Q8_0, IQ4_NL, IQ4_XS, Q4_K,
-// Q5_K, Q6_K, F16 or BF16 (F16/BF16: cols a multiple of 32), rows a multiple of 16. (A tier may lack the
-// kernel of a layout: PackedKernels::has.)
+// Whether a rows x cols matrix of type t has a packed layout: Q4_0, Q4_1, Q5_0, Q8_0, IQ4_NL, IQ4_XS,
+// Q3_K, Q4_K, Q5_K, Q6_K, F16 or BF16 (F16/BF16: cols a multiple of 32), rows a multiple of 16. (A tier may
+// lack the kernel of a layout: PackedKernels::has.)
 bool packable(DType t, int64_t rows, int64_t cols);
 
 // Packs the rows of all parts, stacked in order (e.g. q, k, v into one matrix). The parts must have

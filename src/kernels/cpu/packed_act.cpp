@@ -40,8 +40,9 @@ void prep_q8k(const IsaKernels& k, DType t, const float* x, uint8_t* out, int64_
     } else {
       auto* bias = reinterpret_cast<int32_t*>(sums);
       int16_t* level_sums = reinterpret_cast<int16_t*>(bias + 16 * nsb) + 16 * b;  // q6k_level_sums
+      const int offset = t == DType::Q3_K ? 4 : 32;  // Q3_K's levels - 4, Q6_K's - 32
       for (int j = 0; j < 16; ++j) {
-        bias[16 * b + j] = -32 * tmp.bsums[j];
+        bias[16 * b + j] = -offset * tmp.bsums[j];
         level_sums[j] = tmp.bsums[j];
       }
     }
@@ -56,6 +57,7 @@ size_t packed_act_bytes(DType t, int64_t n) {
     case DType::Q5_K:
       return static_cast<size_t>(n + 4 * (n / 256) + 16 * (n / 256));
     case DType::Q6_K:
+    case DType::Q3_K:
       return static_cast<size_t>(n + 4 * (n / 256) + 64 * (n / 256) + 32 * (n / 256));
     case DType::BF16:
       return static_cast<size_t>(2 * n);
@@ -69,6 +71,7 @@ void prep_packed_act(const IsaKernels& k, DType t, const float* x, uint8_t* out,
     case DType::Q4_K:
     case DType::Q5_K:
     case DType::Q6_K:
+    case DType::Q3_K:
       return prep_q8k(k, t, x, out, n);
     case DType::BF16:
       return quantize_row(DType::BF16, x, out, n);

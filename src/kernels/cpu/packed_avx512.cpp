@@ -231,6 +231,57 @@ void group_q6k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
 }
 
+// One 16-row group x NT tokens of Q3_K. A step's 64 bytes of qs (4 inputs of 16 rows) hold the two
+// low bits of 4 values per byte (sub-blocks 2i + j/4 of the chunk, i < 4) and the hm step the third
+// bits: per value one shift and mask of each, one or, one vpdpbusd per token (from the -4 bias of its
+// sub-block); each sub-block's sum is scaled by its int8 scale in integers (exact), one float step
+// per super-block.
+template <int NT>
+void group_q3k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+  const int64_t nsb = n / 256;
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  const PackedTokens<256, int32_t, NT> tok(act, stride, n);
+  const __m512i m3 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi8(4);
+  for (int64_t b = 0; b < nsb; ++b) {
+    const Q3KOffsets o = q3k_offsets(b);
+    __m512i S[NT];
+    for (int t = 0; t < NT; ++t) S[t] = _mm512_setzero_si512();
+    for (int c = 0; c < 2; ++c)
+      for (int half = 0; half < 2; ++half) {  // steps j = 4 half .. 4 half + 3: sub-blocks 8c + 2i + half
+        __m512i p[4][NT];
+        for (int i = 0; i < 4; ++i)
+          for (int t = 0; t < NT; ++t)
+            p[i][t] = _mm512_set1_epi32(tok.sums[t][16 * b + 8 * c + 2 * i + half]);
+        for (int j = 4 * half; j < 4 * half + 4; ++j) {
+          const __m512i l = _mm512_load_si512(g + o.qs + 64 * (8 * c + j)),
+                        h = _mm512_load_si512(g + o.hm + 64 * j);
+          for (int i = 0; i < 4; ++i) {
+            const __m512i lo = _mm512_and_si512(_mm512_srl_epi16(l, _mm_cvtsi32_si128(2 * i)), m3);
+            const int hb = 4 * c + i;  // the third bit, moved to bit 2
+            const __m512i hi = _mm512_and_si512(hb >= 2 ? _mm512_srl_epi16(h, _mm_cvtsi32_si128(hb - 2))
+                                                        : _mm512_sll_epi16(h, _mm_cvtsi32_si128(2 - hb)),
+                                                m4);
+            const __m512i w = _mm512_or_si512(lo, hi);
+            for (int t = 0; t < NT; ++t)
+              p[i][t] =
+                  _mm512_dpbusd_epi32(p[i][t], w, bcast32(tok.qs[t] + 256 * b + 128 * c + 32 * i + 4 * j));
+          }
+        }
+        for (int i = 0; i < 4; ++i) {
+          const __m512i sc = _mm512_cvtepi8_epi32(
+              _mm_load_si128(reinterpret_cast<const __m128i*>(g + o.sc + 16 * (8 * c + 2 * i + half))));
+          for (int t = 0; t < NT; ++t) S[t] = _mm512_add_epi32(S[t], _mm512_mullo_epi32(p[i][t], sc));
+        }
+      }
+    const __m512 d = load_f16x16(g + o.d);
+    for (int t = 0; t < NT; ++t)
+      acc[t] =
+          _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[t]), _mm512_mul_ps(d, _mm512_set1_ps(tok.d[t][b])), acc[t]);
+  }
+  for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
+}
+
 // ---------------------------------------------------------------- F16 x F32 and BF16 x BF16
 
 // acc += w . (the BF16 pair at p, broadcast to every lane), with the broadcast folded into the
@@ -294,6 +345,9 @@ void k4_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, floa
 void q6k_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
   with_nt<kTileQ6K>(nt, [&](auto k) { group_q6k<decltype(k)::value>(g, n, a, s, y, l); });
 }
+void q3k_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
+  with_nt<kTileQ6K>(nt, [&](auto k) { group_q3k<decltype(k)::value>(g, n, a, s, y, l); });
+}
 template <class V>
 void float_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
   with_nt<kTileFloat>(nt, [&](auto k) { group_float<V, decltype(k)::value>(g, n, a, s, y, l); });
@@ -303,7 +357,7 @@ const PackedKernels kPacked = {
     {q32_fn<Q32::Q4_0>, kTileQ32},   {q32_fn<Q32::Q5_0>, kTileQ32},   {q32_fn<Q32::Q8_0>, kTileQ32},
     {k4_fn<false>, kTileQ4K},        {k4_fn<true>, kTileQ4K},         {q6k_fn, kTileQ6K},
     {float_fn<F16Vec>, kTileFloat},  {float_fn<BF16Vec>, kTileFloat}, {q32_fn<Q32::IQ4_NL>, kTileQ32},
-    {q32_fn<Q32::IQ4_XS>, kTileQ32}, {q32_fn<Q32::Q4_1>, kTileQ32}};
+    {q32_fn<Q32::IQ4_XS>, kTileQ32}, {q32_fn<Q32::Q4_1>, kTileQ32},   {q3k_fn, kTileQ6K}};
 
 }  // namespace
 

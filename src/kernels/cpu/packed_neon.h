@@ -505,7 +505,8 @@ constexpr PackedKernels neon_packed_table() {
           {bf16_fn<D>, T::Float::kMax},
           {nullptr, 0},
           {nullptr, 0},
-          {nullptr, 0}};  // IQ4_NL, IQ4_XS, Q4_1: not packed on NEON
+          {nullptr, 0},
+          {nullptr, 0}};  // IQ4_NL, IQ4_XS, Q4_1, Q3_K: not packed on NEON
 }
 
 }  // namespace
