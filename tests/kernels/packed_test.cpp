@@ -37,7 +37,7 @@ const Shape kShapes[] = {
     {DType::BF16, 16, 2048},  {DType::IQ4_NL, 16, 96},   {DType::IQ4_NL, 48, 4864}, {DType::IQ4_NL, 32, 2048},
     {DType::IQ4_XS, 16, 256}, {DType::IQ4_XS, 48, 4864}, {DType::IQ4_XS, 32, 2048}, {DType::Q4_1, 16, 96},
     {DType::Q4_1, 48, 4864},  {DType::Q4_1, 32, 2048},   {DType::Q3_K, 16, 256},    {DType::Q3_K, 48, 4864},
-    {DType::Q3_K, 32, 2048}};
+    {DType::Q3_K, 32, 2048},  {DType::Q2_K, 16, 256},    {DType::Q2_K, 48, 4864},   {DType::Q2_K, 32, 2048}};
 
 // Whether the active tier has the packed kernel of type t.
 bool has_kernel(DType t) {

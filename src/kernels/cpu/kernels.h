@@ -54,7 +54,7 @@ struct PackedKernels {
     int max_nt;
   };
   Kernel q4_0, q5_0, q8_0, q4_k, q5_k, q6_k, f16, bf16;
-  Kernel iq4_nl, iq4_xs, q4_1, q3_k;  // null on tiers without them (NEON)
+  Kernel iq4_nl, iq4_xs, q4_1, q3_k, q2_k;  // null on tiers without them (NEON)
   const Kernel& of(DType t) const;
   bool has(DType t) const;
 };

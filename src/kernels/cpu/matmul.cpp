@@ -268,6 +268,9 @@ const PackedKernels::Kernel& PackedKernels::of(DType t) const {
     case DType::Q3_K:
       if (q3_k.fn) return q3_k;
       break;
+    case DType::Q2_K:
+      if (q2_k.fn) return q2_k;
+      break;
     default:
       break;
   }
@@ -293,6 +296,8 @@ bool PackedKernels::has(DType t) const {
       return q4_1.fn != nullptr;
     case DType::Q3_K:
       return q3_k.fn != nullptr;
+    case DType::Q2_K:
+      return q2_k.fn != nullptr;
     default:
       return false;
   }

@@ -32,6 +32,8 @@ size_t group_bytes(DType t, int64_t cols) {
       return static_cast<size_t>(cols / 256) * kIQ4XSBlockBytes;
     case DType::Q3_K:
       return static_cast<size_t>(cols / 256) * kQ3KBlockBytes;
+    case DType::Q2_K:
+      return static_cast<size_t>(cols / 256) * kQ2KBlockBytes;
     case DType::Q4_K:
       return static_cast<size_t>(cols / 256) * kQ4KBlockBytes;
     case DType::Q5_K:
@@ -109,6 +111,14 @@ void pack_group(DType t, const uint8_t* const rows[kPackRows], int64_t nb, uint8
           for (int i = 0; i < 4; ++i) out[o.qs + lane_byte(j, r, i)] = blk.qs[4 * j + i];
         reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
         reinterpret_cast<uint16_t*>(out + o.m)[r] = blk.m;
+      } else if (t == DType::Q2_K) {
+        const auto& blk = reinterpret_cast<const BlockQ2_K*>(rows[r])[b];
+        const Q2KOffsets o = q2k_offsets(b);
+        for (int k = 0; k < 16; ++k) out[o.sm + (k / 2) * 2 * kPackRows + 2 * r + k % 2] = blk.scales[k];
+        reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
+        reinterpret_cast<uint16_t*>(out + o.dmin)[r] = blk.dmin;
+        for (int j = 0; j < 16; ++j)
+          for (int i = 0; i < 4; ++i) out[o.qs + lane_byte(j, r, i)] = blk.qs[4 * j + i];
       } else if (t == DType::Q3_K) {
         const auto& blk = reinterpret_cast<const BlockQ3_K*>(rows[r])[b];
         const Q3KOffsets o = q3k_offsets(b);
@@ -186,6 +196,7 @@ bool packable(DType t, int64_t rows, int64_t cols) {
     case DType::Q6_K:
     case DType::IQ4_XS:
     case DType::Q3_K:
+    case DType::Q2_K:
       return cols % 256 == 0;
     case DType::F16:
     case DType::BF16:
@@ -282,6 +293,16 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
         for (int i = 0; i < 4; ++i) blk[b].qs[4 * j + i] = g[o.qs + lane_byte(j, r, i)];
       blk[b].d = reinterpret_cast<const uint16_t*>(g + o.d)[r];
       blk[b].m = reinterpret_cast<const uint16_t*>(g + o.m)[r];
+    }
+  } else if (p.type == DType::Q2_K) {
+    auto* blk = reinterpret_cast<BlockQ2_K*>(file_row.data());
+    for (int64_t b = 0; b < nb; ++b) {
+      const Q2KOffsets o = q2k_offsets(b);
+      for (int k = 0; k < 16; ++k) blk[b].scales[k] = g[o.sm + (k / 2) * 2 * kPackRows + 2 * r + k % 2];
+      blk[b].d = reinterpret_cast<const uint16_t*>(g + o.d)[r];
+      blk[b].dmin = reinterpret_cast<const uint16_t*>(g + o.dmin)[r];
+      for (int j = 0; j < 16; ++j)
+        for (int i = 0; i < 4; ++i) blk[b].qs[4 * j + i] = g[o.qs + lane_byte(j, r, i)];
     }
   } else if (p.type == DType::Q3_K) {
     auto* blk = reinterpret_cast<BlockQ3_K*>(file_row.data());

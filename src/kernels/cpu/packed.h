@@ -38,6 +38,9 @@
 //         scale - 32); then qs[2 c][8 j][16 rows][4]: bytes 32c+4j.. of the file's qs (bits 2i..2i+1:
 //         element 128c + 32i + 4j + byte), then hm[8 j][16 rows][4]: bytes 4j.. of the file's hmask
 //         (bit 4c+i: the third bit of the same element). 1856 bytes per 16x256 vs 1760 (+5.5%).
+//   Q2_K super-block: d[16], dmin[16] (F16); sm[8 sub-block pairs][16 rows][2]: the file's scale
+//         byte (scale | min << 4) of sub-blocks 2p and 2p+1; then qs as Q3_K's (two bits per value).
+//         1344 bytes per 16x256, as in the file.
 //   F16:  [n inputs][16 rows]: input k of the 16 rows in 32 bytes. Same bytes as the file.
 //   BF16: [n/2 input pairs][16 rows][2]: inputs 2p, 2p+1 of row r in int32 lane r (the operand
 //         layout of vdpbf16ps). Same bytes as the file.
@@ -122,6 +125,16 @@ inline Q3KOffsets q3k_offsets(int64_t b) {
   return {base, base + 64, base + 320, base + 1344};
 }
 
+// Q2_K super-block b of a group: [d 32][dmin 32][sm 256][qs 1024].
+constexpr size_t kQ2KBlockBytes = 1344;
+struct Q2KOffsets {
+  size_t d, dmin, sm, qs;
+};
+inline Q2KOffsets q2k_offsets(int64_t b) {
+  const size_t base = static_cast<size_t>(b) * kQ2KBlockBytes;
+  return {base, base + 32, base + 64, base + 320};
+}
+
 // Index (in 16-bit values) of input k of row r inside an F16 or BF16 group.
 inline size_t float_group_index(DType t, int64_t k, int r) {
   return t == DType::BF16 ? static_cast<size_t>((k / 2 * kPackRows + r) * 2 + k % 2)
@@ -138,8 +151,8 @@ struct PackedMatrix {
 };
 
 // Whether a rows x cols matrix of type t has a packed layout: Q4_0, Q4_1, Q5_0, Q8_0, IQ4_NL, IQ4_XS,
-// Q3_K, Q4_K, Q5_K, Q6_K, F16 or BF16 (F16/BF16: cols a multiple of 32), rows a multiple of 16. (A tier may
-// lack the kernel of a layout: PackedKernels::has.)
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, F16 or BF16 (F16/BF16: cols a multiple of 32), rows a multiple of 16. (A tier
+// may lack the kernel of a layout: PackedKernels::has.)
 bool packable(DType t, int64_t rows, int64_t cols);
 
 // Packs the rows of all parts, stacked in order (e.g. q, k, v into one matrix). The parts must have

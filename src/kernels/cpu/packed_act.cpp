@@ -58,6 +58,7 @@ size_t packed_act_bytes(DType t, int64_t n) {
       return static_cast<size_t>(n + 4 * (n / 256) + 16 * (n / 256));
     case DType::Q6_K:
     case DType::Q3_K:
+    case DType::Q2_K:
       return static_cast<size_t>(n + 4 * (n / 256) + 64 * (n / 256) + 32 * (n / 256));
     case DType::BF16:
       return static_cast<size_t>(2 * n);
@@ -72,6 +73,7 @@ void prep_packed_act(const IsaKernels& k, DType t, const float* x, uint8_t* out,
     case DType::Q5_K:
     case DType::Q6_K:
     case DType::Q3_K:
+    case DType::Q2_K:  // only the level sums (for the mins) are read
       return prep_q8k(k, t, x, out, n);
     case DType::BF16:
       return quantize_row(DType::BF16, x, out, n);

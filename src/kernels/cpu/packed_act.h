@@ -8,7 +8,8 @@
 //     block's levels) (times the weights' min).
 //   Q4_K / Q5_K: levels int8[n] (Q8_K), scales float[n/256], int16[8] per super-block: the sums of
 //     the levels of each 32-element sub-block (for the mins).
-//   Q6_K / Q3_K: levels, scales, int32[16] per super-block: biases -32 (Q3_K -4) * (sum of the levels of each
+//   Q6_K / Q3_K / Q2_K (its kernels read only the level sums): levels, scales, int32[16] per super-block:
+//   biases -32 (Q3_K -4) * (sum of the levels of each
 //     16-element sub-block), then int16[16] per super-block: those sums themselves (the tiers
 //     without VNNI scale sub-blocks in 16 bits and apply the offset once per super-block).
 //   BF16: the activations rounded to BF16. F16: the F32 activations as they are (no preparation).

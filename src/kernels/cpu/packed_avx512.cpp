@@ -282,6 +282,61 @@ void group_q3k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
 }
 
+// One 16-row group x NT tokens of Q2_K: the levels as Q3_K's low bits, each sub-block's sum scaled
+// by its 4-bit scale in integers; the mins term one vpdpwssd per sub-block pair (the 4-bit mins of 16
+// rows against the token's two level sums), two float steps per super-block.
+template <int NT>
+void group_q2k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+  const int64_t nsb = n / 256;
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  const PackedTokens<256, int32_t, NT> tok(act, stride, n);
+  const __m512i m3 = _mm512_set1_epi8(3), m15 = _mm512_set1_epi32(15), m15w = _mm512_set1_epi16(15);
+  for (int64_t b = 0; b < nsb; ++b) {
+    const Q2KOffsets o = q2k_offsets(b);
+    __m512i S[NT], M[NT];
+    for (int t = 0; t < NT; ++t) S[t] = M[t] = _mm512_setzero_si512();
+    for (int c = 0; c < 2; ++c)
+      for (int half = 0; half < 2; ++half) {  // steps j = 4 half .. 4 half + 3: sub-blocks 8c + 2i + half
+        __m512i p[4][NT];
+        for (int i = 0; i < 4; ++i)
+          for (int t = 0; t < NT; ++t) p[i][t] = _mm512_setzero_si512();
+        for (int j = 4 * half; j < 4 * half + 4; ++j) {
+          const __m512i l = _mm512_load_si512(g + o.qs + 64 * (8 * c + j));
+          for (int i = 0; i < 4; ++i) {
+            const __m512i w = _mm512_and_si512(_mm512_srl_epi16(l, _mm_cvtsi32_si128(2 * i)), m3);
+            for (int t = 0; t < NT; ++t)
+              p[i][t] =
+                  _mm512_dpbusd_epi32(p[i][t], w, bcast32(tok.qs[t] + 256 * b + 128 * c + 32 * i + 4 * j));
+          }
+        }
+        for (int i = 0; i < 4; ++i) {
+          // Pair 4c + i holds sub-blocks 8c + 2i (low byte of each row's 16-bit lane) and 8c + 2i + 1.
+          const __m512i v = _mm512_cvtepu8_epi16(
+              _mm256_load_si256(reinterpret_cast<const __m256i*>(g + o.sm + 32 * (4 * c + i))));
+          const __m512i sc = _mm512_and_si512(half ? _mm512_srli_epi32(v, 16) : v, m15);
+          for (int t = 0; t < NT; ++t) S[t] = _mm512_add_epi32(S[t], _mm512_mullo_epi32(p[i][t], sc));
+        }
+      }
+    for (int pr = 0; pr < 8; ++pr) {
+      const __m512i mn = _mm512_and_si512(
+          _mm512_srli_epi16(
+              _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + o.sm + 32 * pr))),
+              4),
+          m15w);
+      for (int t = 0; t < NT; ++t)
+        M[t] = _mm512_dpwssd_epi32(M[t], mn, bcast32(q6k_level_sums(tok.sums[t], n, b) + 2 * pr));
+    }
+    const __m512 d = load_f16x16(g + o.d), dm = load_f16x16(g + o.dmin);
+    for (int t = 0; t < NT; ++t) {
+      const __m512 da = _mm512_set1_ps(tok.d[t][b]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[t]), _mm512_mul_ps(d, da), acc[t]);
+      acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(M[t]), _mm512_mul_ps(dm, da), acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
+}
+
 // ---------------------------------------------------------------- F16 x F32 and BF16 x BF16
 
 // acc += w . (the BF16 pair at p, broadcast to every lane), with the broadcast folded into the
@@ -348,16 +403,27 @@ void q6k_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, flo
 void q3k_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
   with_nt<kTileQ6K>(nt, [&](auto k) { group_q3k<decltype(k)::value>(g, n, a, s, y, l); });
 }
+void q2k_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
+  with_nt<kTileQ6K>(nt, [&](auto k) { group_q2k<decltype(k)::value>(g, n, a, s, y, l); });
+}
 template <class V>
 void float_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
   with_nt<kTileFloat>(nt, [&](auto k) { group_float<V, decltype(k)::value>(g, n, a, s, y, l); });
 }
 
-const PackedKernels kPacked = {
-    {q32_fn<Q32::Q4_0>, kTileQ32},   {q32_fn<Q32::Q5_0>, kTileQ32},   {q32_fn<Q32::Q8_0>, kTileQ32},
-    {k4_fn<false>, kTileQ4K},        {k4_fn<true>, kTileQ4K},         {q6k_fn, kTileQ6K},
-    {float_fn<F16Vec>, kTileFloat},  {float_fn<BF16Vec>, kTileFloat}, {q32_fn<Q32::IQ4_NL>, kTileQ32},
-    {q32_fn<Q32::IQ4_XS>, kTileQ32}, {q32_fn<Q32::Q4_1>, kTileQ32},   {q3k_fn, kTileQ6K}};
+const PackedKernels kPacked = {{q32_fn<Q32::Q4_0>, kTileQ32},
+                               {q32_fn<Q32::Q5_0>, kTileQ32},
+                               {q32_fn<Q32::Q8_0>, kTileQ32},
+                               {k4_fn<false>, kTileQ4K},
+                               {k4_fn<true>, kTileQ4K},
+                               {q6k_fn, kTileQ6K},
+                               {float_fn<F16Vec>, kTileFloat},
+                               {float_fn<BF16Vec>, kTileFloat},
+                               {q32_fn<Q32::IQ4_NL>, kTileQ32},
+                               {q32_fn<Q32::IQ4_XS>, kTileQ32},
+                               {q32_fn<Q32::Q4_1>, kTileQ32},
+                               {q3k_fn, kTileQ6K},
+                               {q2k_fn, kTileQ6K}};
 
 }  // namespace
 

@@ -529,6 +529,61 @@ void half_q3k(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t st
     for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy + 8 * (h0 + hh), acc[hh][t]);
 }
 
+// Q2_K, H halves x NT tokens: as the AVX-512 group_q2k on 8 rows per half.
+template <class D, int NT, int H>
+void half_q2k(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+  const int64_t nsb = n / 256;
+  const PackedTokens<256, int32_t, NT> tok(act, stride, n);
+  const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi32(15), m15w = _mm256_set1_epi16(15);
+  __m256 acc[H][NT];
+  for (int hh = 0; hh < H; ++hh)
+    for (int t = 0; t < NT; ++t) acc[hh][t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nsb; ++b) {
+    const Q2KOffsets o = q2k_offsets(b);
+    for (int hh = 0; hh < H; ++hh) {
+      const int h = h0 + hh;
+      __m256i S[NT], M[NT];
+      for (int t = 0; t < NT; ++t) S[t] = M[t] = _mm256_setzero_si256();
+      for (int c = 0; c < 2; ++c)
+        for (int half = 0; half < 2; ++half)
+          for (int i = 0; i < 4; ++i) {  // sub-block 8c + 2i + half: steps j = 4 half .. + 3
+            __m256i p[NT];
+            for (int t = 0; t < NT; ++t) p[t] = _mm256_setzero_si256();
+            for (int j = 4 * half; j < 4 * half + 4; ++j) {
+              const __m256i w = _mm256_and_si256(
+                  _mm256_srl_epi16(load256(g + o.qs + 64 * (8 * c + j) + 32 * h), _mm_cvtsi32_si128(2 * i)),
+                  m3);
+              for (int t = 0; t < NT; ++t)
+                p[t] = D::step(p[t], w, bcast32(tok.qs[t] + 256 * b + 128 * c + 32 * i + 4 * j));
+            }
+            // Pair 4c + i: sub-block 8c + 2i in the low 16 bits of each row's lane, 8c + 2i + 1 above.
+            const __m256i v = _mm256_cvtepu8_epi16(
+                _mm_loadu_si128(reinterpret_cast<const __m128i*>(g + o.sm + 32 * (4 * c + i) + 16 * h)));
+            const __m256i f = D::factor(_mm256_and_si256(half ? _mm256_srli_epi32(v, 16) : v, m15));
+            for (int t = 0; t < NT; ++t) S[t] = _mm256_add_epi32(S[t], D::widen_scaled(p[t], f));
+          }
+      for (int pr = 0; pr < 8; ++pr) {
+        const __m256i mn = _mm256_and_si256(
+            _mm256_srli_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(
+                                  reinterpret_cast<const __m128i*>(g + o.sm + 32 * pr + 16 * h))),
+                              4),
+            m15w);
+        for (int t = 0; t < NT; ++t)
+          M[t] = _mm256_add_epi32(M[t],
+                                  _mm256_madd_epi16(mn, bcast32(q6k_level_sums(tok.sums[t], n, b) + 2 * pr)));
+      }
+      const __m256 d = load_f16x8(g + o.d + 16 * h), dm = load_f16x8(g + o.dmin + 16 * h);
+      for (int t = 0; t < NT; ++t) {
+        const __m256 da = _mm256_set1_ps(tok.d[t][b]);
+        acc[hh][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[t]), _mm256_mul_ps(d, da), acc[hh][t]);
+        acc[hh][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M[t]), _mm256_mul_ps(dm, da), acc[hh][t]);
+      }
+    }
+  }
+  for (int hh = 0; hh < H; ++hh)
+    for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy + 8 * (h0 + hh), acc[hh][t]);
+}
+
 // ---------------------------------------------------------------- the tier's table
 
 // Tokens per call: as many as 16 registers hold.
@@ -582,6 +637,14 @@ void q3k_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, flo
   });
 }
 template <class D>
+void q2k_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
+  with_nt<Tiles<D>::kQ6K>(nt, [&](auto k) {
+    halves<1>(nt, [&](auto H, int h0) {
+      half_q2k<D, decltype(k)::value, decltype(H)::value>(g, h0, n, a, s, y, l);
+    });
+  });
+}
+template <class D>
 void f16_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
   with_nt<Tiles<D>::kF16>(nt, [&](auto k) { group_f16<decltype(k)::value>(g, n, a, s, y, l); });
 }
@@ -604,7 +667,8 @@ constexpr PackedKernels ymm_packed_kernels() {
           {q32_fn<D, Q32::IQ4_NL>, T::kQ8},
           {q32_fn<D, Q32::IQ4_XS>, T::kQ8},
           {q32_fn<D, Q32::Q4_1>, T::kQ32},
-          {q3k_fn<D>, T::kQ6K}};
+          {q3k_fn<D>, T::kQ6K},
+          {q2k_fn<D>, T::kQ6K}};
 }
 
 }  // namespace
