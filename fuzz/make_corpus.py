@@ -186,6 +186,54 @@ def decoder_gguf(path: Path, arch: str, vocab_file: str, n_vocab: int, extra_kv=
     gguf_write(path, kv, T)
 
 
+# ggml type id -> (block elements, block bytes, byte offset of an F16 scale to keep finite or None),
+# from the block layouts (ggml-common.h): the low-bit types of #30.
+LOWBIT = {3: (32, 20, 0), 10: (256, 84, 80), 11: (256, 110, 108), 16: (256, 66, 0), 17: (256, 74, 0),
+          18: (256, 98, 0), 19: (256, 50, 0), 20: (32, 18, 0), 21: (256, 110, 0), 22: (256, 82, 0),
+          23: (256, 136, 0), 29: (256, 56, None)}
+
+
+def lowbit(r, gtype, n):
+    """n values (a multiple of the block size) of a low-bit type: random bytes, a finite scale."""
+    k, size, d_at = LOWBIT[gtype]
+    out = b""
+    for _ in range(n // k):
+        blk = bytearray(r.randrange(256) for _ in range(size))
+        if d_at is not None:
+            blk[d_at:d_at + 2] = struct.pack("<e", 0.01)
+        else:  # IQ1_M: the F16 scale is the top nibbles of its 4 scale words (0x2148, about 0.01)
+            for i, nib in enumerate((0x8, 0x4, 0x1, 0x2)):
+                blk[49 + 2 * i] = (blk[49 + 2 * i] & 0x0F) | (nib << 4)
+        out += bytes(blk)
+    return out
+
+
+def lowbit_gguf(path: Path):
+    """A llama decoder 256 wide whose matrices use every low-bit type (Q2_K, Q3_K, Q4_1, IQ1..IQ4)."""
+    r = random.Random(30)  # its own generator: the other seeds stay as they were
+    d, n_head, n_kv, hd, ff, n_vocab = 256, 2, 1, 16, 32, 128
+    kv = {"general.architecture": (STRING, "llama"), "general.name": (STRING, "fuzz-lowbit"),
+          "llama.block_count": (U32, 1), "llama.embedding_length": (U32, d),
+          "llama.attention.head_count": (U32, n_head), "llama.attention.head_count_kv": (U32, n_kv),
+          "llama.feed_forward_length": (U32, ff), "llama.context_length": (U32, 64),
+          "llama.rope.dimension_count": (U32, hd), "llama.attention.layer_norm_rms_epsilon": (F32, 1e-5),
+          "llama.attention.key_length": (U32, hd), "llama.attention.value_length": (U32, hd)}
+    kv.update(tokenizer_kv("ggml-vocab-llama-spm.gguf", n_vocab))
+    q = lambda name, t, cols, rows: (name, t, [cols, rows], lowbit(r, t, cols * rows))
+    T = [q("token_embd.weight", 10, d, n_vocab), ("output_norm.weight", GGML_F32, [d], ones(d)),
+         q("output.weight", 19, d, n_vocab), ("blk.0.attn_norm.weight", GGML_F32, [d], ones(d)),
+         q("blk.0.attn_q.weight", 16, d, n_head * hd), q("blk.0.attn_k.weight", 21, d, n_kv * hd),
+         q("blk.0.attn_v.weight", 29, d, n_kv * hd), q("blk.0.attn_output.weight", 3, n_head * hd, d),
+         ("blk.0.ffn_norm.weight", GGML_F32, [d], ones(d)), q("blk.0.ffn_gate.weight", 11, d, ff),
+         q("blk.0.ffn_up.weight", 23, d, ff), q("blk.0.ffn_down.weight", 20, ff, d)]
+    gguf_write(path, kv, T)
+    # The other grid types on a second file: IQ2_XS, IQ2_S, IQ3_XXS.
+    T2 = [t for t in T if t[0] not in ("blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight")]
+    T2 += [q("blk.0.attn_q.weight", 17, d, n_head * hd), q("blk.0.attn_k.weight", 22, d, n_kv * hd),
+           q("blk.0.attn_v.weight", 18, d, n_kv * hd)]
+    gguf_write(path.with_name(path.name + "-grids"), kv, T2)
+
+
 def bert_gguf(path: Path):
     d, ff, n_vocab, n_pos = 32, 32, 128, 8
     kv = {"general.architecture": (STRING, "bert"), "bert.block_count": (U32, 1),
@@ -391,6 +439,8 @@ def main():
     cases = json.loads((DATA / "chat" / "jinja_cases.json").read_text())["cases"]
     for c in cases[::3]:
         (OUT / "jinja" / ("case-" + c["name"])).write_bytes(c["template"].encode())
+
+    lowbit_gguf(OUT / "gguf" / "lowbit")  # last, with its own random generator
 
     total = sum(f.stat().st_size for f in OUT.rglob("*") if f.is_file())
     print(f"corpus: {sum(1 for f in OUT.rglob('*') if f.is_file())} files, {total} bytes")
