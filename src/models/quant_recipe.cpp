@@ -75,6 +75,14 @@ const QuantPreset& find_quant_preset(const std::string& name) {
     if (up == p.name) return p;
   std::string names;
   for (const auto& p : kPresets) names += (names.empty() ? "" : ", ") + std::string(p.name);
+  // llama-quantize's presets ferrum does not write (the i-quants with grids need an importance
+  // matrix): files made with them load and run.
+  for (const char* p : {"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ3_XXS", "IQ3_XS", "IQ3_S",
+                        "IQ3_M", "Q2_K_S", "TQ1_0", "TQ2_0", "MXFP4_MOE"})
+    if (up == p)
+      fail("quantization preset '{}' is not written by ferrum yet (make it with llama-quantize, and an importance "
+           "matrix for the IQ types; ferrum runs the file). ferrum writes {}",
+           name, names);
   fail("unknown quantization preset '{}' (ferrum writes {})", name, names);
 }
 
