@@ -55,8 +55,9 @@ struct PackedKernels {
   };
   Kernel q4_0, q5_0, q8_0, q4_k, q5_k, q6_k, f16, bf16;
   Kernel iq4_nl, iq4_xs, q4_1, q3_k, q2_k;  // null on tiers without them (NEON)
-  const Kernel& of(DType t) const;
+  const Kernel& of(DType t) const;          // throws for a type without a kernel here
   bool has(DType t) const;
+  const Kernel* find(DType t) const;
 };
 
 // Row kernels of the low-bit 256-element types (Q8_K activations; IQ4_XS Q8Act), one file per tier

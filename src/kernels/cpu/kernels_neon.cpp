@@ -161,6 +161,32 @@ struct UnpackQ4_0 {
     c = 0.0f;
   }
 };
+struct UnpackQ4_1 {
+  using Block = BlockQ4_1;
+  static constexpr bool kOffset = true;
+  static void q(const Block& b, int8x16_t& q0, int8x16_t& q1, float& d, float& c) {
+    uint8x16_t lo, hi;
+    nibbles(b.qs, lo, hi);
+    q0 = vreinterpretq_s8_u8(lo);
+    q1 = vreinterpretq_s8_u8(hi);
+    d = h2f(b.d);
+    c = h2f(b.m);
+  }
+};
+// IQ4_NL: the nibbles index the signed levels kIQ4Values (one table lookup per 16).
+struct UnpackIQ4NL {
+  using Block = BlockIQ4_NL;
+  static constexpr bool kOffset = false;
+  static void q(const Block& b, int8x16_t& q0, int8x16_t& q1, float& d, float& c) {
+    uint8x16_t lo, hi;
+    nibbles(b.qs, lo, hi);
+    const int8x16_t table = vld1q_s8(kIQ4Values);
+    q0 = vqtbl1q_s8(table, lo);
+    q1 = vqtbl1q_s8(table, hi);
+    d = h2f(b.d);
+    c = 0.0f;
+  }
+};
 template <typename B, bool kMin>
 struct UnpackQ5 {
   using Block = B;
@@ -481,15 +507,15 @@ const IsaKernels& neon_kernels() {
   static const IsaKernels k = {
       "neon",
       tile_fn<Row32<UnpackQ4_0>, 4, 2>,
-      scalar_kernels().q4_1,  // Q4_1, IQ4_NL, Q2_K, Q3_K, IQ4_XS: no NEON versions yet
+      tile_fn<Row32<UnpackQ4_1>, 2, 2>,
       tile_fn<Row32<UnpackQ5<BlockQ5_0, false>>, 4, 2>,
       tile_fn<Row32<UnpackQ5<BlockQ5_1, true>>, 2, 2>,  // the mins take registers
       tile_fn<Row32<UnpackQ8_0>, 4, 2>,
-      scalar_kernels().iq4_nl,
+      tile_fn<Row32<UnpackIQ4NL>, 4, 2>,
       tile_fn<TileQ4K<false>, 2, 1>,
       tile_fn<TileQ4K<true>, 2, 1>,
       tile_fn<TileQ6K, 2, 1>,
-      scalar_kernels().lowbit,
+      scalar_kernels().lowbit,  // Q2_K, Q3_K, IQ4_XS, the grid i-quants: the portable kernels
       tile_fn<FloatTile<2, 2>, 4, 2>,
       tile_fn<FloatTile<1, 0>, 4, 2>,
       tile_fn<FloatTile<0, 0>, 4, 2>,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <utility>
 
 #include "core/fail.h"
 #include "core/quant.h"
@@ -238,69 +239,30 @@ bool packed_kernel_for(DType t) {
   return p && p->has(t);
 }
 
+// The packed layouts' types and their kernels in PackedKernels.
+constexpr std::pair<DType, PackedKernels::Kernel PackedKernels::*> kPackedTypes[] = {
+    {DType::Q4_0, &PackedKernels::q4_0},     {DType::Q4_1, &PackedKernels::q4_1},
+    {DType::Q5_0, &PackedKernels::q5_0},     {DType::Q8_0, &PackedKernels::q8_0},
+    {DType::IQ4_NL, &PackedKernels::iq4_nl}, {DType::IQ4_XS, &PackedKernels::iq4_xs},
+    {DType::Q2_K, &PackedKernels::q2_k},     {DType::Q3_K, &PackedKernels::q3_k},
+    {DType::Q4_K, &PackedKernels::q4_k},     {DType::Q5_K, &PackedKernels::q5_k},
+    {DType::Q6_K, &PackedKernels::q6_k},     {DType::BF16, &PackedKernels::bf16},
+    {DType::F16, &PackedKernels::f16}};
+
+// The tier's kernel for packed matrices of type t, or null (no layout, or none on this tier).
+const PackedKernels::Kernel* PackedKernels::find(DType t) const {
+  for (const auto& [type, member] : kPackedTypes)
+    if (type == t) return (this->*member).fn ? &(this->*member) : nullptr;
+  return nullptr;
+}
+
 const PackedKernels::Kernel& PackedKernels::of(DType t) const {
-  switch (t) {
-    case DType::Q4_0:
-      return q4_0;
-    case DType::Q5_0:
-      return q5_0;
-    case DType::Q8_0:
-      return q8_0;
-    case DType::Q4_K:
-      return q4_k;
-    case DType::Q5_K:
-      return q5_k;
-    case DType::Q6_K:
-      return q6_k;
-    case DType::BF16:
-      return bf16;
-    case DType::F16:
-      return f16;
-    case DType::IQ4_NL:
-      if (iq4_nl.fn) return iq4_nl;
-      break;
-    case DType::IQ4_XS:
-      if (iq4_xs.fn) return iq4_xs;
-      break;
-    case DType::Q4_1:
-      if (q4_1.fn) return q4_1;
-      break;
-    case DType::Q3_K:
-      if (q3_k.fn) return q3_k;
-      break;
-    case DType::Q2_K:
-      if (q2_k.fn) return q2_k;
-      break;
-    default:
-      break;
-  }
+  if (const Kernel* k = find(t)) return *k;
   fail("packed matrices of type {} have no kernel", dtype_name(t));
 }
 
 bool PackedKernels::has(DType t) const {
-  switch (t) {
-    case DType::Q4_0:
-    case DType::Q5_0:
-    case DType::Q8_0:
-    case DType::Q4_K:
-    case DType::Q5_K:
-    case DType::Q6_K:
-    case DType::BF16:
-    case DType::F16:
-      return true;
-    case DType::IQ4_NL:
-      return iq4_nl.fn != nullptr;
-    case DType::IQ4_XS:
-      return iq4_xs.fn != nullptr;
-    case DType::Q4_1:
-      return q4_1.fn != nullptr;
-    case DType::Q3_K:
-      return q3_k.fn != nullptr;
-    case DType::Q2_K:
-      return q2_k.fn != nullptr;
-    default:
-      return false;
-  }
+  return find(t) != nullptr;
 }
 
 void matmul_packed(const PackedMatrix& P, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,

@@ -1,0 +1,128 @@
+// The Q3_K and Q2_K packed products on 256-bit registers: a part of packed_ymm.h, included by it
+// (inside its namespace, after the helpers and dot-product policies it uses); not a header of its own.
+// NOLINTBEGIN(misc-definitions-in-headers)
+
+// Q3_K, H halves x NT tokens: as the AVX-512 group_q3k on 8 rows per half (per step and value one
+// shift and mask of the low bits and of the third bit, one dot-product step per token); without VNNI
+// the -4 offset is taken off once per super-block from the level sums, as Q6_K's -32.
+template <class D, int NT, int H>
+void half_q3k(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+  const int64_t nsb = n / 256;
+  const PackedTokens<256, int32_t, NT> tok(act, stride, n);
+  const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(4);
+  __m256 acc[H][NT];
+  for (int hh = 0; hh < H; ++hh)
+    for (int t = 0; t < NT; ++t) acc[hh][t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nsb; ++b) {
+    const Q3KOffsets o = q3k_offsets(b);
+    __m256i S[H][NT];
+    for (int hh = 0; hh < H; ++hh)
+      for (int t = 0; t < NT; ++t) S[hh][t] = _mm256_setzero_si256();
+    for (int c = 0; c < 2; ++c)
+      for (int half = 0; half < 2; ++half)
+        for (int hh = 0; hh < H; ++hh) {
+          const int h = h0 + hh;
+          for (int i = 0; i < 4; ++i) {  // sub-block 8c + 2i + half: steps j = 4 half .. + 3
+            const int sb = 8 * c + 2 * i + half, hb = 4 * c + i;
+            __m256i p[NT];
+            for (int t = 0; t < NT; ++t)
+              p[t] = D::kVnni ? _mm256_set1_epi32(tok.sums[t][16 * b + sb]) : _mm256_setzero_si256();
+            for (int j = 4 * half; j < 4 * half + 4; ++j) {
+              const __m256i l = load256(g + o.qs + 64 * (8 * c + j) + 32 * h),
+                            hm = load256(g + o.hm + 64 * j + 32 * h);
+              const __m256i lo = _mm256_and_si256(_mm256_srl_epi16(l, _mm_cvtsi32_si128(2 * i)), m3);
+              const __m256i hi = _mm256_and_si256(hb >= 2 ? _mm256_srl_epi16(hm, _mm_cvtsi32_si128(hb - 2))
+                                                          : _mm256_sll_epi16(hm, _mm_cvtsi32_si128(2 - hb)),
+                                                  m4);
+              const __m256i w = _mm256_or_si256(lo, hi);
+              for (int t = 0; t < NT; ++t)
+                p[t] = D::step(p[t], w, bcast32(tok.qs[t] + 256 * b + 128 * c + 32 * i + 4 * j));
+            }
+            const __m256i f = D::factor(s8x8(g + o.sc + 16 * sb + 8 * h));
+            for (int t = 0; t < NT; ++t) S[hh][t] = _mm256_add_epi32(S[hh][t], D::widen_scaled(p[t], f));
+          }
+        }
+    for (int hh = 0; hh < H; ++hh) {
+      const int h = h0 + hh;
+      if constexpr (!D::kVnni) {
+        // S -= 4 * sum over sub-blocks of scale x level sum.
+        __m256i M[NT];
+        for (int t = 0; t < NT; ++t) M[t] = _mm256_setzero_si256();
+        for (int pr = 0; pr < 8; ++pr) {
+          const __m128i s0 =
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(g + o.sc + 16 * (2 * pr) + 8 * h));
+          const __m128i s1 =
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(g + o.sc + 16 * (2 * pr + 1) + 8 * h));
+          const __m256i pair = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s0, s1));
+          for (int t = 0; t < NT; ++t)
+            M[t] = _mm256_add_epi32(
+                M[t], _mm256_madd_epi16(pair, bcast32(q6k_level_sums(tok.sums[t], n, b) + 2 * pr)));
+        }
+        for (int t = 0; t < NT; ++t) S[hh][t] = _mm256_sub_epi32(S[hh][t], _mm256_slli_epi32(M[t], 2));
+      }
+      const __m256 d = load_f16x8(g + o.d + 16 * h);
+      for (int t = 0; t < NT; ++t)
+        acc[hh][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[hh][t]),
+                                     _mm256_mul_ps(d, _mm256_set1_ps(tok.d[t][b])), acc[hh][t]);
+    }
+  }
+  for (int hh = 0; hh < H; ++hh)
+    for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy + 8 * (h0 + hh), acc[hh][t]);
+}
+
+// Q2_K, H halves x NT tokens: as the AVX-512 group_q2k on 8 rows per half.
+template <class D, int NT, int H>
+void half_q2k(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+  const int64_t nsb = n / 256;
+  const PackedTokens<256, int32_t, NT> tok(act, stride, n);
+  const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi32(15), m15w = _mm256_set1_epi16(15);
+  __m256 acc[H][NT];
+  for (int hh = 0; hh < H; ++hh)
+    for (int t = 0; t < NT; ++t) acc[hh][t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nsb; ++b) {
+    const Q2KOffsets o = q2k_offsets(b);
+    for (int hh = 0; hh < H; ++hh) {
+      const int h = h0 + hh;
+      __m256i S[NT], M[NT];
+      for (int t = 0; t < NT; ++t) S[t] = M[t] = _mm256_setzero_si256();
+      for (int c = 0; c < 2; ++c)
+        for (int half = 0; half < 2; ++half)
+          for (int i = 0; i < 4; ++i) {  // sub-block 8c + 2i + half: steps j = 4 half .. + 3
+            __m256i p[NT];
+            for (int t = 0; t < NT; ++t) p[t] = _mm256_setzero_si256();
+            for (int j = 4 * half; j < 4 * half + 4; ++j) {
+              const __m256i w = _mm256_and_si256(
+                  _mm256_srl_epi16(load256(g + o.qs + 64 * (8 * c + j) + 32 * h), _mm_cvtsi32_si128(2 * i)),
+                  m3);
+              for (int t = 0; t < NT; ++t)
+                p[t] = D::step(p[t], w, bcast32(tok.qs[t] + 256 * b + 128 * c + 32 * i + 4 * j));
+            }
+            // Pair 4c + i: sub-block 8c + 2i in the low 16 bits of each row's lane, 8c + 2i + 1 above.
+            const __m256i v = _mm256_cvtepu8_epi16(
+                _mm_loadu_si128(reinterpret_cast<const __m128i*>(g + o.sm + 32 * (4 * c + i) + 16 * h)));
+            const __m256i f = D::factor(_mm256_and_si256(half ? _mm256_srli_epi32(v, 16) : v, m15));
+            for (int t = 0; t < NT; ++t) S[t] = _mm256_add_epi32(S[t], D::widen_scaled(p[t], f));
+          }
+      for (int pr = 0; pr < 8; ++pr) {
+        const __m256i mn = _mm256_and_si256(
+            _mm256_srli_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(
+                                  reinterpret_cast<const __m128i*>(g + o.sm + 32 * pr + 16 * h))),
+                              4),
+            m15w);
+        for (int t = 0; t < NT; ++t)
+          M[t] = _mm256_add_epi32(M[t],
+                                  _mm256_madd_epi16(mn, bcast32(q6k_level_sums(tok.sums[t], n, b) + 2 * pr)));
+      }
+      const __m256 d = load_f16x8(g + o.d + 16 * h), dm = load_f16x8(g + o.dmin + 16 * h);
+      for (int t = 0; t < NT; ++t) {
+        const __m256 da = _mm256_set1_ps(tok.d[t][b]);
+        acc[hh][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[t]), _mm256_mul_ps(d, da), acc[hh][t]);
+        acc[hh][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M[t]), _mm256_mul_ps(dm, da), acc[hh][t]);
+      }
+    }
+  }
+  for (int hh = 0; hh < H; ++hh)
+    for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy + 8 * (h0 + hh), acc[hh][t]);
+}
+
+// NOLINTEND(misc-definitions-in-headers)
