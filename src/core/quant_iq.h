@@ -69,9 +69,8 @@ namespace quant_iq {
 
 enum class Kind { IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M };
 
-// The float factor D of super-block `block` (value = D * integer scale * level) and sub-block ib.
-float scale_of(Kind k, const uint8_t* block);
-void sub_block(Kind k, const uint8_t* block, int ib, IqSub& out);
+// The float factor D of super-block `block` (value = D * integer scale * level) and sub-block ib:
+// scale_of and sub_block, inline in quant_iq_fields.h.
 constexpr size_t block_bytes(Kind k) {
   switch (k) {
     case Kind::IQ2_XXS:

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "core/fp16.h"
-#include "core/quant_iq.h"
+#include "core/quant_iq_fields.h"
 #include "kernels/cpu/kernels_lowbit.h"
 
 namespace ferrum::kernels {

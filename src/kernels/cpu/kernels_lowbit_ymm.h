@@ -9,7 +9,7 @@
 #include <immintrin.h>
 
 #include "core/fp16.h"
-#include "core/quant_iq.h"
+#include "core/quant_iq_fields.h"
 #include "kernels/cpu/kernels_lowbit.h"
 
 namespace ferrum::kernels {
