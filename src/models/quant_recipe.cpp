@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "core/fail.h"
+#include "formats/gguf.h"
 
 namespace ferrum {
 namespace {
@@ -84,6 +85,25 @@ const QuantPreset& find_quant_preset(const std::string& name) {
            "matrix for the IQ types; ferrum runs the file). ferrum writes {}",
            name, names);
   fail("unknown quantization preset '{}' (ferrum writes {})", name, names);
+}
+
+RecipeModel recipe_model(const gguf::File& in) {
+  const std::string arch = in.find_string("general.architecture").value_or("llama");
+  auto u = [&](const std::string& key, uint64_t dflt) {
+    return static_cast<int>(in.find_uint(arch + "." + key).value_or(dflt));
+  };
+  RecipeModel m;
+  m.n_layer = u("block_count", 1);
+  m.n_head = u("attention.head_count", 1);
+  m.n_head_kv = u("attention.head_count_kv", static_cast<uint64_t>(m.n_head));
+  m.n_expert = u("expert_count", 0);
+  m.has_output = false;
+  for (const TensorView& t : in.tensors()) {
+    m.has_output = m.has_output || t.name == "output.weight";
+    m.n_attn_v += t.name.find("attn_v.weight") != std::string::npos ||
+                  t.name.find("attn_qkv.weight") != std::string::npos;
+  }
+  return m;
 }
 
 bool quantizable(const TensorView& t) {

@@ -10,6 +10,9 @@
 #include "ferrum/dtype.h"
 
 namespace ferrum {
+namespace gguf {
+class File;
+}
 
 struct QuantPreset {
   const char* name;    // Q4_K_M, IQ4_XS, F16, ...
@@ -29,6 +32,9 @@ struct RecipeModel {
   bool has_output = true;  // false: token_embd.weight also produces the logits
   int n_attn_v = 0;        // attn_v / attn_qkv matrices in the file
 };
+
+// The model facts the rules read, from a GGUF file's metadata and tensor names.
+RecipeModel recipe_model(const gguf::File& f);
 
 // Whether llama-quantize quantizes this tensor at all (matrices only; not norms, routers, position
 // or token-type embeddings, rope factors).

@@ -10,28 +10,6 @@
 #include "models/quant_recipe.h"
 
 namespace ferrum {
-namespace {
-
-RecipeModel recipe_model(const gguf::File& in) {
-  const std::string arch = in.find_string("general.architecture").value_or("llama");
-  auto u = [&](const std::string& key, uint64_t dflt) {
-    return static_cast<int>(in.find_uint(arch + "." + key).value_or(dflt));
-  };
-  RecipeModel m;
-  m.n_layer = u("block_count", 1);
-  m.n_head = u("attention.head_count", 1);
-  m.n_head_kv = u("attention.head_count_kv", static_cast<uint64_t>(m.n_head));
-  m.n_expert = u("expert_count", 0);
-  m.has_output = false;
-  for (const TensorView& t : in.tensors()) {
-    m.has_output = m.has_output || t.name == "output.weight";
-    m.n_attn_v += t.name.find("attn_v.weight") != std::string::npos ||
-                  t.name.find("attn_qkv.weight") != std::string::npos;
-  }
-  return m;
-}
-
-}  // namespace
 
 int quantize_model(const std::string& in_path, const std::string& out_path, const std::string& preset_name,
                    int n_threads, const QuantizeProgress& progress) {

@@ -11,24 +11,6 @@
 namespace ferrum {
 namespace {
 
-RecipeModel recipe_model_of(const gguf::File& f) {
-  const std::string arch = f.find_string("general.architecture").value_or("llama");
-  auto u = [&](const std::string& key, uint64_t dflt) {
-    return static_cast<int>(f.find_uint(arch + "." + key).value_or(dflt));
-  };
-  RecipeModel m;
-  m.n_layer = u("block_count", 1);
-  m.n_head = u("attention.head_count", 1);
-  m.n_head_kv = u("attention.head_count_kv", static_cast<uint64_t>(m.n_head));
-  m.n_expert = u("expert_count", 0);
-  m.has_output = false;
-  for (const TensorView& t : f.tensors()) {
-    m.has_output = m.has_output || t.name == "output.weight";
-    m.n_attn_v += t.name.find("attn_v.weight") != std::string::npos;
-  }
-  return m;
-}
-
 TEST(QuantRecipe, EveryTensorTypedAsLlamaQuantizeDoes) {
   const struct {
     const char* model;
@@ -49,7 +31,7 @@ TEST(QuantRecipe, EveryTensorTypedAsLlamaQuantizeDoes) {
     auto src = gguf::File::open(test::model_file(m, "gguf/" + m + "-F32.gguf"));
     for (const char* preset : c.presets) {
       auto made = gguf::File::open(test::model_file(m, "gguf/" + m + "-" + preset + ".gguf"));
-      QuantRecipe recipe(find_quant_preset(preset), recipe_model_of(*src));
+      QuantRecipe recipe(find_quant_preset(preset), recipe_model(*src));
       ASSERT_EQ(made->tensors().size(), src->tensors().size()) << m << " " << preset;
       for (const TensorView& t : src->tensors()) {
         EXPECT_EQ(dtype_name(recipe.type_of(t)), std::string(dtype_name(made->tensor(t.name).type)))

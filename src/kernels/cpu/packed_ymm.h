@@ -322,6 +322,25 @@ void half_k4(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t str
 
 // ---------------------------------------------------------------- Q6_K
 
+// Without VNNI the sub-blocks' unsigned offset (Q6_K 32 = 1 << 5, Q3_K 4 = 1 << 2) comes off once per
+// super-block: S -= offset * sum over the 16 sub-blocks of int8 scale x level sum, for the 8 rows of
+// half h (sc: the super-block's [16 sub-blocks][16 rows] scales).
+template <int kShift, int NT>
+inline void sub_level_offsets(const uint8_t* sc, int h, const PackedTokens<256, int32_t, NT>& tok, int64_t n,
+                              int64_t b, __m256i* S) {
+  __m256i M[NT];
+  for (int t = 0; t < NT; ++t) M[t] = _mm256_setzero_si256();
+  for (int pr = 0; pr < 8; ++pr) {
+    const __m128i s0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 16 * (2 * pr) + 8 * h));
+    const __m128i s1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 16 * (2 * pr + 1) + 8 * h));
+    const __m256i pair = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s0, s1));
+    for (int t = 0; t < NT; ++t)
+      M[t] = _mm256_add_epi32(M[t],
+                              _mm256_madd_epi16(pair, bcast32(q6k_level_sums(tok.sums[t], n, b) + 2 * pr)));
+  }
+  for (int t = 0; t < NT; ++t) S[t] = _mm256_sub_epi32(S[t], _mm256_slli_epi32(M[t], kShift));
+}
+
 // H halves x NT tokens. Per 4 inputs j of a 128-element half, L j, L j+8 and H j give 4
 // vectors of 6-bit values (sub-blocks j/4, 4+j/4, 2+j/4, 6+j/4 of the half); one sub-block at a
 // time, so one partial per token is live. With VNNI a sub-block starts from its bias and is scaled
@@ -379,20 +398,7 @@ void half_q6k(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t st
     for (int hh = 0; hh < H; ++hh) {
       const int h = h0 + hh;
       if constexpr (!D::kVnni) {
-        // S -= 32 * sum over sub-blocks of scale x level sum.
-        __m256i M[NT];
-        for (int t = 0; t < NT; ++t) M[t] = _mm256_setzero_si256();
-        for (int pr = 0; pr < 8; ++pr) {
-          const __m128i s0 =
-              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(g + o.sc + 16 * (2 * pr) + 8 * h));
-          const __m128i s1 =
-              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(g + o.sc + 16 * (2 * pr + 1) + 8 * h));
-          const __m256i pair = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s0, s1));
-          for (int t = 0; t < NT; ++t)
-            M[t] = _mm256_add_epi32(
-                M[t], _mm256_madd_epi16(pair, bcast32(q6k_level_sums(tok.sums[t], n, b) + 2 * pr)));
-        }
-        for (int t = 0; t < NT; ++t) S[hh][t] = _mm256_sub_epi32(S[hh][t], _mm256_slli_epi32(M[t], 5));
+        sub_level_offsets<5>(g + o.sc, h, tok, n, b, S[hh]);
       }
       const __m256 d = load_f16x8(g + o.d + 16 * h);
       for (int t = 0; t < NT; ++t)

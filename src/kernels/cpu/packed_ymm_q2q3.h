@@ -45,20 +45,7 @@ void half_q3k(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t st
     for (int hh = 0; hh < H; ++hh) {
       const int h = h0 + hh;
       if constexpr (!D::kVnni) {
-        // S -= 4 * sum over sub-blocks of scale x level sum.
-        __m256i M[NT];
-        for (int t = 0; t < NT; ++t) M[t] = _mm256_setzero_si256();
-        for (int pr = 0; pr < 8; ++pr) {
-          const __m128i s0 =
-              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(g + o.sc + 16 * (2 * pr) + 8 * h));
-          const __m128i s1 =
-              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(g + o.sc + 16 * (2 * pr + 1) + 8 * h));
-          const __m256i pair = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s0, s1));
-          for (int t = 0; t < NT; ++t)
-            M[t] = _mm256_add_epi32(
-                M[t], _mm256_madd_epi16(pair, bcast32(q6k_level_sums(tok.sums[t], n, b) + 2 * pr)));
-        }
-        for (int t = 0; t < NT; ++t) S[hh][t] = _mm256_sub_epi32(S[hh][t], _mm256_slli_epi32(M[t], 2));
+        sub_level_offsets<2>(g + o.sc, h, tok, n, b, S[hh]);
       }
       const __m256 d = load_f16x8(g + o.d + 16 * h);
       for (int t = 0; t < NT; ++t)
