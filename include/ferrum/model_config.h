@@ -19,6 +19,8 @@ enum class Pooling { Mean, Cls, Last };
 struct ModelConfig {
   Arch arch = Arch::Llama;
   std::string name;  // general.name or directory name
+  // A GPTQ/AWQ directory's quantization ("GPTQ 4-bit, group 128, act-order"); empty otherwise.
+  std::string quantization;
   int n_layer = 0;
   int n_embd = 0;
   int n_head = 0;

@@ -15,19 +15,24 @@ namespace ferrum::cli {
 Runner add_convert(CLI::App& app) {
   struct Flags {
     std::string in, out, tokenizer;
+    bool allow_requantize = false;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand("convert", "convert a llama2.c checkpoint or a Hugging Face directory to GGUF");
   sub->add_option("input", f->in, "llama2.c checkpoint (.bin) or Hugging Face model directory")->required();
   sub->add_option("output", f->out, "output GGUF file")->required();
   sub->add_option("--tokenizer", f->tokenizer, "llama2.c tokenizer.bin (default: beside the checkpoint)");
+  sub->add_flag("--allow-requantize", f->allow_requantize,
+                "GPTQ act-order layers: write them requantized (not exact) instead of refusing");
   return [f] {
     const ModelFormat fmt = detect_format(f->in);
     if (fmt == ModelFormat::Gguf) fail("{}: is already a GGUF file (use `ferrum quantize` to change its type)", f->in);
     if (fmt == ModelFormat::Llama2c) {
       convert_llama2c_to_gguf(f->in, llama2c_tokenizer_path(f->in, f->tokenizer), f->out);
     } else {
-      convert_hf_to_gguf(f->in, f->out);
+      HfConvertOptions opt;
+      opt.allow_requantize = f->allow_requantize;
+      convert_hf_to_gguf(f->in, f->out, opt);
     }
     std::fprintf(stderr, "wrote %s\n", f->out.c_str());
     return 0;

@@ -34,6 +34,7 @@ nlohmann::json describe(const ModelFiles& m) {
                {"llama3_freq_factors", !c.rope_freq_factors.empty() || m.weights.find("rope_freqs.weight")}};
   j["norm_eps"] = c.norm_eps;
   if (c.sliding_window) j["sliding_window"] = c.sliding_window;
+  if (!c.quantization.empty()) j["quantization"] = c.quantization;
   j["qkv_bias"] = c.qkv_bias;
   j["qk_norm"] = c.qk_norm;
   j["tied_embeddings"] = c.tied_embeddings;
@@ -100,6 +101,8 @@ Runner add_info(CLI::App& app) {
     if (j.contains("pooling"))
       std::printf("pooling: %s%s\n", j["pooling"]["type"].get<std::string>().c_str(),
                   j["pooling"]["normalize"].get<bool>() ? ", L2-normalized" : "");
+    if (!c.quantization.empty())
+      std::printf("quantization: %s (held exactly in the block types below)\n", c.quantization.c_str());
     std::printf("parameters: %lld, weights %.2f MiB\n", static_cast<long long>(j["n_params"].get<int64_t>()),
                 m.weights.total_bytes() / 1048576.0);
     for (const auto& [type, e] : j["tensor_types"].items())

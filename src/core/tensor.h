@@ -19,6 +19,9 @@ struct TensorView {
   std::array<int64_t, 4> ne{1, 1, 1, 1};
   const uint8_t* data = nullptr;
   size_t nbytes = 0;
+  // Act-order GPTQ matrices (formats/hf_quant.h): stored column j multiplies input input_order[j].
+  // Null: column j multiplies input j. Only kernels::Linear honours it.
+  const int32_t* input_order = nullptr;
 
   int64_t cols() const { return ne[0]; }
   int64_t rows() const { return ne[1] * ne[2] * ne[3]; }

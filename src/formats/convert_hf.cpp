@@ -1,16 +1,19 @@
 #include "formats/convert_hf.h"
 
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <regex>
 
 #include "core/fail.h"
+#include "core/quant.h"
 #include "formats/convert_hf_bert.h"
 #include "formats/gguf_writer.h"
 #include "formats/hf_config.h"
 #include "formats/hf_model_config.h"
+#include "formats/hf_quant.h"
 #include "formats/hf_tensor_sink.h"
 #include "formats/hf_tokenizer_meta.h"
 #include "formats/model_config_gguf.h"
@@ -158,15 +161,56 @@ void add_experts(hfconv::TensorSink& sink, const ExpertMap& experts, const std::
   }
 }
 
+// A GPTQ/AWQ layer ("<layer>.qweight" names it) as "<layer>.weight" in its exact GGUF type
+// (formats/hf_quant.h). Act-order layers have reordered columns, which GGUF cannot hold: they are
+// refused, or with allow_requantize dequantized and quantized again to that type (not exact).
+TensorView quantized_layer(hfconv::TensorSink& sink, const hfquant::QuantConfig& q,
+                           const safetensors::Tensors& st, const std::string& qweight_name,
+                           bool allow_requantize) {
+  const std::string layer = qweight_name.substr(0, qweight_name.size() - std::strlen(".qweight"));
+  TensorView t =
+      hfquant::decode_linear(q, st, layer, layer + ".weight", [&](size_t n) { return sink.alloc(n); });
+  if (!t.input_order) return t;
+  if (!allow_requantize)
+    fail(
+        "{}: '{}' is quantized with act-order (desc_act): its columns are in another order, which no GGUF "
+        "type holds. Run the directory with ferrum as it is, or convert with --allow-requantize to write "
+        "it requantized to {} (not exact)",
+        q.where, layer, dtype_name(t.type));
+  std::vector<float> row(t.cols()), natural(t.cols());
+  uint8_t* dst = sink.alloc(t.nbytes);
+  for (int64_t r = 0; r < t.rows(); ++r) {
+    dequantize_row(t.type, t.row(r), row.data(), t.cols());
+    for (int64_t j = 0; j < t.cols(); ++j) natural[t.input_order[j]] = row[j];
+    quantize_row(t.type, natural.data(), dst + r * t.row_bytes(), t.cols());
+  }
+  t.data = dst;
+  t.input_order = nullptr;
+  return t;
+}
+
 // All tensors of the directory under GGUF names, in llama.cpp's order; returns the vocabulary
 // size (rows of the embedding).
-int64_t collect_tensors(hfconv::TensorSink& sink, const ModelConfig& m, const safetensors::Tensors& st) {
+int64_t collect_tensors(hfconv::TensorSink& sink, const ModelConfig& m, const safetensors::Tensors& st,
+                        const hfquant::QuantConfig& q, bool allow_requantize) {
   for (const auto& [name, dtype] : st.unsupported())
     if (expert_ref(name, st.source()) ||
         !gguf_name(name, st.source()).empty())  // dropped buffers (inv_freq) may have any dtype
       fail("{}: tensor '{}' has dtype {}; only F32, F16 and BF16 can be converted", st.source(), name, dtype);
   ExpertMap experts;
-  for (const TensorView& t : st.tensors()) {
+  std::deque<TensorView> decoded;  // GPTQ/AWQ layers (experts point at them until add_experts)
+  for (const TensorView& stored : st.tensors()) {
+    if (q.method != hfquant::Method::None && hfquant::is_quant_part(stored.name)) {
+      if (!stored.name.ends_with(".qweight")) continue;  // read with their .qweight
+      decoded.push_back(quantized_layer(sink, q, st, stored.name, allow_requantize));
+    } else if (stored.type == DType::I32) {
+      fail(
+          "{}: tensor '{}' has dtype I32; only F32, F16 and BF16 tensors and GPTQ/AWQ layers can be "
+          "converted",
+          st.source(), stored.name);
+    }
+    const TensorView& t =
+        q.method != hfquant::Method::None && hfquant::is_quant_part(stored.name) ? decoded.back() : stored;
     if (const auto ex = expert_ref(t.name, st.source())) {
       collect_expert(experts, m, *ex, t, st.source());
     } else {
@@ -196,13 +240,13 @@ void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf, 
   if (m.arch == Arch::Bert) return hfconv::convert_bert(cfg, m, hf_dir, out_gguf, opt);
   const auto st = safetensors::Tensors::open_dir(hf_dir);
   hfconv::TensorSink sink;
-  const int64_t n_vocab = collect_tensors(sink, m, st);
+  const int64_t n_vocab = collect_tensors(sink, m, st, hfquant::read_quant_config(cfg), opt.allow_requantize);
 
   gguf::Writer w;
   w.set_string("general.architecture", gguf_arch(m.arch));
   w.set_string("general.type", "model");
   w.set_string("general.name", m.name);
-  // llama.cpp file types: 0 all F32, 1 mostly F16, 32 mostly BF16.
+  // llama.cpp file types: 0 all F32, 1 mostly F16, 32 mostly BF16, 2/7/8 mostly Q4_0/Q8_0/Q5_0.
   w.set_u32("general.file_type", sink.file_type());
   write_model_config(w, m);
   if (opt.tokenizer) hf::add_tokenizer_metadata(w, hf_dir, cfg, n_vocab);

@@ -16,6 +16,8 @@ namespace ferrum {
 struct HfConvertOptions {
   std::string name;       // general.name; default: the directory name
   bool tokenizer = true;  // add tokenizer.ggml.* from tokenizer.json when present
+  // GPTQ/AWQ act-order layers: requantize them (not exact) instead of refusing.
+  bool allow_requantize = false;
 };
 
 void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf,

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,8 @@ class TensorSink {
 
   const OutTensor* find(std::string_view name) const;
   void sort(const std::function<int(const std::string&)>& key);
-  // general.file_type as llama.cpp writes it: 0 all F32, 1 mostly F16, 32 mostly BF16 (tensors
-  // forced to F32 do not count).
+  // general.file_type as llama.cpp writes it: 0 all F32, 1 mostly F16, 32 mostly BF16, 2/7/8 mostly
+  // Q4_0/Q8_0/Q5_0 (tensors forced to F32 do not count).
   uint32_t file_type() const;
   void add_to(gguf::Writer& w) const;
 
@@ -40,6 +41,7 @@ class TensorSink {
   std::deque<std::vector<uint8_t>> owned_;
   std::vector<OutTensor> outs_;
   bool any_f16_ = false, any_bf16_ = false;
+  std::map<DType, size_t> quant_bytes_;  // Q4_0/Q5_0/Q8_0 tensors (GPTQ/AWQ layers)
 };
 
 // The last component of a directory path ("a/b/" -> "b"), used as general.name.

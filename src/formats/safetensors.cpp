@@ -21,7 +21,10 @@ struct DtypeMap {
   const char* name;
   DType type;
 };
-constexpr DtypeMap kDtypes[] = {{"F32", DType::F32}, {"F16", DType::F16}, {"BF16", DType::BF16}};
+constexpr DtypeMap kDtypes[] = {{"F32", DType::F32},
+                                {"F16", DType::F16},
+                                {"BF16", DType::BF16},
+                                {"I32", DType::I32}};  // I32: GPTQ/AWQ packed weights
 
 std::string read_text(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -187,7 +190,8 @@ Tensors Tensors::open_dir(const std::string& dir) {
 void Tensors::check_supported(std::string_view name) const {
   const auto it = unsupported_.find(name);
   if (it != unsupported_.end())
-    fail("{}: tensor '{}' has dtype {}, unsupported (only F32, F16 and BF16 are)", source_, name, it->second);
+    fail("{}: tensor '{}' has dtype {}, unsupported (only F32, F16, BF16 and I32 are)", source_, name,
+         it->second);
 }
 
 const TensorView* Tensors::find(std::string_view name) const {

@@ -1,16 +1,21 @@
 // Hugging Face directory loader: config.json -> ModelConfig (hf::model_config, shared with the
 // converter), safetensors -> weights under GGUF names. q/k/v and gate/up are fused into one matrix
 // each at load (one matmul instead of several); 1-D tensors (norms, biases) are converted to F32.
+// GPTQ/AWQ layers are decoded into exact GGUF block types (formats/hf_quant.h).
 // Q/K rows stay in the HF rotate-half layout, so these models use rotate-half RoPE (the GGUF llama
 // path uses interleaved pairs instead).
+#include <algorithm>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <vector>
 
 #include "core/fail.h"
 #include "core/fp16.h"
 #include "core/quant.h"
 #include "formats/hf_config.h"
 #include "formats/hf_model_config.h"
+#include "formats/hf_quant.h"
 #include "formats/hf_tensor_sink.h"
 #include "formats/safetensors.h"
 #include "loading/loader.h"
@@ -20,11 +25,12 @@ namespace {
 
 class HfBuilder {
  public:
-  HfBuilder(std::shared_ptr<const safetensors::Tensors> st, WeightSet& w) : st_(std::move(st)), w_(w) {}
+  HfBuilder(std::shared_ptr<const safetensors::Tensors> st, WeightSet& w, hfquant::QuantConfig quant)
+      : st_(std::move(st)), w_(w), quant_(std::move(quant)) {}
 
   const TensorView* find(const std::string& hf_name) const {
-    if (const TensorView* t = st_->find(hf_name)) return t;
-    if (hf_name.rfind("model.", 0) == 0) return st_->find(hf_name.substr(6));
+    if (const TensorView* t = stored(hf_name)) return t;
+    if (hf_name.rfind("model.", 0) == 0) return stored(hf_name.substr(6));
     return nullptr;
   }
   const TensorView& get(const std::string& hf_name) const {
@@ -59,6 +65,14 @@ class HfBuilder {
       fail("{}: tensor '{}' should be a matrix, has shape {}", st_->source(), hf_name, t.shape_string());
     float* dst = reinterpret_cast<float*>(w_.allocate(t.n_elements() * sizeof(float)));
     dequantize_row(t.type, t.data, dst, t.n_elements());
+    if (t.input_order) {  // back to the natural column order
+      std::vector<float> row(t.cols());
+      for (int64_t r = 0; r < t.rows(); ++r) {
+        float* d = dst + r * t.cols();
+        std::copy(d, d + t.cols(), row.begin());
+        for (int64_t j = 0; j < t.cols(); ++j) d[t.input_order[j]] = row[j];
+      }
+    }
     TensorView v;
     v.name = name;
     v.type = DType::F32;
@@ -78,6 +92,11 @@ class HfBuilder {
       if (get(n).ne[1] != first.ne[1])
         fail("{}: tensor '{}' has shape {}, expected the shape of '{}' ({})", st_->source(), n,
              get(n).shape_string(), hf_names[0], first.shape_string());
+    if (f.input_order)
+      fail(
+          "{}: the experts '{}' are quantized with act-order (desc_act); ferrum runs act-order dense layers "
+          "only",
+          quant_.where, hf_names[0]);
     TensorView v = f;
     v.n_dims = 3;
     v.ne = {first.ne[0], first.ne[1], static_cast<int64_t>(hf_names.size()), 1};
@@ -96,6 +115,11 @@ class HfBuilder {
         fail("{}: tensor '{}' ({} {}) cannot be fused with '{}' ({} {})", st_->source(), n,
              dtype_name(t.type), t.shape_string(), hf_names[0], dtype_name(parts[0]->type),
              parts[0]->shape_string());
+      if (!parts.empty() && !same_order(t, *parts[0]))
+        fail(
+            "{}: '{}' and '{}' are quantized with different act-order column orders (g_idx); ferrum "
+            "multiplies them as one matrix and needs one order",
+            quant_.where, n, hf_names[0]);
       parts.push_back(&t);
       rows += t.ne[1];
       bytes += t.nbytes;
@@ -111,14 +135,38 @@ class HfBuilder {
     v.type = parts[0]->type;
     v.n_dims = 2;
     v.ne = {parts[0]->ne[0], rows, 1, 1};
+    v.input_order = parts[0]->input_order;
     v.data = dst;
     v.nbytes = bytes;
     w_.add(v);
   }
 
  private:
+  // A tensor of the files, or, for "<layer>.weight" of a GPTQ/AWQ layer, its matrix decoded (once).
+  const TensorView* stored(const std::string& n) const {
+    if (const TensorView* t = st_->find(n)) return t;
+    static constexpr std::string_view kWeight = ".weight";
+    if (quant_.method == hfquant::Method::None || !n.ends_with(kWeight)) return nullptr;
+    const std::string layer = n.substr(0, n.size() - kWeight.size());
+    if (!hfquant::is_quantized(*st_, layer)) return nullptr;
+    auto it = decoded_.find(n);
+    if (it == decoded_.end())
+      it = decoded_
+               .emplace(n, hfquant::decode_linear(quant_, *st_, layer, n,
+                                                  [this](size_t b) { return w_.allocate(b); }))
+               .first;
+    return &it->second;
+  }
+  static bool same_order(const TensorView& a, const TensorView& b) {
+    if (a.input_order == b.input_order) return true;
+    return a.input_order && b.input_order && a.cols() == b.cols() &&
+           std::equal(a.input_order, a.input_order + a.cols(), b.input_order);
+  }
+
   std::shared_ptr<const safetensors::Tensors> st_;
   WeightSet& w_;
+  hfquant::QuantConfig quant_;
+  mutable std::map<std::string, TensorView> decoded_;
 };
 
 }  // namespace
@@ -135,7 +183,9 @@ HfModel load_hf_dir(const std::string& dir) {
   ModelConfig& m = out.config;
   auto st = std::make_shared<const safetensors::Tensors>(safetensors::Tensors::open_dir(dir));
   out.weights.keep_alive(st);
-  HfBuilder b(st, out.weights);
+  const hfquant::QuantConfig quant = hfquant::read_quant_config(cfg);
+  m.quantization = quant.describe();
+  HfBuilder b(st, out.weights, quant);
 
   b.alias("model.embed_tokens.weight", "token_embd.weight");
   b.vector_f32("model.norm.weight", "output_norm.weight");

@@ -153,6 +153,8 @@ LoraFileRaw read_peft_dir(const std::string& dir) {
   };
   std::map<std::string, Half> halves;  // by module name
   for (const TensorView& t : st->tensors()) {
+    if (t.type != DType::F32 && t.type != DType::F16 && t.type != DType::BF16)
+      fail("{}: tensor '{}' has dtype {}, expected F32, F16 or BF16", st_path, t.name, dtype_name(t.type));
     std::smatch m;
     if (!std::regex_match(t.name, m, re))
       fail(

@@ -17,16 +17,19 @@ std::string model_file(const std::string& model, const std::string& rel) {
   return unxz("models/" + model + "/" + rel);
 }
 
-std::string hf_dir(const std::string& model, const std::string& sub) {
-  const fs::path src = data_path("models/" + model + "/" + sub);
-  const fs::path dst = fs::temp_directory_path() / "ferrum-test-cache" / "hf" / (model + "-" + sub);
+std::string data_dir(const std::string& rel) {
+  const fs::path src = data_path(rel);
+  std::string flat = rel;
+  for (char& c : flat)
+    if (c == '/') c = '-';
+  const fs::path dst = fs::temp_directory_path() / "ferrum-test-cache" / "hf" / flat;
   fs::create_directories(dst);
   for (const auto& e : fs::recursive_directory_iterator(src)) {  // BERT has a 1_Pooling/ folder
     const std::string name = fs::relative(e.path(), src).string();
     if (e.is_directory()) {
       fs::create_directories(dst / name);
     } else if (name.size() > 3 && name.compare(name.size() - 3, 3, ".xz") == 0) {
-      const std::string plain = unxz("models/" + model + "/" + sub + "/" + name.substr(0, name.size() - 3));
+      const std::string plain = unxz(rel + "/" + name.substr(0, name.size() - 3));
       const fs::path target = dst / name.substr(0, name.size() - 3);
       if (!fs::exists(target)) copy_file_atomic(plain, target.string());
     } else if (!fs::exists(dst / name)) {
@@ -34,6 +37,10 @@ std::string hf_dir(const std::string& model, const std::string& sub) {
     }
   }
   return dst.string();
+}
+
+std::string hf_dir(const std::string& model, const std::string& sub) {
+  return data_dir("models/" + model + "/" + sub);
 }
 
 nlohmann::json load_json(const std::string& path) {

@@ -14,6 +14,8 @@ namespace ferrum::test {
 
 // tests/data/models/<model>/<rel>, decompressing <rel>.xz when needed.
 std::string model_file(const std::string& model, const std::string& rel);
+// tests/data/<rel> (a directory) with its .xz files decompressed (cached under /tmp).
+std::string data_dir(const std::string& rel);
 // A Hugging Face directory with its .xz files decompressed (cached under /tmp).
 std::string hf_dir(const std::string& model, const std::string& sub /* "hf" or "hf-bf16" */);
 nlohmann::json load_json(const std::string& path);

@@ -1,5 +1,6 @@
 #include "kernels/cpu/linear.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -8,6 +9,11 @@
 
 namespace ferrum::kernels {
 namespace {
+
+bool same_input_order(const TensorView& a, const TensorView& b) {
+  if (a.input_order == b.input_order) return true;
+  return a.input_order && b.input_order && std::equal(a.input_order, a.input_order + a.cols(), b.input_order);
+}
 
 bool packing_enabled() {
   const char* env = std::getenv("FERRUM_PACK");
@@ -23,9 +29,13 @@ Linear::Linear(std::vector<TensorView> parts, Precision prec, ThreadPool& pool, 
     if (p.cols() != parts_[0].cols())
       fail("tensor '{}' has {} inputs per row, but '{}' (fused with it) has {}", p.name, p.cols(),
            parts_[0].name, parts_[0].cols());
+    if (!same_input_order(p, parts_[0]))
+      fail("tensor '{}' reads its inputs in another order (act-order) than '{}', fused with it", p.name,
+           parts_[0].name);
     offsets_.push_back(rows_);
     rows_ += p.rows();
   }
+  input_order_ = parts_[0].input_order;
   rowwise_ = parts_;
   for (const TensorView& p : parts_) {
     const std::string t = dtype_name(rounded_type(rounding, p.type));
@@ -77,6 +87,14 @@ size_t Linear::weight_bytes() const {
 void Linear::forward(const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy, ThreadPool& pool,
                      Precision prec, MatmulScratch& scratch) const {
   const profile::Scope scope(profile::Op::Matmul, &label_);
+  if (input_order_) {
+    const int64_t n = cols();
+    if (scratch.gathered.size() < static_cast<size_t>(n * n_tok)) scratch.gathered.resize(n * n_tok);
+    for (int64_t t = 0; t < n_tok; ++t)
+      for (int64_t j = 0; j < n; ++j) scratch.gathered[t * n + j] = x[t * ldx + input_order_[j]];
+    x = scratch.gathered.data();
+    ldx = n;
+  }
   if (prec == Precision::Fast && packed_kernels_active()) {
     for (const Segment& s : segments_) {
       if (s.packed)

@@ -8,6 +8,7 @@
 // With WeightRounding::Bf16 (--precision bf16) F16 and F32 parts are multiplied as BF16: rounded
 // while they are packed, or, where a part is not packed, held as an owned BF16 copy. (A part packed
 // this way falls back to the file's rows if another ISA is forced after load.)
+// Act-order GPTQ parts (TensorView::input_order) multiply their input gathered in that order.
 #pragma once
 
 #include <memory>
@@ -58,6 +59,7 @@ class Linear {
   std::vector<std::shared_ptr<const uint8_t>> copies_;  // the BF16 copies' memory
   std::vector<int64_t> offsets_;                         // first row of each part
   std::vector<Segment> segments_;
+  const int32_t* input_order_ = nullptr;  // the parts' TensorView::input_order (one for all)
   int64_t rows_ = 0;
   std::string label_;  // "Q4_K 3072x2048": the profile's name for this product
 };

@@ -24,6 +24,7 @@ enum class Precision {
 struct MatmulScratch {
   std::vector<uint8_t> act;
   std::vector<float> rows;
+  std::vector<float> gathered;  // inputs reordered for an act-order matrix (Linear)
 };
 
 // y[t*ldy + o] = sum_i W[o,i] * x[t*ldx + i] for t < n_tok, o < W.rows(); W.cols() inputs.
