@@ -340,6 +340,56 @@ def hf_seed(fixture: str, dtype: str, with_tokenizer: bool) -> bytes:
     return SEP.join(parts)
 
 
+def gptq_seed(method: str, bits: int, act_order: bool) -> bytes:
+    """A one-layer llama whose linears are GPTQ/AWQ packed int32 tensors (formats/hf_quant.h)."""
+    cfg = json.loads((DATA / "formats" / "hf" / "llama" / "config.json").read_text())
+    d, n_head, n_kv, hd, ff, V, gs = 32, 2, 1, 16, 64, 32, 32
+    cfg.update({"vocab_size": V, "hidden_size": d, "intermediate_size": ff, "num_hidden_layers": 1,
+                "num_attention_heads": n_head, "num_key_value_heads": n_kv, "head_dim": hd})
+    if method == "awq":
+        cfg["quantization_config"] = {"quant_method": "awq", "bits": 4, "group_size": gs, "zero_point": True,
+                                      "version": "gemm"}
+    else:
+        cfg["quantization_config"] = {"quant_method": "gptq", "bits": bits, "group_size": gs, "desc_act": act_order,
+                                      "sym": bits == 8, "checkpoint_format": "gptq"}
+    words = lambda n: b"".join(struct.pack("<I", rng.getrandbits(32)) for _ in range(n))
+    halves = lambda n: b"".join(struct.pack("<e", rng.uniform(0.001, 0.01)) for _ in range(n))
+    header, data = {"__metadata__": {"format": "pt"}}, b""
+
+    def add(name, dtype, shape, raw):
+        nonlocal data
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+
+    add("model.embed_tokens.weight", "F32", [V, d], f32(V * d))
+    add("lm_head.weight", "F32", [V, d], f32(V * d))
+    for n in ("model.norm.weight", "model.layers.0.input_layernorm.weight",
+              "model.layers.0.post_attention_layernorm.weight"):
+        add(n, "F32", [d], ones(d))
+    perm = list(range(d))
+    rng.shuffle(perm)
+    for name, rows, cols in (("self_attn.q_proj", n_head * hd, d), ("self_attn.k_proj", n_kv * hd, d),
+                             ("self_attn.v_proj", n_kv * hd, d), ("self_attn.o_proj", d, n_head * hd),
+                             ("mlp.gate_proj", ff, d), ("mlp.up_proj", ff, d), ("mlp.down_proj", d, ff)):
+        L, groups = "model.layers.0." + name, cols // gs
+        if method == "awq":
+            add(L + ".qweight", "I32", [cols, rows // 8], words(cols * rows // 8))
+            add(L + ".qzeros", "I32", [groups, rows // 8], words(groups * rows // 8))
+        else:
+            per = 32 // bits
+            zero = (1 << (bits - 1)) - 1  # v1: zero point minus one
+            zword = sum(zero << (bits * j) for j in range(per))
+            add(L + ".qweight", "I32", [cols // per, rows], words(cols // per * rows))
+            add(L + ".qzeros", "I32", [groups, rows // per],
+                struct.pack("<I", zword) * (groups * rows // per))
+            gidx = [perm.index(c) // gs if act_order and cols == d else c // gs for c in range(cols)]
+            add(L + ".g_idx", "I32", [cols], struct.pack("<%di" % cols, *gidx))
+        add(L + ".scales", "F16", [groups, rows], halves(groups * rows))
+    h = json.dumps(header).encode()
+    h += b" " * ((-len(h)) % 8)
+    return SEP.join([json.dumps(cfg, indent=1).encode(), struct.pack("<Q", len(h)) + h + data])
+
+
 # ---- tokenizers ----
 
 def shrink_tokenizer(tj: dict, n: int) -> dict:
@@ -395,6 +445,9 @@ def main():
                            ("qwen3moe", "BF16", False), ("bert", "F32", True),
                            ("llama3-ropescaled", "F16", False)):
         (OUT / "hf" / fx).write_bytes(hf_seed(fx, dtype, tok))
+    (OUT / "hf" / "gptq-4bit-actorder").write_bytes(gptq_seed("gptq", 4, True))
+    (OUT / "hf" / "gptq-8bit").write_bytes(gptq_seed("gptq", 8, False))
+    (OUT / "hf" / "awq-4bit").write_bytes(gptq_seed("awq", 4, False))
 
     texts = [json.loads(l)["text"] for l in (DATA / "tokenizer" / "corpus.jsonl").read_text().split("\n") if l]
     texts = [t for t in texts if 0 < len(t) < 200]
