@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <exception>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "core/fail.h"
@@ -246,6 +248,26 @@ void encode_block(DType type, uint16_t d, const int (&v)[32], uint8_t* dst) {
   }
 }
 
+// Runs fn(begin, end) over [0, rows) split among the cores (the decode of a 7B model's layers
+// takes seconds on one); the first error is rethrown.
+void for_row_ranges(int64_t rows, const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t n = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, std::max<int64_t>(1, rows / 64));
+  if (n == 1) return fn(0, rows);
+  std::vector<std::thread> threads;
+  std::vector<std::exception_ptr> errors(n);
+  for (int64_t i = 0; i < n; ++i)
+    threads.emplace_back([&, i] {
+      try {
+        fn(rows * i / n, rows * (i + 1) / n);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
 }  // namespace
 
 std::string QuantConfig::describe() const {
@@ -324,15 +346,17 @@ TensorView decode_linear(const QuantConfig& q, const safetensors::Tensors& st, c
   uint8_t* dst = alloc(v.nbytes);
   v.data = dst;
   const size_t block_bytes = row_size(type, 32);
-  for (int64_t b = 0; b < L.in() / 32; ++b) {
-    const int64_t g = groups[order[32 * b]];
-    for (int64_t o = 0; o < L.out(); ++o) {
-      const int z = L.zero(g, o);
-      int vals[32];
-      for (int k = 0; k < 32; ++k) vals[k] = L.q(order[32 * b + k], o) - z;
-      encode_block(type, exact_f16(q, L, g, o, prefix), vals, dst + o * v.row_bytes() + b * block_bytes);
+  for_row_ranges(L.out(), [&](int64_t o0, int64_t o1) {
+    for (int64_t b = 0; b < L.in() / 32; ++b) {
+      const int64_t g = groups[order[32 * b]];
+      for (int64_t o = o0; o < o1; ++o) {
+        const int z = L.zero(g, o);
+        int vals[32];
+        for (int k = 0; k < 32; ++k) vals[k] = L.q(order[32 * b + k], o) - z;
+        encode_block(type, exact_f16(q, L, g, o, prefix), vals, dst + o * v.row_bytes() + b * block_bytes);
+      }
     }
-  }
+  });
   if (reordered) {
     auto* ord = reinterpret_cast<int32_t*>(alloc(order.size() * sizeof(int32_t)));
     std::memcpy(ord, order.data(), order.size() * sizeof(int32_t));
