@@ -8,7 +8,7 @@
 
 namespace ferrum {
 
-enum class Arch { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe, Bert };
+enum class Arch { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe, Bert, SmolLM3 };
 
 const char* arch_name(Arch a);
 
@@ -37,6 +37,9 @@ struct ModelConfig {
   std::vector<float> rope_freq_factors;     // Llama-3 scaling: angle /= factor[i] (empty = none)
   bool rope_interleaved = true;             // adjacent pairs (GGUF llama) vs rotate-half (HF, qwen)
   int n_rot = 0;                            // dims rotated per head (= head_dim)
+  // Per layer, whether RoPE is applied (SmolLM3 leaves it out of every 4th layer); empty: every layer.
+  std::vector<uint8_t> rope_layers;
+  bool layer_uses_rope(int l) const { return rope_layers.empty() || rope_layers[static_cast<size_t>(l)] != 0; }
 
   int sliding_window = 0;  // Mistral; 0 = none
   bool qkv_bias = false;   // Qwen2

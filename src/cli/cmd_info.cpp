@@ -34,6 +34,8 @@ nlohmann::json describe(const ModelFiles& m) {
                {"llama3_freq_factors", !c.rope_freq_factors.empty() || m.weights.find("rope_freqs.weight")}};
   j["norm_eps"] = c.norm_eps;
   if (c.sliding_window) j["sliding_window"] = c.sliding_window;
+  for (int l = 0; l < c.n_layer; ++l)
+    if (!c.layer_uses_rope(l)) j["layers_without_rope"].push_back(l);
   if (!c.quantization.empty()) j["quantization"] = c.quantization;
   j["qkv_bias"] = c.qkv_bias;
   j["qk_norm"] = c.qk_norm;
@@ -98,6 +100,12 @@ Runner add_info(CLI::App& app) {
                 c.rope_freq_scale != 1.0f ? fmt::format(", linear scale {}", c.rope_freq_scale).c_str() : "");
     if (c.n_expert) std::printf("experts: %d, %d used per token, expert ffn %d\n", c.n_expert, c.n_expert_used, c.n_ff_expert);
     if (c.sliding_window) std::printf("sliding window: %d\n", c.sliding_window);
+    if (!c.rope_layers.empty()) {
+      std::string off;
+      for (int l = 0; l < c.n_layer; ++l)
+        if (!c.layer_uses_rope(l)) off += (off.empty() ? "" : ", ") + std::to_string(l);
+      if (!off.empty()) std::printf("layers without RoPE: %s\n", off.c_str());
+    }
     if (j.contains("pooling"))
       std::printf("pooling: %s%s\n", j["pooling"]["type"].get<std::string>().c_str(),
                   j["pooling"]["normalize"].get<bool>() ? ", L2-normalized" : "");

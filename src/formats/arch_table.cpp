@@ -10,12 +10,13 @@ namespace {
 // Mistral differs from Llama only in its HF names and defaults; ferrum prints it as "mistral"
 // when it came from a Hugging Face directory, and writes it to GGUF as llama.
 constexpr ArchInfo kArchs[] = {
-    {Arch::Llama, "llama", "llama", "llama", "Llama", 2048},
-    {Arch::Mistral, "mistral", "llama", "mistral", "Mistral", 4096 * 32},
-    {Arch::Qwen2, "qwen2", "qwen2", "qwen2", "Qwen2For", 32768},  // "For": not Qwen2Moe/Qwen2VL
-    {Arch::Qwen3, "qwen3", "qwen3", "qwen3", "Qwen3For", 32768},
-    {Arch::Qwen3Moe, "qwen3moe", "qwen3moe", "qwen3_moe", "Qwen3MoeFor", 32768},
-    {Arch::Bert, "bert", "bert", "bert", "Bert", 512},
+    {Arch::Llama, "llama", "llama", "llama", "Llama", 2048, true},
+    {Arch::Mistral, "mistral", "llama", "mistral", "Mistral", 4096 * 32, true},
+    {Arch::Qwen2, "qwen2", "qwen2", "qwen2", "Qwen2For", 32768, false},  // "For": not Qwen2Moe/Qwen2VL
+    {Arch::Qwen3, "qwen3", "qwen3", "qwen3", "Qwen3For", 32768, false},
+    {Arch::Qwen3Moe, "qwen3moe", "qwen3moe", "qwen3_moe", "Qwen3MoeFor", 32768, false},
+    {Arch::Bert, "bert", "bert", "bert", "Bert", 512, false},
+    {Arch::SmolLM3, "smollm3", "smollm3", "smollm3", "SmolLM3", 32768, true},
 };
 
 std::string lower(const std::string& s) {
@@ -40,6 +41,12 @@ const char* gguf_arch(Arch a) {
   for (const ArchInfo& r : kArchs)
     if (r.arch == a) return r.gguf;
   return "?";
+}
+
+bool gguf_permutes_qk(Arch a) {
+  for (const ArchInfo& r : kArchs)
+    if (r.arch == a) return r.gguf_qk_permuted;
+  return false;
 }
 
 Arch parse_arch(const std::string& raw, const std::string& source) {

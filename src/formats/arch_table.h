@@ -18,6 +18,7 @@ struct ArchInfo {
   const char* hf_type;   // Hugging Face config.json model_type
   const char* hf_class;  // prefix of the Hugging Face architectures[0] class names
   int hf_n_ctx;          // transformers' default max_position_embeddings
+  bool gguf_qk_permuted;  // GGUF stores Q/K rows in interleaved-pair RoPE order (llama.cpp's convert permutes them)
 };
 
 std::span<const ArchInfo> arch_table();
@@ -25,6 +26,10 @@ std::span<const ArchInfo> arch_table();
 // GGUF general.architecture for `a`: mistral is written as "llama" (as llama.cpp converts it,
 // the same network with a sliding window), qwen3_moe as "qwen3moe".
 const char* gguf_arch(Arch a);
+
+// Whether GGUF files of family `a` hold Q/K rows permuted for interleaved-pair RoPE (llama, mistral,
+// smollm3); the HF order (rotate-half) is kept by the others.
+bool gguf_permutes_qk(Arch a);
 
 // The family of a GGUF (or GGUF LoRA) general.architecture, case-insensitive: a row's name, GGUF
 // name or HF model_type. Throws "<source>: unknown architecture '<name>' (supported: ...)".

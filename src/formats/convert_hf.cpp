@@ -123,7 +123,7 @@ void add_tensor(hfconv::TensorSink& sink, const ModelConfig& m, const TensorView
   }
   const bool is_q = g.find(".attn_q.") != std::string::npos, is_k = g.find(".attn_k.") != std::string::npos;
   const void* data = t.data;
-  if ((m.arch == Arch::Llama || m.arch == Arch::Mistral) && (is_q || is_k)) {
+  if (gguf_permutes_qk(m.arch) && (is_q || is_k)) {
     const int64_t heads = is_q ? m.n_head : m.n_head_kv;
     const int64_t rows = t.n_dims == 1 ? t.ne[0] : t.rows();
     if (rows != heads * m.head_dim || t.n_dims > 2)

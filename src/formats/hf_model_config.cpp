@@ -54,6 +54,26 @@ void read_sliding_window(const Config& c, ModelConfig& m) {
   m.sliding_window = c.json().contains("sliding_window") ? opt_int(c, "sliding_window", 0) : 4096;
 }
 
+// SmolLM3: no_rope_layers[l] is 1 where layer l applies RoPE (transformers' SmolLM3Config), else
+// every no_rope_layer_interval-th layer goes without.
+void read_rope_layers(const Config& c, ModelConfig& m) {
+  const auto it = c.json().find("no_rope_layers");
+  if (it != c.json().end() && !it->is_null()) {
+    if (!it->is_array() || it->size() != static_cast<size_t>(m.n_layer))
+      fail("{}: no_rope_layers must be a list of {} numbers (one per layer), got {}", c.path(), m.n_layer,
+           it->is_array() ? fmt::format("{} values", it->size()) : std::string(it->type_name()));
+    for (const auto& v : *it) {
+      if (!v.is_number_integer() || (v.get<int64_t>() != 0 && v.get<int64_t>() != 1))
+        fail("{}: no_rope_layers holds {}, expected 0 or 1", c.path(), v.dump());
+      m.rope_layers.push_back(static_cast<uint8_t>(v.get<int64_t>()));
+    }
+    return;
+  }
+  const int64_t every = c.find_int("no_rope_layer_interval").value_or(4);
+  if (every < 1) fail("{}: no_rope_layer_interval must be at least 1, got {}", c.path(), every);
+  for (int l = 0; l < m.n_layer; ++l) m.rope_layers.push_back((l + 1) % every != 0);
+}
+
 void read_moe(const Config& c, ModelConfig& m) {
   m.n_expert = req_int(c, "num_experts");
   m.n_expert_used = req_int(c, "num_experts_per_tok");
@@ -151,6 +171,7 @@ ModelConfig model_config(const Config& c, const std::string& name) {
   m.tied_embeddings = c.find_bool("tie_word_embeddings").value_or(m.arch == Arch::Bert);
   read_sliding_window(c, m);
   if (m.arch == Arch::Qwen3Moe) read_moe(c, m);
+  if (m.arch == Arch::SmolLM3) read_rope_layers(c, m);
   const ConfigFields fields{true, ""};
   validate_config(m, c.path(), fields);  // sizes first: the RoPE factors depend on n_rot
   if (const nlohmann::json* rs = c.find_object("rope_scaling")) {

@@ -72,6 +72,9 @@ void validate_config(const ModelConfig& c, const std::string& source, const Conf
         fail("{}: RoPE frequency factor {} ({}) must be a positive number", source, v,
              f.hf ? "rope_scaling" : "tensor rope_freqs.weight");
   }
+  if (!c.rope_layers.empty() && c.rope_layers.size() != static_cast<size_t>(c.n_layer))
+    fail("{}: RoPE is switched per layer for {} layers, but the model has {}", source, c.rope_layers.size(),
+         c.n_layer);
   if (c.arch == Arch::Qwen3Moe) {
     in_range(c.n_expert, 1, kMaxExperts, "expert_count", "num_experts");
     in_range(c.n_expert_used, 1, c.n_expert, "expert_used_count", "num_experts_per_tok");

@@ -98,7 +98,8 @@ void read_rope_and_norm(const GgufKeys& g, ModelConfig& c) {
 // What the family implies, and what the file's tensors say (biases, a separate output matrix).
 void read_family_traits(const GgufKeys& g, ModelConfig& c) {
   c.sliding_window = g.opt_int("attention.sliding_window", 0);
-  c.rope_interleaved = c.arch == Arch::Llama || c.arch == Arch::Mistral;
+  c.rope_interleaved = gguf_permutes_qk(c.arch);
+  if (c.arch == Arch::SmolLM3) c.rope_layers = smollm3_rope_layers(c.n_layer);
   c.qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe;
   // Q/K/V biases: always in qwen2, in other families when the file has them (as the HF loader does).
   c.qkv_bias =
@@ -133,6 +134,12 @@ ModelConfig config_from_gguf(const gguf::File& f) {
   return c;
 }
 
+std::vector<uint8_t> smollm3_rope_layers(int n_layer) {
+  std::vector<uint8_t> r(static_cast<size_t>(std::max(n_layer, 0)));
+  for (int l = 0; l < n_layer; ++l) r[static_cast<size_t>(l)] = (l + 1) % 4 != 0;
+  return r;
+}
+
 void write_model_config(gguf::Writer& w, const ModelConfig& m) {
   if (m.arch == Arch::Bert) return write_bert(w, m);
   const std::string A = gguf_arch(m.arch);
@@ -145,7 +152,11 @@ void write_model_config(gguf::Writer& w, const ModelConfig& m) {
   w.set_u32(A + ".attention.head_count_kv", u32(m.n_head_kv));
   w.set_f32(A + ".rope.freq_base", m.rope_theta);
   w.set_f32(A + ".attention.layer_norm_rms_epsilon", m.norm_eps);
-  if (A == "llama") w.set_u32(A + ".rope.dimension_count", u32(m.n_rot));
+  if (m.arch == Arch::SmolLM3 && m.rope_layers != smollm3_rope_layers(m.n_layer))
+    fail("{}: the layers without RoPE (no_rope_layers) are not every 4th layer, the pattern llama.cpp assumes for "
+         "smollm3 files; such a model cannot be written as GGUF",
+         m.name);
+  if (gguf_permutes_qk(m.arch)) w.set_u32(A + ".rope.dimension_count", u32(m.n_rot));
   if (A != "llama" || m.head_dim * m.n_head != m.n_embd) {
     w.set_u32(A + ".attention.key_length", u32(m.head_dim));
     w.set_u32(A + ".attention.value_length", u32(m.head_dim));

@@ -16,6 +16,11 @@ ModelConfig config_from_gguf(const gguf::File& f);
 
 // The "<arch>.*" keys of `m` (context, sizes, heads, RoPE, norm epsilon, sliding window,
 // experts). Llama-3 rope_freq_factors are a tensor (rope_freqs.weight), not metadata.
+// Throws naming the file when `m` has something a GGUF cannot say (a SmolLM3 RoPE pattern other
+// than the one llama.cpp assumes).
 void write_model_config(gguf::Writer& w, const ModelConfig& m);
+
+// SmolLM3 as llama.cpp runs it (no metadata key): RoPE in every layer but every 4th.
+std::vector<uint8_t> smollm3_rope_layers(int n_layer);
 
 }  // namespace ferrum

@@ -83,6 +83,7 @@ void LlamaModel::bind_layer(int l) {
   const int64_t d = cfg_.n_embd, qd = cfg_.q_dim(), kvd = cfg_.kv_dim();
   Layer& L = layers_[l - opts_.layer_begin];
   L.attn_norm = f32_tensor(blk(l, "attn_norm.weight"), d);
+  L.rope = cfg_.layer_uses_rope(l);
   if (weights_.find(blk(l, "attn_qkv.weight")))
     L.qkv = kernels::Linear({weights_.get(blk(l, "attn_qkv.weight"), {d, qd + 2 * kvd})}, kprec_, pool_,
                             rounding_);
@@ -236,12 +237,12 @@ void LlamaModel::rope_qk(const Layer& L, int64_t n) {
     for (int h = 0; h < cfg_.n_head; ++h) {
       float* qh = row + h * hd;
       if (L.q_norm) kernels::rms_norm(qh, L.q_norm, qh, hd, eps);
-      kernels::rope_apply(qh, cs, cfg_.n_rot, cfg_.rope_interleaved);
+      if (L.rope) kernels::rope_apply(qh, cs, cfg_.n_rot, cfg_.rope_interleaved);
     }
     for (int h = 0; h < cfg_.n_head_kv; ++h) {
       float* kh = row + qd + h * hd;
       if (L.k_norm) kernels::rms_norm(kh, L.k_norm, kh, hd, eps);
-      kernels::rope_apply(kh, cs, cfg_.n_rot, cfg_.rope_interleaved);
+      if (L.rope) kernels::rope_apply(kh, cs, cfg_.n_rot, cfg_.rope_interleaved);
     }
   }
 }

@@ -36,6 +36,7 @@ class LlamaModel : public Model {
     const float* bias_qkv = nullptr;  // q|k|v biases concatenated, or null
     const float* q_norm = nullptr;
     const float* k_norm = nullptr;
+    bool rope = true;  // false in SmolLM3's layers without positions
     kernels::Linear wo;
     const float* ffn_norm = nullptr;
     std::unique_ptr<FeedForward> ffn;  // dense SwiGLU or mixture of experts

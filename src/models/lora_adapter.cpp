@@ -98,7 +98,7 @@ TargetShape target_shape(LoraTarget t, const ModelConfig& c) {
 }
 
 bool llama_like(Arch a) {
-  return a == Arch::Llama || a == Arch::Mistral;
+  return gguf_permutes_qk(a);
 }
 
 // Reorders the rows of each head of `m` (rows [row0, row0 + n_head * hd)) between the HF

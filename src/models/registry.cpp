@@ -16,6 +16,7 @@ std::unique_ptr<Model> create_model(ModelConfig cfg, WeightSet weights, const Mo
     case Arch::Mistral:
     case Arch::Qwen2:
     case Arch::Qwen3:
+    case Arch::SmolLM3:
       if (cfg.n_ff <= 0) fail("{}: feed_forward_length is missing", weights.source());
       return std::make_unique<LlamaModel>(std::move(cfg), std::move(weights), opts);
     case Arch::Qwen3Moe:

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "formats/model_config_gguf.h"
+
 #include "test_util.h"
 
 namespace ferrum::hf {
@@ -51,6 +53,28 @@ TEST(HfModelConfig, SlidingWindow) {
   EXPECT_EQ(read(j).sliding_window, 0);  // only with use_sliding_window
   j["use_sliding_window"] = true;
   EXPECT_EQ(read(j).sliding_window, 32);
+}
+
+TEST(HfModelConfig, SmolLM3RopeLayers) {
+  nlohmann::json j = base("smollm3");
+  j["num_hidden_layers"] = 8;
+  const ModelConfig every4 = read(j);  // transformers' default interval: 4
+  EXPECT_EQ(every4.arch, Arch::SmolLM3);
+  EXPECT_EQ(every4.rope_layers, (std::vector<uint8_t>{1, 1, 1, 0, 1, 1, 1, 0}));
+  EXPECT_EQ(every4.rope_layers, smollm3_rope_layers(8));  // what llama.cpp assumes for smollm3 files
+  j["no_rope_layer_interval"] = 2;
+  EXPECT_EQ(read(j).rope_layers, (std::vector<uint8_t>{1, 0, 1, 0, 1, 0, 1, 0}));
+  j["no_rope_layers"] = {1, 1, 0, 1, 1, 1, 1, 1};  // the list wins
+  const ModelConfig listed = read(j);
+  EXPECT_FALSE(listed.layer_uses_rope(2));
+  EXPECT_TRUE(listed.layer_uses_rope(3));
+  gguf::Writer w;
+  EXPECT_NE(error_of([&] { write_model_config(w, listed); }).find("not every 4th layer"), std::string::npos);
+  j["no_rope_layers"] = {1, 1};
+  EXPECT_NE(error_of([&] { read(j); }).find("dir/config.json: no_rope_layers must be a list of 8 numbers"),
+            std::string::npos);
+  j["no_rope_layers"] = {1, 1, 2, 1, 1, 1, 1, 1};
+  EXPECT_NE(error_of([&] { read(j); }).find("no_rope_layers holds 2, expected 0 or 1"), std::string::npos);
 }
 
 TEST(HfModelConfig, RopeScaling) {

@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""Makes the fixtures of tests/models/family_test.cpp (own code: numpy, float64): for each newer
+model family a tiny random-weight Hugging Face directory, an independent float64 forward over it
+(Hugging Face semantics), and llama.cpp's logits on the GGUF `ferrum convert` writes from it (which
+also proves that file is what llama.cpp expects), plain and quantized by `ferrum quantize`.
+
+  families/<f>/hf/                        config.json, model.safetensors.xz (F32), tokenizer files
+  families/<f>/logits/exact-F32-p3.npy.xz      float64 forward over the HF weights (stored f32)
+  families/<f>/logits/llamacpp-<T>-p3.npy.xz   llama-results on <f>-<T>.gguf (T: F32, Q8_0, Q4_K_M)
+  families/<f>/logits/exact-<Q>-p3.npy.xz      float64 forward over the quantized file's dequantized weights
+  families/<f>/reference.json             config, prompt, token ids, commands, file hashes, distances
+
+The GGUF files are not committed: the test writes them again with `ferrum convert` / `ferrum
+quantize` and checks their hashes against reference.json (so a change in either is seen).
+
+Usage (from the repository root; needs build/ferrum, llama.cpp 3f545becc built as in DEVELOPERS.md):
+  /usr/bin/python3 tests/data/families/make_family_fixtures.py --llama-cpp /tmp/llama.cpp
+"""
+import argparse
+import hashlib
+import io
+import json
+import lzma
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+import numpy as np
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.normpath(os.path.join(HERE, ".."))
+ROOT = os.path.normpath(os.path.join(DATA, "..", ".."))
+sys.path.insert(0, os.path.join(DATA, "lora"))
+import make_lora as ml  # noqa: E402  (rms, rotate-half rope, Q/K un-permutation, safetensors writer)
+
+RESULTS_ARGS = ["-t", "2", "-fa", "off", "-ctk", "f32", "-ctv", "f32", "-c", "512"]
+QUANT = ["Q8_0", "Q4_K_M"]
+# The prompt and tokenizer of the qwen2 fixture (a byte-level BPE llama.cpp tokenizes as HF does).
+TOKENIZER_FROM = "qwen2"
+
+FAMILIES = {
+    # SmolLM3: Llama with RoPE left out of every 4th layer (no_rope_layers), tied embeddings.
+    "smollm3": {
+        "seed": 3301,
+        "config": {"architectures": ["SmolLM3ForCausalLM"], "model_type": "smollm3", "hidden_size": 128,
+                   "intermediate_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
+                   "num_key_value_heads": 2, "head_dim": 32, "hidden_act": "silu",
+                   "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 5000000.0,
+                   "tie_word_embeddings": True, "no_rope_layers": [1, 1, 1, 0], "no_rope_layer_interval": 4,
+                   "attention_bias": False, "mlp_bias": False, "torch_dtype": "float32"},
+    },
+}
+
+
+def sha256(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def npy_xz(a):
+    b = io.BytesIO()
+    np.save(b, np.asarray(a, np.float32))
+    return lzma.compress(b.getvalue(), preset=9)
+
+
+def run(cmd, cwd=None):
+    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("failed: %s\n%s%s" % (" ".join(cmd), r.stdout, r.stderr))
+    return r.stdout
+
+
+# ------------------------------------------------------------------ weights and the float64 forward
+
+def make_weights(cfg, seed):
+    rng = np.random.default_rng(seed)
+    d, ff, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    H, Hkv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    f32 = lambda a: np.asarray(a, np.float32).astype(np.float64)  # noqa: E731
+    mat = lambda r, c: f32(rng.normal(0, 1 / np.sqrt(c), (r, c)))  # noqa: E731
+    norm = lambda n: f32(1 + 0.1 * rng.normal(size=n))  # noqa: E731
+    W = {"model.embed_tokens.weight": f32(rng.normal(0, 1, (V, d))), "model.norm.weight": norm(d)}
+    if not cfg.get("tie_word_embeddings"):
+        W["lm_head.weight"] = mat(V, d)
+    for l in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % l
+        W[p + "input_layernorm.weight"] = norm(d)
+        W[p + "post_attention_layernorm.weight"] = norm(d)
+        W[p + "self_attn.q_proj.weight"] = mat(H * hd, d)
+        W[p + "self_attn.k_proj.weight"] = mat(Hkv * hd, d)
+        W[p + "self_attn.v_proj.weight"] = mat(Hkv * hd, d)
+        W[p + "self_attn.o_proj.weight"] = mat(d, H * hd)
+        W[p + "mlp.gate_proj.weight"] = mat(ff, d)
+        W[p + "mlp.up_proj.weight"] = mat(ff, d)
+        W[p + "mlp.down_proj.weight"] = mat(d, ff)
+    return W
+
+
+def uses_rope(cfg, l):
+    if "no_rope_layers" in cfg:
+        return bool(cfg["no_rope_layers"][l])
+    return True
+
+
+def forward(W, cfg, ids):
+    """float64, Hugging Face semantics (transformers' modeling_<family>.py)."""
+    eps, theta = cfg["rms_norm_eps"], cfg.get("rope_theta", 10000.0)
+    H, Hkv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    T = len(ids)
+    pos = np.arange(T, dtype=np.float64)
+    x = W["model.embed_tokens.weight"][ids]
+    mask = np.triu(np.full((T, T), -np.inf), 1)
+    for l in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % l
+        h = ml.rms(x, W[p + "input_layernorm.weight"], eps)
+        q = (h @ W[p + "self_attn.q_proj.weight"].T).reshape(T, H, hd)
+        k = (h @ W[p + "self_attn.k_proj.weight"].T).reshape(T, Hkv, hd)
+        v = (h @ W[p + "self_attn.v_proj.weight"].T).reshape(T, Hkv, hd)
+        if uses_rope(cfg, l):
+            q, k = ml.rope(q, pos, theta), ml.rope(k, pos, theta)
+        att = np.zeros((T, H, hd))
+        for hh in range(H):
+            kv = hh // (H // Hkv)
+            s = q[:, hh, :] @ k[:, kv, :].T / np.sqrt(hd) + mask
+            s = np.exp(s - s.max(axis=1, keepdims=True))
+            att[:, hh, :] = (s / s.sum(axis=1, keepdims=True)) @ v[:, kv, :]
+        x = x + att.reshape(T, H * hd) @ W[p + "self_attn.o_proj.weight"].T
+        h = ml.rms(x, W[p + "post_attention_layernorm.weight"], eps)
+        g, u = h @ W[p + "mlp.gate_proj.weight"].T, h @ W[p + "mlp.up_proj.weight"].T
+        x = x + (g / (1 + np.exp(-g)) * u) @ W[p + "mlp.down_proj.weight"].T
+    h = ml.rms(x, W["model.norm.weight"], eps)
+    head = W["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings") else W["lm_head.weight"]
+    return h @ head.T
+
+
+# ------------------------------------------------------------------ GGUF (dequantized with gguf-py)
+
+def gguf_weights(path, quants, QT):
+    """Every tensor of a GGUF file dequantized by llama.cpp's gguf-py, float64, numpy shape reversed(ne)."""
+    from gguf import GGUFReader
+    out = {}
+    for t in GGUFReader(path).tensors:
+        shape = list(reversed([int(n) for n in t.shape]))
+        a = quants.dequantize(np.asarray(t.data), QT(int(t.tensor_type)))
+        out[t.name] = np.asarray(a, np.float64).reshape(shape)
+    return out
+
+
+def results(bin_dir, gguf, text, cwd):
+    cmd = [os.path.join(bin_dir, "llama-results"), "-m", gguf, "-p", text, "-o", "out.gguf"] + RESULTS_ARGS
+    run(cmd, cwd)
+    from gguf import GGUFReader
+    r = GGUFReader(os.path.join(cwd, "out.gguf"))
+    t = {x.name: x for x in r.tensors}
+    toks = np.asarray(t["tokens"].data).astype(np.int64).reshape(-1).tolist()
+    logits = np.asarray(t["logits"].data, np.float32).reshape(len(toks), -1)
+    os.remove(os.path.join(cwd, "out.gguf"))
+    return " ".join(["$BIN/llama-results", "-m", os.path.basename(gguf), "-p", repr(text), "-o", "out.gguf"] +
+                    RESULTS_ARGS), toks, logits
+
+
+def build(name, fam, args, quants, QT):
+    tok_dir = os.path.join(DATA, "models", TOKENIZER_FROM, "hf")
+    tref = json.load(open(os.path.join(DATA, "models", TOKENIZER_FROM, "reference.json")))
+    prompt = tref["prompts"][2]
+    tcfg = json.load(open(os.path.join(tok_dir, "config.json")))
+    cfg = dict(fam["config"], vocab_size=tcfg["vocab_size"], bos_token_id=tcfg.get("bos_token_id"),
+               eos_token_id=tcfg.get("eos_token_id"))
+    W = make_weights(cfg, fam["seed"])
+    out = os.path.join(HERE, name)
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    hf = os.path.join(out, "hf")
+    os.makedirs(hf)
+    os.makedirs(os.path.join(out, "logits"))
+    json.dump(cfg, open(os.path.join(hf, "config.json"), "w"), indent=2)
+    for f in ("tokenizer.json", "tokenizer_config.json", "generation_config.json"):
+        shutil.copy(os.path.join(tok_dir, f), os.path.join(hf, f))
+    scratch = os.path.join(args.scratch, name)
+    if os.path.exists(scratch):
+        shutil.rmtree(scratch)
+    os.makedirs(scratch)
+    st = os.path.join(scratch, "model.safetensors")
+    ml.write_safetensors(st, [(n, a, "F32") for n, a in W.items()])
+    open(os.path.join(hf, "model.safetensors.xz"), "wb").write(lzma.compress(open(st, "rb").read(), preset=9))
+    shutil.copy(st, os.path.join(scratch, "hf-model.safetensors"))
+    hf_scratch = os.path.join(scratch, "hf")
+    shutil.copytree(hf, hf_scratch, ignore=shutil.ignore_patterns("*.xz"))
+    shutil.copy(st, os.path.join(hf_scratch, "model.safetensors"))
+
+    ids = prompt["token_ids"]
+    exact = forward(W, cfg, ids)
+    open(os.path.join(out, "logits", "exact-F32-p3.npy.xz"), "wb").write(npy_xz(exact))
+    ref = {"family": name, "config": cfg, "prompt": {"id": "p3", "text": prompt["text"], "token_ids": ids},
+           "made_by": "tests/data/families/make_family_fixtures.py", "llama_cpp": "3f545becc", "files": {},
+           "distances": {}}
+    ferrum = os.path.join(ROOT, "build", "ferrum")
+    f32 = os.path.join(scratch, "%s-F32.gguf" % name)
+    run([ferrum, "convert", hf_scratch, f32])
+    files = {"F32": f32}
+    ref["files"]["F32"] = {"command": "ferrum convert hf %s-F32.gguf" % name, "sha256": sha256(f32)}
+    for q in QUANT:
+        files[q] = os.path.join(scratch, "%s-%s.gguf" % (name, q))
+        run([ferrum, "quantize", f32, files[q], q])
+        ref["files"][q] = {"command": "ferrum quantize %s-F32.gguf %s-%s.gguf %s" % (name, name, q, q),
+                           "sha256": sha256(files[q])}
+    for t, path in files.items():
+        cmd, toks, lc = results(args.bin, path, prompt["text"], scratch)
+        assert toks == ids, "llama.cpp tokenized the prompt differently: %s" % toks
+        ref["files"][t]["llama_results"] = cmd
+        open(os.path.join(out, "logits", "llamacpp-%s-p3.npy.xz" % t), "wb").write(npy_xz(lc))
+        if t == "F32":
+            d = float(np.abs(lc - exact).max())
+            print("%s: llama.cpp F32 vs float64 forward: max |diff| %.3g" % (name, d))
+            assert d < 1e-4, "llama.cpp and the float64 forward disagree on %s" % name
+            ref["distances"]["llamacpp_F32_vs_exact_max"] = d
+            continue
+        G = gguf_weights(path, quants, QT)
+        Wq = ml.hf_from_gguf(G, cfg)
+        ex = forward(Wq, cfg, ids)
+        open(os.path.join(out, "logits", "exact-%s-p3.npy.xz" % t), "wb").write(npy_xz(ex))
+        d = np.abs(lc - ex)
+        agree = int((lc.argmax(1) == ex.argmax(1)).sum())
+        print("%s %s: llama.cpp vs exact over its weights: max %.3g mean %.3g, top-1 %d/%d" %
+              (name, t, d.max(), d.mean(), agree, len(ids)))
+        ref["distances"]["llamacpp_%s_vs_exact" % t] = {"max": float(d.max()), "mean": float(d.mean()),
+                                                        "top1_agree": agree}
+    json.dump(ref, open(os.path.join(out, "reference.json"), "w"), indent=1)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--llama-cpp", default="/tmp/llama.cpp")
+    ap.add_argument("--bin", default=None)
+    ap.add_argument("--scratch", default="/tmp/family-fixtures")
+    ap.add_argument("families", nargs="*", default=list(FAMILIES))
+    args = ap.parse_args()
+    args.bin = args.bin or os.path.join(args.llama_cpp, "build-native", "bin")
+    sys.path.insert(0, os.path.join(args.llama_cpp, "gguf-py"))
+    from gguf import quants
+    from gguf.constants import GGMLQuantizationType as QT
+    for name in args.families:
+        build(name, FAMILIES[name], args, quants, QT)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+// The newer families (tests/data/families, made by make_family_fixtures.py): the Hugging Face
+// directory against a float64 forward of its weights; the GGUF ferrum converts it to against
+// llama.cpp's logits on that file; Q8_0 and Q4_K_M made by `ferrum quantize` against a float64
+// forward over their dequantized weights (exact path) and as close as llama.cpp's fast path (top-1).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "formats/convert_hf.h"
+#include "models/quantize.h"
+#include "model_test_util.h"
+#include "test_util.h"
+
+namespace ferrum::test {
+namespace {
+
+class Family : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::string f() const { return GetParam(); }
+  Npy logits(const std::string& name) const { return load_npy(unxz("families/" + f() + "/logits/" + name + ".npy")); }
+  std::vector<int32_t> ids() const {
+    const auto ref = load_json(data_path("families/" + f() + "/reference.json"));
+    return ref["prompt"]["token_ids"].get<std::vector<int32_t>>();
+  }
+  std::string hf() const { return data_dir("families/" + f() + "/hf"); }
+  // The directory converted to GGUF (F32) and quantized to `type`, written once per test binary run.
+  std::string gguf(const std::string& type) const {
+    const std::string dir = temp_dir(), f32 = dir + "/" + f() + "-F32.gguf";
+    convert_hf_to_gguf(hf(), f32);
+    if (type == "F32") return f32;
+    const std::string out = dir + "/" + f() + "-" + type + ".gguf";
+    quantize_model(f32, out, type, 2);
+    return out;
+  }
+  std::vector<float> run(const std::string& path, Precision p) const {
+    auto m = open_model(path, p);
+    return all_logits(*m, ids());
+  }
+};
+
+TEST_P(Family, HfDirectoryMatchesFloat64Forward) {
+  const Npy ref = logits("exact-F32-p3");
+  const Diff d = compare(run(hf(), Precision::Exact), ref.data, ref.shape[0], ref.shape[1]);
+  std::printf("%s HF exact: max %.3g\n", f().c_str(), d.max_abs);
+  EXPECT_LE(d.max_abs, 1e-4);
+  EXPECT_EQ(d.argmax_agree, d.rows);
+}
+
+// llama.cpp ran the GGUF ferrum writes (its logits agree with the float64 forward: the generator
+// checks it), and ferrum reads it back to the same numbers.
+TEST_P(Family, ConvertedGgufMatchesLlamaCpp) {
+  const Npy ref = logits("llamacpp-F32-p3");
+  const Diff d = compare(run(gguf("F32"), Precision::Exact), ref.data, ref.shape[0], ref.shape[1]);
+  std::printf("%s GGUF F32 exact vs llama.cpp: max %.3g\n", f().c_str(), d.max_abs);
+  EXPECT_LE(d.max_abs, 1e-4);
+  EXPECT_EQ(d.argmax_agree, d.rows);
+}
+
+TEST_P(Family, QuantizedExactAndFastPaths) {
+  for (const std::string type : {"Q8_0", "Q4_K_M"}) {
+    const std::string path = gguf(type);
+    const Npy exact = logits("exact-" + type + "-p3"), lc = logits("llamacpp-" + type + "-p3");
+    const int64_t T = exact.shape[0], V = exact.shape[1];
+    const Diff e = compare(run(path, Precision::Exact), exact.data, T, V);
+    EXPECT_LE(e.max_abs, 1e-3) << type;
+    // Fast path: as far from the exact logits as llama.cpp's, and its top-1 agreement at least theirs.
+    const std::vector<float> fast = run(path, Precision::Fast);
+    const Diff ours = compare(fast, exact.data, T, V), theirs = compare(lc.data, exact.data, T, V);
+    std::printf("%s %s: exact path max %.3g; fast vs exact mean %.4f top-1 %lld, llama.cpp mean %.4f top-1 %lld of %lld\n",
+                f().c_str(), type.c_str(), e.max_abs, ours.mean_abs, static_cast<long long>(ours.argmax_agree),
+                theirs.mean_abs, static_cast<long long>(theirs.argmax_agree), static_cast<long long>(T));
+    EXPECT_LE(ours.mean_abs, 1.25 * theirs.mean_abs) << type;
+    EXPECT_GE(ours.argmax_agree, theirs.argmax_agree) << type;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, Family, ::testing::Values("smollm3"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace ferrum::test
