@@ -24,16 +24,20 @@ std::string data_dir(const std::string& rel) {
     if (c == '/') c = '-';
   const fs::path dst = fs::temp_directory_path() / "ferrum-test-cache" / "hf" / flat;
   fs::create_directories(dst);
+  // A cached copy older than its fixture (regenerated since) is replaced.
+  auto refresh = [](const fs::path& from, const fs::path& to) {
+    if (!fs::exists(to) || fs::last_write_time(to) < fs::last_write_time(from))
+      copy_file_atomic(from.string(), to.string());
+  };
   for (const auto& e : fs::recursive_directory_iterator(src)) {  // BERT has a 1_Pooling/ folder
     const std::string name = fs::relative(e.path(), src).string();
     if (e.is_directory()) {
       fs::create_directories(dst / name);
     } else if (name.size() > 3 && name.compare(name.size() - 3, 3, ".xz") == 0) {
       const std::string plain = unxz(rel + "/" + name.substr(0, name.size() - 3));
-      const fs::path target = dst / name.substr(0, name.size() - 3);
-      if (!fs::exists(target)) copy_file_atomic(plain, target.string());
-    } else if (!fs::exists(dst / name)) {
-      copy_file_atomic(e.path().string(), (dst / name).string());
+      refresh(plain, dst / name.substr(0, name.size() - 3));
+    } else {
+      refresh(e.path(), dst / name);
     }
   }
   return dst.string();

@@ -78,7 +78,8 @@ def make_weights(cfg, seed):
     rng = np.random.default_rng(seed)
     d, ff, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
     H, Hkv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
-    f32 = lambda a: np.asarray(a, np.float32).astype(np.float64)  # noqa: E731
+    # Values BF16 holds, stored as F32: exact in every path, and the files compress to half.
+    f32 = lambda a: ml.rounded(np.asarray(a, np.float64), "BF16")  # noqa: E731
     mat = lambda r, c: f32(rng.normal(0, 1 / np.sqrt(c), (r, c)))  # noqa: E731
     norm = lambda n: f32(1 + 0.1 * rng.normal(size=n))  # noqa: E731
     W = {"model.embed_tokens.weight": f32(rng.normal(0, 1, (V, d))), "model.norm.weight": norm(d)}
