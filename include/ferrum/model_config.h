@@ -8,7 +8,7 @@
 
 namespace ferrum {
 
-enum class Arch { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe, Bert, SmolLM3 };
+enum class Arch { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe, Bert, SmolLM3, Phi3 };
 
 const char* arch_name(Arch a);
 
@@ -37,6 +37,15 @@ struct ModelConfig {
   std::vector<float> rope_freq_factors;     // Llama-3 scaling: angle /= factor[i] (empty = none)
   bool rope_interleaved = true;             // adjacent pairs (GGUF llama) vs rotate-half (HF, qwen)
   int n_rot = 0;                            // dims rotated per head (= head_dim)
+  // LongRoPE (Phi-3/3.5/4): per-pair frequency divisors for sequences up to orig_ctx tokens (short)
+  // and for longer ones (long), chosen by a sequence's KV capacity as llama.cpp chooses by its
+  // context size; cos and sin are scaled by attn_factor. Empty factors: none.
+  struct LongRope {
+    std::vector<float> short_factors, long_factors;
+    int orig_ctx = 0;
+    float attn_factor = 1.0f;
+  };
+  LongRope longrope;
   // Per layer, whether RoPE is applied (SmolLM3 leaves it out of every 4th layer); empty: every layer.
   std::vector<uint8_t> rope_layers;
   bool layer_uses_rope(int l) const { return rope_layers.empty() || rope_layers[static_cast<size_t>(l)] != 0; }

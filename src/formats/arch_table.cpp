@@ -17,6 +17,7 @@ constexpr ArchInfo kArchs[] = {
     {Arch::Qwen3Moe, "qwen3moe", "qwen3moe", "qwen3_moe", "Qwen3MoeFor", 32768, false},
     {Arch::Bert, "bert", "bert", "bert", "Bert", 512, false},
     {Arch::SmolLM3, "smollm3", "smollm3", "smollm3", "SmolLM3", 32768, true},
+    {Arch::Phi3, "phi3", "phi3", "phi3", "Phi3For", 4096, false},
 };
 
 std::string lower(const std::string& s) {

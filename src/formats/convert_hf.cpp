@@ -31,6 +31,8 @@ std::string gguf_name(const std::string& hf, const std::string& where) {
       {"self_attn.q_proj.weight", "attn_q.weight"},
       {"self_attn.k_proj.weight", "attn_k.weight"},
       {"self_attn.v_proj.weight", "attn_v.weight"},
+      {"self_attn.qkv_proj.weight", "attn_qkv.weight"},  // fused (Phi-3)
+      {"mlp.gate_up_proj.weight", "ffn_up.weight"},      // fused gate|up, llama.cpp's phi3 ffn_up
       {"self_attn.o_proj.weight", "attn_output.weight"},
       {"self_attn.q_proj.bias", "attn_q.bias"},
       {"self_attn.k_proj.bias", "attn_k.bias"},
@@ -78,7 +80,7 @@ int order_key(const std::string& g) {
       "ffn_gate.weight",      "ffn_up.weight",      "ffn_down.weight",     "ffn_gate_inp.weight",
       "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"};
   if (g == "token_embd.weight") return 0;
-  if (g == "rope_freqs.weight") return 1;
+  if (g.rfind("rope_", 0) == 0) return 1;  // rope_freqs, rope_factors_long/short
   if (g == "output_norm.weight") return 1 << 29;
   if (g == "output.weight") return (1 << 29) + 1;
   const size_t dot = g.find('.', 4);
@@ -228,6 +230,10 @@ int64_t collect_tensors(hfconv::TensorSink& sink, const ModelConfig& m, const sa
   if (!m.rope_freq_factors.empty())
     sink.add("rope_freqs.weight", DType::F32, {static_cast<int64_t>(m.rope_freq_factors.size())},
              m.rope_freq_factors.data(), m.rope_freq_factors.size() * sizeof(float));
+  for (const auto& [name, f] : {std::pair{"rope_factors_long.weight", &m.longrope.long_factors},
+                                std::pair{"rope_factors_short.weight", &m.longrope.short_factors}})
+    if (!f->empty())
+      sink.add(name, DType::F32, {static_cast<int64_t>(f->size())}, f->data(), f->size() * sizeof(float));
   sink.sort(order_key);
   return n_vocab;
 }

@@ -40,7 +40,11 @@ void read_sizes(const Config& c, const ArchInfo& fam, ModelConfig& m) {
     fail("{}: hidden_size {} is not a multiple of num_attention_heads {} (and head_dim is not given)",
          c.path(), m.n_embd, m.n_head);
   m.head_dim = opt_int(c, "head_dim", m.n_embd / m.n_head);
-  m.n_rot = m.head_dim;
+  // partial_rotary_factor (Phi-4-mini: 0.75): RoPE on the first int(factor * head_dim) dims of a head.
+  const double partial = c.find_float("partial_rotary_factor").value_or(1.0);
+  if (!(partial > 0 && partial <= 1))
+    fail("{}: partial_rotary_factor is {}, expected a number in (0, 1]", c.path(), partial);
+  m.n_rot = static_cast<int>(partial * m.head_dim);
   // A MoE model's dense intermediate_size is unused (every layer is sparse).
   m.n_ff = m.arch == Arch::Qwen3Moe ? opt_int(c, "intermediate_size", 0) : req_int(c, "intermediate_size");
   m.n_vocab = req_int(c, "vocab_size");
@@ -50,6 +54,10 @@ void read_sizes(const Config& c, const ArchInfo& fam, ModelConfig& m) {
 // Mistral always has a window; qwen only with use_sliding_window. A missing sliding_window is
 // transformers' default 4096, null means no window.
 void read_sliding_window(const Config& c, ModelConfig& m) {
+  if (m.arch == Arch::Phi3) {  // a window when the config gives one
+    m.sliding_window = opt_int(c, "sliding_window", 0);
+    return;
+  }
   if (m.arch != Arch::Mistral && !c.find_bool("use_sliding_window").value_or(false)) return;
   m.sliding_window = c.json().contains("sliding_window") ? opt_int(c, "sliding_window", 0) : 4096;
 }
@@ -137,9 +145,43 @@ std::vector<float> llama3_factors(const Config& c, const nlohmann::json& rs, flo
   return out;
 }
 
+// Phi-3 LongRoPE ("longrope", formerly "su"): per-pair divisors for short and long contexts and the
+// attention factor transformers derives from the extension ratio (or rope_scaling.attention_factor).
+void read_longrope(const Config& c, const nlohmann::json& rs, ModelConfig& m) {
+  auto factors = [&](const char* k) {
+    const auto it = rs.find(k);
+    if (it == rs.end() || !it->is_array() || it->size() != static_cast<size_t>(m.n_rot / 2))
+      fail("{}: rope_scaling.{} must be a list of {} numbers (half the rotated dimensions)", c.path(), k, m.n_rot / 2);
+    std::vector<float> v;
+    for (const auto& x : *it) {
+      if (!x.is_number() || !(x.get<double>() > 0) || !std::isfinite(x.get<double>()))
+        fail("{}: rope_scaling.{} holds {}, expected positive numbers", c.path(), k, x.dump());
+      v.push_back(static_cast<float>(x.get<double>()));
+    }
+    return v;
+  };
+  auto& lr = m.longrope;
+  lr.long_factors = factors("long_factor");
+  lr.short_factors = factors("short_factor");
+  const auto orig = rs.find("original_max_position_embeddings");
+  lr.orig_ctx = orig != rs.end() && orig->is_number_integer() ? orig->get<int>()
+                                                               : opt_int(c, "original_max_position_embeddings", 0);
+  if (lr.orig_ctx <= 0)
+    fail("{}: LongRoPE needs original_max_position_embeddings (a positive number)", c.path());
+  const auto af = rs.find("attention_factor");
+  if (af != rs.end() && af->is_number()) {
+    lr.attn_factor = static_cast<float>(af->get<double>());
+  } else {
+    const double scale = static_cast<double>(m.n_ctx_train) / lr.orig_ctx;
+    lr.attn_factor = scale <= 1 ? 1.0f : static_cast<float>(std::sqrt(1 + std::log(scale) / std::log(lr.orig_ctx)));
+  }
+}
+
 void read_rope_scaling(const Config& c, const nlohmann::json& rs, ModelConfig& m) {
   const std::string type = rope_type(c, rs);
-  if (type == "llama3") {
+  if (type == "longrope" || type == "su") {
+    read_longrope(c, rs, m);
+  } else if (type == "llama3") {
     m.rope_freq_factors = llama3_factors(c, rs, m.rope_theta, m.n_rot);
   } else if (type == "linear") {
     const double f = rope_number(c, rs, "factor", type);
@@ -147,7 +189,7 @@ void read_rope_scaling(const Config& c, const nlohmann::json& rs, ModelConfig& m
       fail("{}: rope_scaling.factor must be a positive number, got {}", c.path(), f);
     m.rope_freq_scale = static_cast<float>(1.0 / f);
   } else if (!type.empty() && type != "default") {
-    fail("{}: rope_scaling type '{}' is not supported (supported: llama3, linear)", c.path(), type);
+    fail("{}: rope_scaling type '{}' is not supported (supported: llama3, linear, longrope)", c.path(), type);
   }
 }
 

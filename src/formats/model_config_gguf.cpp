@@ -100,6 +100,10 @@ void read_family_traits(const GgufKeys& g, ModelConfig& c) {
   c.sliding_window = g.opt_int("attention.sliding_window", 0);
   c.rope_interleaved = gguf_permutes_qk(c.arch);
   if (c.arch == Arch::SmolLM3) c.rope_layers = smollm3_rope_layers(c.n_layer);
+  if (g.f.find_tensor("rope_factors_long.weight")) {  // Phi-3 LongRoPE (the factors are tensors)
+    c.longrope.orig_ctx = g.req_int("rope.scaling.original_context_length");
+    c.longrope.attn_factor = g.opt_float("rope.scaling.attn_factor", 1.0);
+  }
   c.qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe;
   // Q/K/V biases: always in qwen2, in other families when the file has them (as the HF loader does).
   c.qkv_bias =
@@ -156,7 +160,11 @@ void write_model_config(gguf::Writer& w, const ModelConfig& m) {
     fail("{}: the layers without RoPE (no_rope_layers) are not every 4th layer, the pattern llama.cpp assumes for "
          "smollm3 files; such a model cannot be written as GGUF",
          m.name);
-  if (gguf_permutes_qk(m.arch)) w.set_u32(A + ".rope.dimension_count", u32(m.n_rot));
+  if (gguf_permutes_qk(m.arch) || m.n_rot != m.head_dim) w.set_u32(A + ".rope.dimension_count", u32(m.n_rot));
+  if (!m.longrope.long_factors.empty()) {  // the factors themselves are tensors (the converter adds them)
+    w.set_u32(A + ".rope.scaling.original_context_length", u32(m.longrope.orig_ctx));
+    w.set_f32(A + ".rope.scaling.attn_factor", m.longrope.attn_factor);
+  }
   if (A != "llama" || m.head_dim * m.n_head != m.n_embd) {
     w.set_u32(A + ".attention.key_length", u32(m.head_dim));
     w.set_u32(A + ".attention.value_length", u32(m.head_dim));

@@ -201,8 +201,11 @@ HfModel load_hf_dir(const std::string& dir) {
     const std::string L = p + std::to_string(l) + ".", B = "blk." + std::to_string(l) + ".";
     b.vector_f32(L + "input_layernorm.weight", B + "attn_norm.weight");
     b.vector_f32(L + "post_attention_layernorm.weight", B + "ffn_norm.weight");
-    b.fuse({L + "self_attn.q_proj.weight", L + "self_attn.k_proj.weight", L + "self_attn.v_proj.weight"},
-           B + "attn_qkv.weight");
+    if (b.find(L + "self_attn.qkv_proj.weight"))  // already fused (Phi-3)
+      b.alias(L + "self_attn.qkv_proj.weight", B + "attn_qkv.weight");
+    else
+      b.fuse({L + "self_attn.q_proj.weight", L + "self_attn.k_proj.weight", L + "self_attn.v_proj.weight"},
+             B + "attn_qkv.weight");
     if (m.qkv_bias || b.find(L + "self_attn.q_proj.bias")) {  // qwen2 always, others when present
       m.qkv_bias = true;
       b.vector_f32(L + "self_attn.q_proj.bias", B + "attn_q.bias");
@@ -227,7 +230,10 @@ HfModel load_hf_dir(const std::string& dir) {
       b.stack(experts("down_proj"), B + "ffn_down_exps.weight");
       b.matrix_f32(L + "mlp.gate.weight", B + "ffn_gate_inp.weight");
     } else {
-      b.fuse({L + "mlp.gate_proj.weight", L + "mlp.up_proj.weight"}, B + "ffn_gate_up.weight");
+      if (b.find(L + "mlp.gate_up_proj.weight"))  // already fused (Phi-3): gate rows, then up rows
+        b.alias(L + "mlp.gate_up_proj.weight", B + "ffn_gate_up.weight");
+      else
+        b.fuse({L + "mlp.gate_proj.weight", L + "mlp.up_proj.weight"}, B + "ffn_gate_up.weight");
       b.alias(L + "mlp.down_proj.weight", B + "ffn_down.weight");
     }
   }

@@ -14,8 +14,11 @@ DenseFeedForward::DenseFeedForward(const ModelConfig& cfg, const WeightSet& w, i
     : n_embd_(cfg.n_embd), n_ff_(cfg.n_ff) {
   const int64_t d = n_embd_, ff = n_ff_;
   auto name = [&](const char* n) { return fmt::format("blk.{}.{}", l, n); };
+  const TensorView* up = w.find(name("ffn_up.weight"));
   if (w.find(name("ffn_gate_up.weight")))
     gate_up_ = kernels::Linear({w.get(name("ffn_gate_up.weight"), {d, 2 * ff})}, prec, pool, rounding);
+  else if (!w.find(name("ffn_gate.weight")) && up && up->rows() == 2 * ff)  // gate|up in one (GGUF phi3)
+    gate_up_ = kernels::Linear({w.get(name("ffn_up.weight"), {d, 2 * ff})}, prec, pool, rounding);
   else
     gate_up_ = kernels::Linear(
         {w.get(name("ffn_gate.weight"), {d, ff}), w.get(name("ffn_up.weight"), {d, ff})}, prec, pool,

@@ -63,15 +63,21 @@ void LlamaModel::bind_weights() {
     output_ =
         kernels::Linear({tied ? tok_embd_ : weights_.get("output.weight", {d, cfg_.n_vocab})}, kprec_, pool_,
                         rounding_);
-  if (cfg_.rope_freq_factors.empty()) {
-    if (const float* ff_t = f32_tensor("rope_freqs.weight", cfg_.n_rot / 2, false)) {
-      cfg_.rope_freq_factors.assign(ff_t, ff_t + cfg_.n_rot / 2);
-      for (float v : cfg_.rope_freq_factors)  // angles are divided by them
+  // RoPE frequency divisors that GGUF files hold as tensors (Llama-3 scaling; Phi-3 LongRoPE).
+  auto factors = [&](const char* name, std::vector<float>& to) {
+    if (!to.empty()) return;
+    if (const float* t = f32_tensor(name, cfg_.n_rot / 2, false)) {
+      to.assign(t, t + cfg_.n_rot / 2);
+      for (float v : to)  // angles are divided by them
         if (!std::isfinite(v) || v <= 0)
-          fail("{}: tensor 'rope_freqs.weight' holds {}, expected positive RoPE frequency factors",
-               weights_.source(), v);
+          fail("{}: tensor '{}' holds {}, expected positive RoPE frequency factors", weights_.source(), name, v);
     }
-  }
+  };
+  factors("rope_freqs.weight", cfg_.rope_freq_factors);
+  factors("rope_factors_long.weight", cfg_.longrope.long_factors);
+  factors("rope_factors_short.weight", cfg_.longrope.short_factors);
+  if (cfg_.longrope.long_factors.empty() != cfg_.longrope.short_factors.empty())
+    fail("{}: LongRoPE needs both rope_factors_long.weight and rope_factors_short.weight", weights_.source());
   layers_.resize(opts_.layer_end - opts_.layer_begin);
   for (int l = opts_.layer_begin; l < opts_.layer_end; ++l) bind_layer(l);
   // The packed copies are what the products read; the file pages of those tensors would only
@@ -193,6 +199,11 @@ int64_t LlamaModel::plan(runtime::KvCache& kv, std::span<const SeqInput> batch, 
 void LlamaModel::load_inputs(const runtime::KvCache& kv, std::span<const SeqInput> batch) {
   const int64_t d = cfg_.n_embd, qd = cfg_.q_dim(), wqkv = qd + 2 * cfg_.kv_dim();
   const float* ffac = cfg_.rope_freq_factors.empty() ? nullptr : cfg_.rope_freq_factors.data();
+  float mscale = 1.0f;
+  if (const auto& lr = cfg_.longrope; !lr.long_factors.empty()) {  // by context size, as llama.cpp
+    ffac = kv.options().seq_capacity > lr.orig_ctx ? lr.long_factors.data() : lr.short_factors.data();
+    mscale = lr.attn_factor;
+  }
   jobs_.resize(batch.size());
   for (size_t i = 0, off = 0; i < batch.size(); ++i) {
     const SeqInput& it = batch[i];
@@ -205,7 +216,7 @@ void LlamaModel::load_inputs(const runtime::KvCache& kv, std::span<const SeqInpu
     for (int64_t t = 0; t < m; ++t) {
       pos_[off + t] = pos0 + t;
       kernels::rope_cache(&rope_[(off + t) * cfg_.n_rot], pos0 + t, cfg_.n_rot, cfg_.rope_theta,
-                          cfg_.rope_freq_scale, ffac);
+                          cfg_.rope_freq_scale, ffac, mscale);
     }
     kernels::AttentionJob& j = jobs_[i];
     j.q = qkv_.data() + off * wqkv;

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "formats/model_config_gguf.h"
 
 #include "test_util.h"
@@ -77,6 +79,31 @@ TEST(HfModelConfig, SmolLM3RopeLayers) {
   EXPECT_NE(error_of([&] { read(j); }).find("no_rope_layers holds 2, expected 0 or 1"), std::string::npos);
 }
 
+TEST(HfModelConfig, Phi3LongRopeAndPartialRotary) {
+  nlohmann::json j = base("phi3");  // head_dim 4
+  j["hidden_size"] = 16;            // 2 heads of 8
+  j["partial_rotary_factor"] = 0.5;
+  j["max_position_embeddings"] = 1024;
+  j["original_max_position_embeddings"] = 256;
+  j["rope_scaling"] = {{"type", "longrope"}, {"long_factor", {2.0, 3.0}}, {"short_factor", {1.0, 1.5}}};
+  const ModelConfig m = read(j);
+  EXPECT_EQ(m.arch, Arch::Phi3);
+  EXPECT_EQ(m.n_rot, 4);
+  EXPECT_EQ(m.longrope.long_factors, (std::vector<float>{2.0f, 3.0f}));
+  EXPECT_EQ(m.longrope.orig_ctx, 256);
+  EXPECT_FLOAT_EQ(m.longrope.attn_factor, static_cast<float>(std::sqrt(1 + std::log(4.0) / std::log(256.0))));
+  j["rope_scaling"]["attention_factor"] = 1.5;  // given explicitly
+  EXPECT_FLOAT_EQ(read(j).longrope.attn_factor, 1.5f);
+  j["rope_scaling"]["long_factor"] = {2.0};
+  EXPECT_NE(error_of([&] { read(j); }).find("rope_scaling.long_factor must be a list of 2 numbers"),
+            std::string::npos);
+  j["rope_scaling"]["long_factor"] = {2.0, -1.0};
+  EXPECT_NE(error_of([&] { read(j); }).find("rope_scaling.long_factor holds -1.0, expected positive"),
+            std::string::npos);
+  j["partial_rotary_factor"] = 1.5;
+  EXPECT_NE(error_of([&] { read(j); }).find("partial_rotary_factor is 1.5"), std::string::npos);
+}
+
 TEST(HfModelConfig, RopeScaling) {
   nlohmann::json j = base("llama");
   j["rope_scaling"] = {{"type", "linear"}, {"factor", 4.0}};  // legacy key
@@ -91,7 +118,7 @@ TEST(HfModelConfig, RopeScaling) {
   EXPECT_EQ(read(j).rope_freq_factors.size(), 2u);
   j["rope_scaling"] = {{"type", "linear"}, {"rope_type", "yarn"}, {"factor", 4.0}};  // rope_type wins
   EXPECT_EQ(error_of([&] { read(j); }),
-            "dir/config.json: rope_scaling type 'yarn' is not supported (supported: llama3, linear)");
+            "dir/config.json: rope_scaling type 'yarn' is not supported (supported: llama3, linear, longrope)");
   j["rope_scaling"] = {{"rope_type", "linear"}};
   EXPECT_EQ(error_of([&] { read(j); }),
             "dir/config.json: rope_scaling.factor is missing (required for rope type 'linear')");

@@ -74,7 +74,30 @@ TEST_P(Family, QuantizedExactAndFastPaths) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, Family, ::testing::Values("smollm3"),
+// More prompts, each with the KV capacity llama.cpp ran it with (Phi-3's LongRoPE factors follow it:
+// short within the original context, long beyond), on the HF directory and the converted GGUF.
+TEST_P(Family, PromptsAtTheirContextSize) {
+  const auto ref = load_json(data_path("families/" + f() + "/reference.json"));
+  for (const auto& p : ref["extra_prompts"]) {
+    const std::string id = p["id"];
+    const auto ids = p["token_ids"].get<std::vector<int32_t>>();
+    const int64_t ctx = p["context"].get<int64_t>();
+    const Npy exact = logits("exact-F32-" + id), lc = logits("llamacpp-F32-" + id);
+    const int64_t rows = exact.shape[0], V = exact.shape[1];
+    auto tail = [&](const std::string& path) {  // the positions the references keep (the last `rows`)
+      auto m = open_model(path, Precision::Exact, 2, kReferenceKvType, ctx);
+      std::vector<float> all = all_logits(*m, ids);
+      return std::vector<float>(all.end() - rows * V, all.end());
+    };
+    const Diff h = compare(tail(hf()), exact.data, rows, V), g = compare(tail(gguf("F32")), lc.data, rows, V);
+    std::printf("%s %s (%zu tokens, context %lld): HF vs float64 %.3g, GGUF vs llama.cpp %.3g\n", f().c_str(),
+                id.c_str(), ids.size(), static_cast<long long>(ctx), h.max_abs, g.max_abs);
+    EXPECT_LE(h.max_abs, 1e-4) << id;
+    EXPECT_LE(g.max_abs, 1e-4) << id;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, Family, ::testing::Values("smollm3", "phi3"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

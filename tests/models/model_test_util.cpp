@@ -69,12 +69,12 @@ std::unique_ptr<CachedModel> with_cache(std::unique_ptr<Model> m, int64_t capaci
 }
 
 std::unique_ptr<CachedModel> open_model(const std::string& path, Precision prec, int threads,
-                                        const std::string& kv_type) {
+                                        const std::string& kv_type, int64_t capacity) {
   ModelFiles files = open_model_files(path);
   ModelOptions o;
   o.precision = prec;
   o.n_threads = threads;
-  return with_cache(create_model(std::move(files.config), std::move(files.weights), o), 4096, kv_type);
+  return with_cache(create_model(std::move(files.config), std::move(files.weights), o), capacity, kv_type);
 }
 
 SeqInput seq_input(int seq, std::span<const int32_t> tokens, Want logits, Want hidden) {

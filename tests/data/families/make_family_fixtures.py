@@ -36,7 +36,7 @@ ROOT = os.path.normpath(os.path.join(DATA, "..", ".."))
 sys.path.insert(0, os.path.join(DATA, "lora"))
 import make_lora as ml  # noqa: E402  (rms, rotate-half rope, Q/K un-permutation, safetensors writer)
 
-RESULTS_ARGS = ["-t", "2", "-fa", "off", "-ctk", "f32", "-ctv", "f32", "-c", "512"]
+RESULTS_ARGS = ["-t", "2", "-fa", "off", "-ctk", "f32", "-ctv", "f32"]  # + "-c", context
 QUANT = ["Q8_0", "Q4_K_M"]
 # The prompt and tokenizer of the qwen2 fixture (a byte-level BPE llama.cpp tokenizes as HF does).
 TOKENIZER_FROM = "qwen2"
@@ -51,6 +51,24 @@ FAMILIES = {
                    "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 5000000.0,
                    "tie_word_embeddings": True, "no_rope_layers": [1, 1, 1, 0], "no_rope_layer_interval": 4,
                    "attention_bias": False, "mlp_bias": False, "torch_dtype": "float32"},
+    },
+    # Phi-3/3.5/4: fused qkv_proj and gate_up_proj, LongRoPE (short factors up to
+    # original_max_position_embeddings, long beyond, cos/sin scaled by sqrt(1 + ln(s)/ln(orig))),
+    # partial rotary dimensions (Phi-4-mini: 0.75 of each head).
+    "phi3": {
+        "seed": 3302,
+        "config": {"architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "hidden_size": 128,
+                   "intermediate_size": 256, "num_hidden_layers": 3, "num_attention_heads": 4,
+                   "num_key_value_heads": 2, "hidden_act": "silu", "max_position_embeddings": 1024,
+                   "original_max_position_embeddings": 256, "partial_rotary_factor": 0.75,
+                   "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": False,
+                   "sliding_window": None, "attention_bias": False, "torch_dtype": "float32",
+                   "rope_scaling": {"type": "longrope"}},  # factors added below (seeded)
+        # The factors follow the context size (llama.cpp pads it to a multiple of 256): p3 with a
+        # 256-token context uses the short ones (as transformers does for a prompt within the original
+        # context), p3 six times over (~300 tokens, past it) with a 512-token context the long ones (as
+        # transformers does then). The main p3 runs are made with a 512-token context: long factors.
+        "prompts": [("short", None, 256), ("long", 6, 512)],
     },
 }
 
@@ -74,10 +92,23 @@ def run(cmd, cwd=None):
 
 # ------------------------------------------------------------------ weights and the float64 forward
 
+def head_dim(cfg):
+    return cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+
+
+def n_rot(cfg):
+    return int(cfg.get("partial_rotary_factor", 1.0) * head_dim(cfg))
+
+
 def make_weights(cfg, seed):
     rng = np.random.default_rng(seed)
+    if cfg.get("rope_scaling", {}).get("type") == "longrope":
+        half = n_rot(cfg) // 2
+        cfg["rope_scaling"]["long_factor"] = [float(np.float32(v)) for v in np.linspace(1.0, 24.0, half) *
+                                              (1 + 0.1 * rng.random(half))]
+        cfg["rope_scaling"]["short_factor"] = [float(np.float32(v)) for v in 1 + 0.2 * rng.random(half)]
     d, ff, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
-    H, Hkv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    H, Hkv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], head_dim(cfg)
     # Values BF16 holds, stored as F32: exact in every path, and the files compress to half.
     f32 = lambda a: ml.rounded(np.asarray(a, np.float64), "BF16")  # noqa: E731
     mat = lambda r, c: f32(rng.normal(0, 1 / np.sqrt(c), (r, c)))  # noqa: E731
@@ -96,6 +127,11 @@ def make_weights(cfg, seed):
         W[p + "mlp.gate_proj.weight"] = mat(ff, d)
         W[p + "mlp.up_proj.weight"] = mat(ff, d)
         W[p + "mlp.down_proj.weight"] = mat(d, ff)
+        if cfg["model_type"] == "phi3":  # stored fused
+            W[p + "self_attn.qkv_proj.weight"] = np.concatenate(
+                [W.pop(p + "self_attn.%s_proj.weight" % n) for n in "qkv"])
+            W[p + "mlp.gate_up_proj.weight"] = np.concatenate(
+                [W.pop(p + "mlp.gate_proj.weight"), W.pop(p + "mlp.up_proj.weight")])
     return W
 
 
@@ -105,35 +141,94 @@ def uses_rope(cfg, l):
     return True
 
 
-def forward(W, cfg, ids):
+def rope_tables(cfg, T, ctx):
+    """cos, sin (T, rot/2) as transformers builds them; LongRoPE factors chosen by the context size
+    `ctx` (llama.cpp's rule; transformers' too when ctx is on the same side of the original context
+    as the prompt's length)."""
+    rot, theta = n_rot(cfg), cfg.get("rope_theta", 10000.0)
+    inv = 1.0 / theta ** (np.arange(0, rot, 2, dtype=np.float64) / rot)
+    scale = 1.0
+    rs = cfg.get("rope_scaling") or {}
+    if rs.get("type") == "longrope":
+        orig = cfg["original_max_position_embeddings"]
+        inv = inv / np.asarray(rs["long_factor"] if ctx > orig else rs["short_factor"], np.float64)
+        s = cfg["max_position_embeddings"] / orig
+        scale = np.sqrt(1 + np.log(s) / np.log(orig)) if s > 1 else 1.0
+    ang = np.arange(T, dtype=np.float64)[:, None] * inv[None, :]
+    return np.cos(ang) * scale, np.sin(ang) * scale
+
+
+def rope(x, cos, sin, rot):  # x: (T, H, hd); rotate-half over the first rot dims
+    r, rest = x[..., :rot], x[..., rot:]
+    h = rot // 2
+    c, s_ = cos[:, None, :], sin[:, None, :]
+    r1, r2 = r[..., :h], r[..., h:]
+    return np.concatenate([r1 * c - r2 * s_, r2 * c + r1 * s_, rest], axis=-1)
+
+
+def forward(W, cfg, ids, ctx=512):
     """float64, Hugging Face semantics (transformers' modeling_<family>.py)."""
-    eps, theta = cfg["rms_norm_eps"], cfg.get("rope_theta", 10000.0)
-    H, Hkv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    eps = cfg["rms_norm_eps"]
+    H, Hkv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], head_dim(cfg)
+    ff = cfg["intermediate_size"]
     T = len(ids)
-    pos = np.arange(T, dtype=np.float64)
+    cos, sin = rope_tables(cfg, T, ctx)
     x = W["model.embed_tokens.weight"][ids]
     mask = np.triu(np.full((T, T), -np.inf), 1)
     for l in range(cfg["num_hidden_layers"]):
         p = "model.layers.%d." % l
         h = ml.rms(x, W[p + "input_layernorm.weight"], eps)
-        q = (h @ W[p + "self_attn.q_proj.weight"].T).reshape(T, H, hd)
-        k = (h @ W[p + "self_attn.k_proj.weight"].T).reshape(T, Hkv, hd)
-        v = (h @ W[p + "self_attn.v_proj.weight"].T).reshape(T, Hkv, hd)
+        if p + "self_attn.qkv_proj.weight" in W:
+            qkv = h @ W[p + "self_attn.qkv_proj.weight"].T
+            q, k, v = qkv[:, :H * hd], qkv[:, H * hd:(H + Hkv) * hd], qkv[:, (H + Hkv) * hd:]
+        else:
+            q, k, v = (h @ W[p + "self_attn.%s_proj.weight" % n].T for n in "qkv")
+        q, k, v = q.reshape(T, H, hd), k.reshape(T, Hkv, hd), v.reshape(T, Hkv, hd)
         if uses_rope(cfg, l):
-            q, k = ml.rope(q, pos, theta), ml.rope(k, pos, theta)
+            q, k = rope(q, cos, sin, n_rot(cfg)), rope(k, cos, sin, n_rot(cfg))
         att = np.zeros((T, H, hd))
         for hh in range(H):
             kv = hh // (H // Hkv)
-            s = q[:, hh, :] @ k[:, kv, :].T / np.sqrt(hd) + mask
-            s = np.exp(s - s.max(axis=1, keepdims=True))
-            att[:, hh, :] = (s / s.sum(axis=1, keepdims=True)) @ v[:, kv, :]
+            sc = q[:, hh, :] @ k[:, kv, :].T / np.sqrt(hd) + mask
+            sc = np.exp(sc - sc.max(axis=1, keepdims=True))
+            att[:, hh, :] = (sc / sc.sum(axis=1, keepdims=True)) @ v[:, kv, :]
         x = x + att.reshape(T, H * hd) @ W[p + "self_attn.o_proj.weight"].T
         h = ml.rms(x, W[p + "post_attention_layernorm.weight"], eps)
-        g, u = h @ W[p + "mlp.gate_proj.weight"].T, h @ W[p + "mlp.up_proj.weight"].T
+        if p + "mlp.gate_up_proj.weight" in W:
+            gu = h @ W[p + "mlp.gate_up_proj.weight"].T
+            g, u = gu[:, :ff], gu[:, ff:]
+        else:
+            g, u = h @ W[p + "mlp.gate_proj.weight"].T, h @ W[p + "mlp.up_proj.weight"].T
         x = x + (g / (1 + np.exp(-g)) * u) @ W[p + "mlp.down_proj.weight"].T
     h = ml.rms(x, W["model.norm.weight"], eps)
     head = W["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings") else W["lm_head.weight"]
     return h @ head.T
+
+
+def hf_from_gguf(G, cfg):
+    """GGUF tensor names -> HF names (Q/K rows back to rotate-half where the family permutes them)."""
+    W = {"model.embed_tokens.weight": G["token_embd.weight"], "model.norm.weight": G["output_norm.weight"]}
+    if "output.weight" in G:
+        W["lm_head.weight"] = G["output.weight"]
+    permuted = cfg["model_type"] in ("llama", "mistral", "smollm3")
+    names = {"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm", "attn_q": "self_attn.q_proj",
+             "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj", "attn_qkv": "self_attn.qkv_proj",
+             "attn_output": "self_attn.o_proj", "ffn_gate": "mlp.gate_proj", "ffn_down": "mlp.down_proj"}
+    for l in range(cfg["num_hidden_layers"]):
+        for gn, hn in names.items():
+            key = "blk.%d.%s.weight" % (l, gn)
+            if key not in G:
+                continue
+            w = G[key]
+            if permuted and gn == "attn_q":
+                w = ml.unpermute_qk(w, cfg["num_attention_heads"])
+            if permuted and gn == "attn_k":
+                w = ml.unpermute_qk(w, cfg["num_key_value_heads"])
+            W["model.layers.%d.%s.weight" % (l, hn)] = w
+        up = G["blk.%d.ffn_up.weight" % l]
+        fused = up.shape[0] == 2 * cfg["intermediate_size"]
+        W["model.layers.%d.mlp.%s.weight" % (l, "gate_up_proj" if fused else "up_proj")] = up
+    return W
 
 
 # ------------------------------------------------------------------ GGUF (dequantized with gguf-py)
@@ -149,8 +244,9 @@ def gguf_weights(path, quants, QT):
     return out
 
 
-def results(bin_dir, gguf, text, cwd):
-    cmd = [os.path.join(bin_dir, "llama-results"), "-m", gguf, "-p", text, "-o", "out.gguf"] + RESULTS_ARGS
+def results(bin_dir, gguf, text, cwd, ctx=512):
+    args = RESULTS_ARGS + ["-c", str(ctx)]
+    cmd = [os.path.join(bin_dir, "llama-results"), "-m", gguf, "-p", text, "-o", "out.gguf"] + args
     run(cmd, cwd)
     from gguf import GGUFReader
     r = GGUFReader(os.path.join(cwd, "out.gguf"))
@@ -159,7 +255,7 @@ def results(bin_dir, gguf, text, cwd):
     logits = np.asarray(t["logits"].data, np.float32).reshape(len(toks), -1)
     os.remove(os.path.join(cwd, "out.gguf"))
     return " ".join(["$BIN/llama-results", "-m", os.path.basename(gguf), "-p", repr(text), "-o", "out.gguf"] +
-                    RESULTS_ARGS), toks, logits
+                    args), toks, logits
 
 
 def build(name, fam, args, quants, QT):
@@ -219,7 +315,7 @@ def build(name, fam, args, quants, QT):
             ref["distances"]["llamacpp_F32_vs_exact_max"] = d
             continue
         G = gguf_weights(path, quants, QT)
-        Wq = ml.hf_from_gguf(G, cfg)
+        Wq = hf_from_gguf(G, cfg)
         ex = forward(Wq, cfg, ids)
         open(os.path.join(out, "logits", "exact-%s-p3.npy.xz" % t), "wb").write(npy_xz(ex))
         d = np.abs(lc - ex)
@@ -228,6 +324,22 @@ def build(name, fam, args, quants, QT):
               (name, t, d.max(), d.mean(), agree, len(ids)))
         ref["distances"]["llamacpp_%s_vs_exact" % t] = {"max": float(d.max()), "mean": float(d.mean()),
                                                         "top1_agree": agree}
+    # More prompts (F32 only), each run by llama.cpp with its own context size.
+    ref["extra_prompts"] = []
+    for pid, repeat, ctx in fam.get("prompts", []):
+        text = " ".join([prompt["text"]] * (repeat or 1))
+        cmd, toks, lc = results(args.bin, f32, text, scratch, ctx)
+        ex = forward(W, cfg, toks, ctx)
+        if len(toks) > 64:  # the last 32 positions (the file stays small)
+            ex, lc = ex[-32:], lc[-32:]
+        d = float(np.abs(lc - ex).max())
+        print("%s %s (%d tokens, context %d): llama.cpp F32 vs float64 forward: max |diff| %.3g" %
+              (name, pid, len(toks), ctx, d))
+        assert d < 1e-4, "llama.cpp and the float64 forward disagree on %s %s" % (name, pid)
+        open(os.path.join(out, "logits", "exact-F32-%s.npy.xz" % pid), "wb").write(npy_xz(ex))
+        open(os.path.join(out, "logits", "llamacpp-F32-%s.npy.xz" % pid), "wb").write(npy_xz(lc))
+        ref["extra_prompts"].append({"id": pid, "text": text, "context": ctx, "token_ids": toks,
+                                     "llama_results": cmd, "llamacpp_F32_vs_exact_max": d})
     json.dump(ref, open(os.path.join(out, "reference.json"), "w"), indent=1)
 
 
