@@ -8,7 +8,7 @@
 
 namespace ferrum {
 
-enum class Arch { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe, Bert, SmolLM3, Phi3 };
+enum class Arch { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe, Bert, SmolLM3, Phi3, Gemma2 };
 
 const char* arch_name(Arch a);
 
@@ -50,7 +50,21 @@ struct ModelConfig {
   std::vector<uint8_t> rope_layers;
   bool layer_uses_rope(int l) const { return rope_layers.empty() || rope_layers[static_cast<size_t>(l)] != 0; }
 
-  int sliding_window = 0;  // Mistral; 0 = none
+  int sliding_window = 0;  // Mistral, Gemma; 0 = none
+  // Per layer, whether the sliding window applies (Gemma: alternate layers); empty: every layer.
+  std::vector<uint8_t> swa_layers;
+  bool layer_uses_window(int l) const {
+    return sliding_window > 0 && (swa_layers.empty() || swa_layers[static_cast<size_t>(l)] != 0);
+  }
+
+  // Gemma
+  float embed_scale = 0;     // token embeddings are multiplied by it (Gemma: sqrt(n_embd)); 0 = none
+  bool post_norms = false;   // RMS norms on the attention and FFN outputs before each residual add
+  float attn_scale = 0;      // attention score scale; 0 = 1/sqrt(head_dim) (Gemma: query_pre_attn_scalar)
+  float attn_softcap = 0;    // scores = cap * tanh(scores / cap) before the mask; 0 = none
+  float final_softcap = 0;   // logits likewise
+  enum class Activation { SiLU, GeluTanh };
+  Activation ffn_act = Activation::SiLU;  // the gate's activation: SwiGLU, or GeGLU with tanh GELU
   bool qkv_bias = false;   // Qwen2
   bool qk_norm = false;    // Qwen3
   bool tied_embeddings = false;

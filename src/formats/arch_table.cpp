@@ -18,6 +18,7 @@ constexpr ArchInfo kArchs[] = {
     {Arch::Bert, "bert", "bert", "bert", "Bert", 512, false},
     {Arch::SmolLM3, "smollm3", "smollm3", "smollm3", "SmolLM3", 32768, true},
     {Arch::Phi3, "phi3", "phi3", "phi3", "Phi3For", 4096, false},
+    {Arch::Gemma2, "gemma2", "gemma2", "gemma2", "Gemma2For", 8192, false},
 };
 
 std::string lower(const std::string& s) {

@@ -40,7 +40,9 @@ std::string gguf_name(const std::string& hf, const std::string& where) {
       {"self_attn.o_proj.bias", "attn_output.bias"},
       {"self_attn.q_norm.weight", "attn_q_norm.weight"},
       {"self_attn.k_norm.weight", "attn_k_norm.weight"},
-      {"post_attention_layernorm.weight", "ffn_norm.weight"},
+      {"post_attention_layernorm.weight", "ffn_norm.weight"},  // gemma2: attn_post_norm (add_tensor)
+      {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},  // gemma2
+      {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
       {"mlp.gate_proj.weight", "ffn_gate.weight"},
       {"mlp.up_proj.weight", "ffn_up.weight"},
       {"mlp.down_proj.weight", "ffn_down.weight"},
@@ -116,7 +118,16 @@ void collect_expert(ExpertMap& experts, const ModelConfig& m, const ExpertRef& e
 
 // Adds a (non-expert) tensor under its GGUF name; for llama/mistral Q/K rows are permuted per head.
 void add_tensor(hfconv::TensorSink& sink, const ModelConfig& m, const TensorView& t, const std::string& src) {
-  const std::string g = gguf_name(t.name, src);
+  std::string g = gguf_name(t.name, src);
+  if (m.arch == Arch::Gemma2 && g.ends_with(".ffn_norm.weight") && t.name.ends_with("post_attention_layernorm.weight"))
+    g.replace(g.size() - std::strlen("ffn_norm.weight"), std::string::npos, "post_attention_norm.weight");
+  if (m.arch == Arch::Gemma2 && g.ends_with("norm.weight")) {  // HF holds w of 1 + w; GGUF the scale itself
+    float* v = reinterpret_cast<float*>(sink.alloc(t.n_elements() * sizeof(float)));
+    dequantize_row(t.type, t.data, v, t.n_elements());
+    for (int64_t i = 0; i < t.n_elements(); ++i) v[i] += 1.0f;
+    sink.add(g, DType::F32, {t.n_elements()}, v, t.n_elements() * sizeof(float));
+    return;
+  }
   if (g.empty() || (g == "output.weight" && m.tied_embeddings)) return;
   if (g.rfind("blk.", 0) == 0) {
     const int64_t layer = hfconv::layer_of(g);

@@ -54,12 +54,44 @@ void read_sizes(const Config& c, const ArchInfo& fam, ModelConfig& m) {
 // Mistral always has a window; qwen only with use_sliding_window. A missing sliding_window is
 // transformers' default 4096, null means no window.
 void read_sliding_window(const Config& c, ModelConfig& m) {
+  if (m.arch == Arch::Gemma2) return;  // read_gemma2
   if (m.arch == Arch::Phi3) {  // a window when the config gives one
     m.sliding_window = opt_int(c, "sliding_window", 0);
     return;
   }
   if (m.arch != Arch::Mistral && !c.find_bool("use_sliding_window").value_or(false)) return;
   m.sliding_window = c.json().contains("sliding_window") ? opt_int(c, "sliding_window", 0) : 4096;
+}
+
+// Gemma 2 (transformers' Gemma2Config): embeddings times sqrt(hidden_size), sandwich norms, GeGLU
+// (gelu_pytorch_tanh), scores scaled by query_pre_attn_scalar^-1/2 and soft-capped, logits soft-capped,
+// a sliding window on the layers layer_types names (default: the even ones).
+void read_gemma2(const Config& c, ModelConfig& m) {
+  m.embed_scale = std::sqrt(static_cast<float>(m.n_embd));
+  m.post_norms = true;
+  const std::string act = c.find_string("hidden_activation").value_or("gelu_pytorch_tanh");
+  if (act != "gelu_pytorch_tanh" && act != "gelu_tanh")
+    fail("{}: hidden_activation '{}' is not supported (gelu_pytorch_tanh)", c.path(), act);
+  m.ffn_act = ModelConfig::Activation::GeluTanh;
+  const double qpa = c.find_float("query_pre_attn_scalar").value_or(m.head_dim);
+  if (!(qpa > 0)) fail("{}: query_pre_attn_scalar must be positive, got {}", c.path(), qpa);
+  m.attn_scale = static_cast<float>(1.0 / std::sqrt(qpa));
+  m.attn_softcap = static_cast<float>(c.find_float("attn_logit_softcapping").value_or(0.0));
+  m.final_softcap = static_cast<float>(c.find_float("final_logit_softcapping").value_or(0.0));
+  m.sliding_window = opt_int(c, "sliding_window", 4096);
+  const auto types = c.json().find("layer_types");
+  if (types != c.json().end() && types->is_array()) {
+    if (types->size() != static_cast<size_t>(m.n_layer))
+      fail("{}: layer_types has {} entries for {} layers", c.path(), types->size(), m.n_layer);
+    for (const auto& t : *types) {
+      const std::string s = t.is_string() ? t.get<std::string>() : "";
+      if (s != "sliding_attention" && s != "full_attention")
+        fail("{}: layer_types holds {}, expected sliding_attention or full_attention", c.path(), t.dump());
+      m.swa_layers.push_back(s == "sliding_attention");
+    }
+  } else {
+    for (int l = 0; l < m.n_layer; ++l) m.swa_layers.push_back(l % 2 == 0);
+  }
 }
 
 // SmolLM3: no_rope_layers[l] is 1 where layer l applies RoPE (transformers' SmolLM3Config), else
@@ -210,10 +242,11 @@ ModelConfig model_config(const Config& c, const std::string& name) {
   }
   m.qk_norm = m.arch == Arch::Qwen3 || m.arch == Arch::Qwen3Moe;
   m.qkv_bias = m.arch == Arch::Qwen2;
-  m.tied_embeddings = c.find_bool("tie_word_embeddings").value_or(m.arch == Arch::Bert);
+  m.tied_embeddings = c.find_bool("tie_word_embeddings").value_or(m.arch == Arch::Bert || m.arch == Arch::Gemma2);
   read_sliding_window(c, m);
   if (m.arch == Arch::Qwen3Moe) read_moe(c, m);
   if (m.arch == Arch::SmolLM3) read_rope_layers(c, m);
+  if (m.arch == Arch::Gemma2) read_gemma2(c, m);
   const ConfigFields fields{true, ""};
   validate_config(m, c.path(), fields);  // sizes first: the RoPE factors depend on n_rot
   if (const nlohmann::json* rs = c.find_object("rope_scaling")) {

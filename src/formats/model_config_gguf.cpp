@@ -1,5 +1,6 @@
 #include "formats/model_config_gguf.h"
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 
@@ -38,6 +39,20 @@ void write_extras(gguf::Writer& w, const ModelConfig& m, const std::string& A) {
     w.set_bool(A + ".expert_weights_norm", m.norm_topk_prob);
   }
   if (m.sliding_window > 0) w.set_u32(A + ".attention.sliding_window", u32(m.sliding_window));
+  if (m.arch == Arch::Gemma2) {
+    const std::vector<uint8_t> alternate = [&] {
+      std::vector<uint8_t> v;
+      for (int l = 0; l < m.n_layer; ++l) v.push_back(l % 2 == 0);
+      return v;
+    }();
+    if (m.sliding_window > 0 && m.swa_layers != alternate)
+      fail("{}: the sliding-window layers are not every other layer from the first, which llama.cpp assumes for "
+           "gemma2 files; such a model cannot be written as GGUF",
+           m.name);
+    w.set_f32(A + ".attn_logit_softcapping", m.attn_softcap);
+    w.set_f32(A + ".final_logit_softcapping", m.final_softcap);
+    if (m.attn_scale > 0) w.set_f32(A + ".attention.scale", m.attn_scale);
+  }
 }
 
 // The "<arch>." keys of one file. Sizes are read as ints: anything above INT32_MAX is an error
@@ -95,9 +110,28 @@ void read_rope_and_norm(const GgufKeys& g, ModelConfig& c) {
   }
 }
 
+// Gemma 2 as llama.cpp reads it: scaled embeddings, sandwich norms, GeGLU, soft-capped scores and
+// logits (50 and 30 unless given), a window (4096 unless given) on every other layer, and the
+// attention scale by model size (27B: 1/sqrt(n_embd / n_head), else 1/sqrt(head_dim)) unless the
+// file gives attention.scale (ferrum's converter writes query_pre_attn_scalar's).
+void read_gemma2(const GgufKeys& g, ModelConfig& c) {
+  c.embed_scale = std::sqrt(static_cast<float>(c.n_embd));
+  c.post_norms = true;
+  c.ffn_act = ModelConfig::Activation::GeluTanh;
+  c.attn_softcap = g.opt_float("attn_logit_softcapping", 50.0);
+  c.final_softcap = g.opt_float("final_logit_softcapping", 30.0);
+  c.sliding_window = g.opt_int("attention.sliding_window", 4096);
+  const int period = g.opt_int("attention.sliding_window_pattern", 2);
+  for (int l = 0; l < c.n_layer; ++l) c.swa_layers.push_back(period == 0 || l % period < period - 1);
+  const float by_size = c.n_layer == 46 ? 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_head))
+                                        : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  c.attn_scale = g.opt_float("attention.scale", by_size);
+}
+
 // What the family implies, and what the file's tensors say (biases, a separate output matrix).
 void read_family_traits(const GgufKeys& g, ModelConfig& c) {
   c.sliding_window = g.opt_int("attention.sliding_window", 0);
+  if (c.arch == Arch::Gemma2) read_gemma2(g, c);
   c.rope_interleaved = gguf_permutes_qk(c.arch);
   if (c.arch == Arch::SmolLM3) c.rope_layers = smollm3_rope_layers(c.n_layer);
   if (g.f.find_tensor("rope_factors_long.weight")) {  // Phi-3 LongRoPE (the factors are tensors)

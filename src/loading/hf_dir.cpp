@@ -44,11 +44,13 @@ class HfBuilder {
     t.name = name;
     w_.add(t);
   }
-  // Adds a 1-D tensor converted to F32.
-  void vector_f32(const std::string& hf_name, const std::string& name) {
+  // Adds a 1-D tensor converted to F32, plus `add` (Gemma's norms hold w for a scale of 1 + w).
+  void vector_f32(const std::string& hf_name, const std::string& name, float add = 0) {
     const TensorView& t = get(hf_name);
     float* dst = reinterpret_cast<float*>(w_.allocate(t.n_elements() * sizeof(float)));
     dequantize_row(t.type, t.data, dst, t.n_elements());
+    if (add != 0)
+      for (int64_t i = 0; i < t.n_elements(); ++i) dst[i] += add;
     TensorView v;
     v.name = name;
     v.type = DType::F32;
@@ -188,7 +190,9 @@ HfModel load_hf_dir(const std::string& dir) {
   HfBuilder b(st, out.weights, quant);
 
   b.alias("model.embed_tokens.weight", "token_embd.weight");
-  b.vector_f32("model.norm.weight", "output_norm.weight");
+  const bool gemma = m.arch == Arch::Gemma2;
+  const float norm_add = gemma ? 1.0f : 0.0f;
+  b.vector_f32("model.norm.weight", "output_norm.weight", norm_add);
   // tie_word_embeddings: the output matrix is the embedding (a saved lm_head is a copy of it).
   // Without lm_head.weight the embedding is used too, as a converted file without output.weight.
   if (!m.tied_embeddings && b.find("lm_head.weight")) {
@@ -199,8 +203,14 @@ HfModel load_hf_dir(const std::string& dir) {
   const std::string p = "model.layers.";
   for (int l = 0; l < m.n_layer; ++l) {
     const std::string L = p + std::to_string(l) + ".", B = "blk." + std::to_string(l) + ".";
-    b.vector_f32(L + "input_layernorm.weight", B + "attn_norm.weight");
-    b.vector_f32(L + "post_attention_layernorm.weight", B + "ffn_norm.weight");
+    b.vector_f32(L + "input_layernorm.weight", B + "attn_norm.weight", norm_add);
+    if (gemma) {  // sandwich norms: post_attention_layernorm is on the attention output
+      b.vector_f32(L + "post_attention_layernorm.weight", B + "post_attention_norm.weight", norm_add);
+      b.vector_f32(L + "pre_feedforward_layernorm.weight", B + "ffn_norm.weight", norm_add);
+      b.vector_f32(L + "post_feedforward_layernorm.weight", B + "post_ffw_norm.weight", norm_add);
+    } else {
+      b.vector_f32(L + "post_attention_layernorm.weight", B + "ffn_norm.weight");
+    }
     if (b.find(L + "self_attn.qkv_proj.weight"))  // already fused (Phi-3)
       b.alias(L + "self_attn.qkv_proj.weight", B + "attn_qkv.weight");
     else

@@ -11,7 +11,7 @@ namespace ferrum {
 
 DenseFeedForward::DenseFeedForward(const ModelConfig& cfg, const WeightSet& w, int l, kernels::Precision prec,
                                    kernels::WeightRounding rounding, ThreadPool& pool)
-    : n_embd_(cfg.n_embd), n_ff_(cfg.n_ff) {
+    : n_embd_(cfg.n_embd), n_ff_(cfg.n_ff), act_(cfg.ffn_act) {
   const int64_t d = n_embd_, ff = n_ff_;
   auto name = [&](const char* n) { return fmt::format("blk.{}.{}", l, n); };
   const TensorView* up = w.find(name("ffn_up.weight"));
@@ -32,7 +32,7 @@ void DenseFeedForward::forward(const float* x, int64_t n, float* out, FfnContext
   const int64_t ff = n_ff_;
   if (static_cast<int64_t>(gu_.size()) < n * 2 * ff) {
     gu_.resize(n * 2 * ff);
-    act_.resize(n * ff);
+    act_out_.resize(n * ff);
   }
   gate_up_.forward(x, n_embd_, n, gu_.data(), 2 * ff, ctx.pool, ctx.precision, ctx.scratch);
   if (ctx.lora)
@@ -40,12 +40,17 @@ void DenseFeedForward::forward(const float* x, int64_t n, float* out, FfnContext
                     ctx.scratch);
   {
     const profile::Scope scope(profile::Op::Elementwise);
-    for (int64_t t = 0; t < n; ++t)
-      kernels::swiglu(&gu_[t * 2 * ff], &gu_[t * 2 * ff + ff], &act_[t * ff], ff);
+    for (int64_t t = 0; t < n; ++t) {
+      const float *gate = &gu_[t * 2 * ff], *up = gate + ff;
+      if (act_ == ModelConfig::Activation::GeluTanh)
+        kernels::geglu_tanh(gate, up, &act_out_[t * ff], ff);
+      else
+        kernels::swiglu(gate, up, &act_out_[t * ff], ff);
+    }
   }
-  down_.forward(act_.data(), ff, n, out, n_embd_, ctx.pool, ctx.precision, ctx.scratch);
+  down_.forward(act_out_.data(), ff, n, out, n_embd_, ctx.pool, ctx.precision, ctx.scratch);
   if (ctx.lora)
-    ctx.lora->apply(ctx.layer, LoraSite::Down, act_.data(), ff, out, n_embd_, ctx.pool, ctx.precision,
+    ctx.lora->apply(ctx.layer, LoraSite::Down, act_out_.data(), ff, out, n_embd_, ctx.pool, ctx.precision,
                     ctx.scratch);
 }
 

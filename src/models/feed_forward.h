@@ -40,9 +40,10 @@ class DenseFeedForward : public FeedForward {
 
  private:
   int64_t n_embd_, n_ff_;
+  ModelConfig::Activation act_;
   kernels::Linear gate_up_;  // gate rows, then up rows (one fused tensor, or gate and up stacked)
   kernels::Linear down_;
-  std::vector<float> gu_, act_;  // grow-only workspace
+  std::vector<float> gu_, act_out_;  // grow-only workspace
 };
 
 // Builds the layer's block: mixture of experts when cfg.n_expert > 0, else dense.

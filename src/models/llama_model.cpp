@@ -118,6 +118,10 @@ void LlamaModel::bind_layer(int l) {
   }
   L.wo = kernels::Linear({weights_.get(blk(l, "attn_output.weight"), {qd, d})}, kprec_, pool_, rounding_);
   L.ffn_norm = f32_tensor(blk(l, "ffn_norm.weight"), d);
+  if (cfg_.post_norms) {
+    L.attn_post_norm = f32_tensor(blk(l, "post_attention_norm.weight"), d);
+    L.ffn_post_norm = f32_tensor(blk(l, "post_ffw_norm.weight"), d);
+  }
   L.ffn = make_feed_forward(cfg_, weights_, l, kprec_, rounding_, pool_);
   weights_.release_packed(L.qkv);
   weights_.release_packed(L.wo);
@@ -213,6 +217,8 @@ void LlamaModel::load_inputs(const runtime::KvCache& kv, std::span<const SeqInpu
         dequantize_row(tok_embd_.type, tok_embd_.row(it.tokens[t]), &x_[(off + t) * d], d);
     else
       std::memcpy(&x_[off * d], it.embeds.data(), m * d * sizeof(float));
+    if (cfg_.embed_scale > 0)  // Gemma: the input rows times sqrt(n_embd), token ids or embeddings alike
+      for (int64_t i = static_cast<int64_t>(off) * d; i < (static_cast<int64_t>(off) + m) * d; ++i) x_[i] *= cfg_.embed_scale;
     for (int64_t t = 0; t < m; ++t) {
       pos_[off + t] = pos0 + t;
       kernels::rope_cache(&rope_[(off + t) * cfg_.n_rot], pos0 + t, cfg_.n_rot, cfg_.rope_theta,
@@ -291,19 +297,22 @@ void LlamaModel::run_layer(int l, runtime::KvCache& kv, std::span<const SeqInput
   ap.n_head = cfg_.n_head;
   ap.n_head_kv = cfg_.n_head_kv;
   ap.head_dim = cfg_.head_dim;
-  ap.scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  ap.sliding_window = cfg_.sliding_window;
+  ap.scale = cfg_.attn_scale > 0 ? cfg_.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
+  ap.sliding_window = cfg_.layer_uses_window(l) ? cfg_.sliding_window : 0;
+  ap.softcap = cfg_.attn_softcap;
   {
     const profile::Scope scope(profile::Op::Attention);
     kernels::attention(ap, jobs_.data(), static_cast<int>(jobs_.size()), pool_, attn_scratch_);
   }
   matmul(L.wo, attn_.data(), qd, n, tmp_.data(), d);
   if (lora) lora->apply(l, LoraSite::Out, attn_.data(), qd, tmp_.data(), d, pool_, kprec_, mm_scratch_);
+  if (L.attn_post_norm) norm_rows(tmp_.data(), L.attn_post_norm, tmp_.data(), n);
   add_residual(tmp_.data(), n);
 
   norm_rows(x_.data(), L.ffn_norm, h_.data(), n);
   FfnContext fctx{pool_, kprec_, mm_scratch_, lora, l};
   L.ffn->forward(h_.data(), n, tmp_.data(), fctx);
+  if (L.ffn_post_norm) norm_rows(tmp_.data(), L.ffn_post_norm, tmp_.data(), n);
   add_residual(tmp_.data(), n);
   profile::set_layer(-1);
 }
@@ -331,6 +340,8 @@ void LlamaModel::write_outputs(std::span<const SeqInput> batch, ForwardOut out) 
         kernels::rms_norm(&x_[(off + t) * d], output_norm_, &h_[rows * d], d, eps);
   }
   if (rows > 0) matmul(output_, h_.data(), d, rows, out.logits, cfg_.n_vocab);
+  if (const float cap = cfg_.final_softcap; cap > 0 && rows > 0)  // Gemma 2: logits = cap * tanh(logits / cap)
+    for (int64_t i = 0; i < rows * cfg_.n_vocab; ++i) out.logits[i] = cap * std::tanh(out.logits[i] / cap);
 }
 
 void LlamaModel::forward(KvCache& cache, std::span<const SeqInput> batch, ForwardOut out) {

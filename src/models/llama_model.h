@@ -39,6 +39,8 @@ class LlamaModel : public Model {
     bool rope = true;  // false in SmolLM3's layers without positions
     kernels::Linear wo;
     const float* ffn_norm = nullptr;
+    const float* attn_post_norm = nullptr;  // Gemma: on the attention and FFN outputs
+    const float* ffn_post_norm = nullptr;
     std::unique_ptr<FeedForward> ffn;  // dense SwiGLU or mixture of experts
   };
 

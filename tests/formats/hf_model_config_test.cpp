@@ -104,6 +104,34 @@ TEST(HfModelConfig, Phi3LongRopeAndPartialRotary) {
   EXPECT_NE(error_of([&] { read(j); }).find("partial_rotary_factor is 1.5"), std::string::npos);
 }
 
+TEST(HfModelConfig, Gemma2) {
+  nlohmann::json j = base("gemma2");  // 1 layer, head_dim 4
+  j["num_hidden_layers"] = 4;
+  j["query_pre_attn_scalar"] = 16;
+  j["attn_logit_softcapping"] = 50.0;
+  j["final_logit_softcapping"] = 30.0;
+  const ModelConfig m = read(j);
+  EXPECT_EQ(m.arch, Arch::Gemma2);
+  EXPECT_TRUE(m.tied_embeddings);  // Gemma2Config's default
+  EXPECT_TRUE(m.post_norms);
+  EXPECT_EQ(m.ffn_act, ModelConfig::Activation::GeluTanh);
+  EXPECT_FLOAT_EQ(m.embed_scale, std::sqrt(8.0f));
+  EXPECT_FLOAT_EQ(m.attn_scale, 0.25f);
+  EXPECT_EQ(m.attn_softcap, 50.0f);
+  EXPECT_EQ(m.sliding_window, 4096);
+  EXPECT_EQ(m.swa_layers, (std::vector<uint8_t>{1, 0, 1, 0}));
+  j["layer_types"] = {"full_attention", "sliding_attention", "full_attention", "sliding_attention"};
+  const ModelConfig odd = read(j);
+  EXPECT_EQ(odd.swa_layers, (std::vector<uint8_t>{0, 1, 0, 1}));
+  gguf::Writer w;  // llama.cpp's gemma2 files window the even layers
+  EXPECT_NE(error_of([&] { write_model_config(w, odd); }).find("not every other layer"), std::string::npos);
+  j["layer_types"] = {"full_attention"};
+  EXPECT_NE(error_of([&] { read(j); }).find("layer_types has 1 entries for 4 layers"), std::string::npos);
+  j.erase("layer_types");
+  j["hidden_activation"] = "relu";
+  EXPECT_NE(error_of([&] { read(j); }).find("hidden_activation 'relu' is not supported"), std::string::npos);
+}
+
 TEST(HfModelConfig, RopeScaling) {
   nlohmann::json j = base("llama");
   j["rope_scaling"] = {{"type", "linear"}, {"factor", 4.0}};  // legacy key

@@ -49,10 +49,18 @@ TEST_P(Family, HfDirectoryMatchesFloat64Forward) {
 // llama.cpp ran the GGUF ferrum writes (its logits agree with the float64 forward: the generator
 // checks it), and ferrum reads it back to the same numbers.
 TEST_P(Family, ConvertedGgufMatchesLlamaCpp) {
-  const Npy ref = logits("llamacpp-F32-p3");
-  const Diff d = compare(run(gguf("F32"), Precision::Exact), ref.data, ref.shape[0], ref.shape[1]);
-  std::printf("%s GGUF F32 exact vs llama.cpp: max %.3g\n", f().c_str(), d.max_abs);
-  EXPECT_LE(d.max_abs, 1e-4);
+  const Npy ref = logits("llamacpp-F32-p3"), exact = logits("exact-F32-p3");
+  const std::vector<float> got = run(gguf("F32"), Precision::Exact);
+  const Diff d = compare(got, ref.data, ref.shape[0], ref.shape[1]);
+  const Diff e = compare(got, exact.data, ref.shape[0], ref.shape[1]);
+  // llama.cpp's own distance from the float64 forward (Gemma: its GELU is an F16 table).
+  const double theirs = load_json(data_path("families/" + f() + "/reference.json"))["distances"]
+                            ["llamacpp_F32_vs_exact_max"]
+                                .get<double>();
+  std::printf("%s GGUF F32 exact: vs llama.cpp %.3g (llama.cpp vs float64 %.3g), vs float64 %.3g\n", f().c_str(),
+              d.max_abs, theirs, e.max_abs);
+  EXPECT_LE(d.max_abs, std::max(1e-4, 1.25 * theirs));
+  EXPECT_LE(e.max_abs, 1e-4);
   EXPECT_EQ(d.argmax_agree, d.rows);
 }
 
@@ -97,7 +105,7 @@ TEST_P(Family, PromptsAtTheirContextSize) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, Family, ::testing::Values("smollm3", "phi3"),
+INSTANTIATE_TEST_SUITE_P(Families, Family, ::testing::Values("smollm3", "phi3", "gemma2"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

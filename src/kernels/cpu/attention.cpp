@@ -143,6 +143,12 @@ struct ItemRunner {
     int64_t ta, tb;
   };
 
+  // Gemma 2's soft-capping of nr rows of scores (the columns the mask drops included: it drops them).
+  void softcap(float* s, int nr) const {
+    if (p.softcap <= 0) return;
+    for (int64_t i = 0; i < static_cast<int64_t>(nr) * kKeyTile; ++i) s[i] = p.softcap * std::tanh(s[i] / p.softcap);
+  }
+
   // Scores of keys outside each token's range (head hk's rows) become -inf.
   void mask(const Tile& tl, int hk, ThreadBuf& b) const {
     for (int64_t t = tl.ta; t < tl.tb; ++t) {
@@ -174,6 +180,7 @@ struct ItemRunner {
       ops.load_keys(b.kgroups, tl.a, tl.b, type, hk, p.n_head_kv, hd, b.kt);
       ops.scores(b.q + r0 * hd, nr, b.kt, hd, p.scale, b.s + r0 * kKeyTile);
     }
+    softcap(b.s + r0 * kKeyTile, nr);
     mask(tl, hk, b);
     ops.softmax_step(b.s + r0 * kKeyTile, nr, st.m + r0, st.l + r0, b.c + r0);
     float* acc = st.acc + r0 * hd;
@@ -202,6 +209,7 @@ struct ItemRunner {
     }
     for (int hk = tl.it.h0; hk < tl.it.h1; ++hk) {
       const int64_t r0 = row(tl.it, hk, tl.ta);
+      softcap(b.s + r0 * kKeyTile, nr);
       mask(tl, hk, b);
       ops.softmax_step(b.s + r0 * kKeyTile, nr, st.m + r0, st.l + r0, b.c + r0);
     }

@@ -24,6 +24,7 @@ struct AttentionParams {
   int head_dim = 0;
   float scale = 1.0f;
   int sliding_window = 0;  // 0 = full causal; else a query at p sees keys at p-window < j <= p
+  float softcap = 0;       // Gemma 2: scores = softcap * tanh(scores / softcap) before the mask; 0 = none
   // false: bidirectional (encoders): every query token of a job sees all of the job's keys,
   // [0, pos0 + n_tok); a batch of sentences is one job per sentence, which is the padding mask.
   // No sliding window then.

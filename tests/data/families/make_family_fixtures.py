@@ -70,6 +70,23 @@ FAMILIES = {
         # transformers does then). The main p3 runs are made with a 512-token context: long factors.
         "prompts": [("short", None, 256), ("long", 6, 512)],
     },
+    # Gemma 2: embeddings times sqrt(hidden), RMSNorm scales 1 + w (GGUF stores 1 + w), sandwich norms,
+    # GeGLU (tanh GELU), scores scaled by query_pre_attn_scalar^-1/2 (= head_dim, llama.cpp's rule
+    # below 27B) and soft-capped, logits soft-capped, a 16-token window on the even layers (shorter
+    # than the 51-token prompt). Caps lowered from 50/30 so that random weights reach them.
+    "gemma2": {
+        "seed": 3303,
+        "config": {"architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "hidden_size": 128,
+                   "intermediate_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
+                   "num_key_value_heads": 2, "head_dim": 64, "query_pre_attn_scalar": 64,
+                   "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 8192,
+                   "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "attn_logit_softcapping": 5.0,
+                   "final_logit_softcapping": 10.0, "sliding_window": 16, "tie_word_embeddings": True,
+                   "attention_bias": False, "torch_dtype": "float32"},
+        # llama.cpp's GELU reads an F16 table (ggml's GGML_GELU_FP16): ~1.5e-3 at every position
+        # (a 15- or 17-token window instead of 16 would be ~2).
+        "llamacpp_tolerance": 5e-3,
+    },
 }
 
 
@@ -112,7 +129,8 @@ def make_weights(cfg, seed):
     # Values BF16 holds, stored as F32: exact in every path, and the files compress to half.
     f32 = lambda a: ml.rounded(np.asarray(a, np.float64), "BF16")  # noqa: E731
     mat = lambda r, c: f32(rng.normal(0, 1 / np.sqrt(c), (r, c)))  # noqa: E731
-    norm = lambda n: f32(1 + 0.1 * rng.normal(size=n))  # noqa: E731
+    gemma = cfg["model_type"].startswith("gemma")  # norms hold w of the scale 1 + w
+    norm = lambda n: f32((0 if gemma else 1) + 0.1 * rng.normal(size=n))  # noqa: E731
     W = {"model.embed_tokens.weight": f32(rng.normal(0, 1, (V, d))), "model.norm.weight": norm(d)}
     if not cfg.get("tie_word_embeddings"):
         W["lm_head.weight"] = mat(V, d)
@@ -120,6 +138,9 @@ def make_weights(cfg, seed):
         p = "model.layers.%d." % l
         W[p + "input_layernorm.weight"] = norm(d)
         W[p + "post_attention_layernorm.weight"] = norm(d)
+        if gemma:
+            W[p + "pre_feedforward_layernorm.weight"] = norm(d)
+            W[p + "post_feedforward_layernorm.weight"] = norm(d)
         W[p + "self_attn.q_proj.weight"] = mat(H * hd, d)
         W[p + "self_attn.k_proj.weight"] = mat(Hkv * hd, d)
         W[p + "self_attn.v_proj.weight"] = mat(Hkv * hd, d)
@@ -172,12 +193,20 @@ def forward(W, cfg, ids, ctx=512):
     H, Hkv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], head_dim(cfg)
     ff = cfg["intermediate_size"]
     T = len(ids)
+    gemma = cfg["model_type"].startswith("gemma")
+    nw = (lambda w: 1 + w) if gemma else (lambda w: w)  # noqa: E731  (the RMSNorm scale)
     cos, sin = rope_tables(cfg, T, ctx)
     x = W["model.embed_tokens.weight"][ids]
+    if gemma:
+        x = x * np.float64(np.float32(np.sqrt(cfg["hidden_size"])))  # transformers' normalizer, in float32
     mask = np.triu(np.full((T, T), -np.inf), 1)
+    i, j = np.arange(T)[:, None], np.arange(T)[None, :]
+    window = np.where(i - j >= cfg["sliding_window"], -np.inf, 0.0) if cfg.get("sliding_window") else 0
+    scale = cfg.get("query_pre_attn_scalar", hd) ** -0.5
+    cap = cfg.get("attn_logit_softcapping")
     for l in range(cfg["num_hidden_layers"]):
         p = "model.layers.%d." % l
-        h = ml.rms(x, W[p + "input_layernorm.weight"], eps)
+        h = ml.rms(x, nw(W[p + "input_layernorm.weight"]), eps)
         if p + "self_attn.qkv_proj.weight" in W:
             qkv = h @ W[p + "self_attn.qkv_proj.weight"].T
             q, k, v = qkv[:, :H * hd], qkv[:, H * hd:(H + Hkv) * hd], qkv[:, (H + Hkv) * hd:]
@@ -189,20 +218,46 @@ def forward(W, cfg, ids, ctx=512):
         att = np.zeros((T, H, hd))
         for hh in range(H):
             kv = hh // (H // Hkv)
-            sc = q[:, hh, :] @ k[:, kv, :].T / np.sqrt(hd) + mask
+            sc = q[:, hh, :] @ k[:, kv, :].T * scale
+            if cap:
+                sc = cap * np.tanh(sc / cap)
+            sc = sc + mask + (window if sliding(cfg, l) else 0)
             sc = np.exp(sc - sc.max(axis=1, keepdims=True))
             att[:, hh, :] = (sc / sc.sum(axis=1, keepdims=True)) @ v[:, kv, :]
-        x = x + att.reshape(T, H * hd) @ W[p + "self_attn.o_proj.weight"].T
-        h = ml.rms(x, W[p + "post_attention_layernorm.weight"], eps)
+        o = att.reshape(T, H * hd) @ W[p + "self_attn.o_proj.weight"].T
+        if gemma:
+            x = x + ml.rms(o, nw(W[p + "post_attention_layernorm.weight"]), eps)
+            h = ml.rms(x, nw(W[p + "pre_feedforward_layernorm.weight"]), eps)
+        else:
+            x = x + o
+            h = ml.rms(x, W[p + "post_attention_layernorm.weight"], eps)
         if p + "mlp.gate_up_proj.weight" in W:
             gu = h @ W[p + "mlp.gate_up_proj.weight"].T
             g, u = gu[:, :ff], gu[:, ff:]
         else:
             g, u = h @ W[p + "mlp.gate_proj.weight"].T, h @ W[p + "mlp.up_proj.weight"].T
-        x = x + (g / (1 + np.exp(-g)) * u) @ W[p + "mlp.down_proj.weight"].T
-    h = ml.rms(x, W["model.norm.weight"], eps)
+        if gemma:  # GeGLU, tanh GELU; the output normed before the residual
+            act = 0.5 * g * (1 + np.tanh(np.sqrt(2 / np.pi) * (g + 0.044715 * g ** 3)))
+            x = x + ml.rms((act * u) @ W[p + "mlp.down_proj.weight"].T,
+                           nw(W[p + "post_feedforward_layernorm.weight"]), eps)
+        else:
+            x = x + (g / (1 + np.exp(-g)) * u) @ W[p + "mlp.down_proj.weight"].T
+    h = ml.rms(x, nw(W["model.norm.weight"]), eps)
     head = W["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings") else W["lm_head.weight"]
-    return h @ head.T
+    logits = h @ head.T
+    if cfg.get("final_logit_softcapping"):
+        c = cfg["final_logit_softcapping"]
+        logits = c * np.tanh(logits / c)
+    return logits
+
+
+def sliding(cfg, l):
+    """Whether layer l has the sliding window (Gemma 2: the even layers)."""
+    if not cfg.get("sliding_window"):
+        return False
+    if cfg["model_type"] == "gemma2":
+        return l % 2 == 0
+    return True
 
 
 def hf_from_gguf(G, cfg):
@@ -211,15 +266,23 @@ def hf_from_gguf(G, cfg):
     if "output.weight" in G:
         W["lm_head.weight"] = G["output.weight"]
     permuted = cfg["model_type"] in ("llama", "mistral", "smollm3")
+    gemma = cfg["model_type"].startswith("gemma")
+    if gemma:  # GGUF norms hold 1 + w
+        W["model.norm.weight"] = W["model.norm.weight"] - 1
     names = {"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm", "attn_q": "self_attn.q_proj",
              "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj", "attn_qkv": "self_attn.qkv_proj",
              "attn_output": "self_attn.o_proj", "ffn_gate": "mlp.gate_proj", "ffn_down": "mlp.down_proj"}
+    if gemma:
+        names.update({"post_attention_norm": "post_attention_layernorm", "ffn_norm": "pre_feedforward_layernorm",
+                      "post_ffw_norm": "post_feedforward_layernorm"})
     for l in range(cfg["num_hidden_layers"]):
         for gn, hn in names.items():
             key = "blk.%d.%s.weight" % (l, gn)
             if key not in G:
                 continue
             w = G[key]
+            if gemma and gn.endswith("norm"):
+                w = w - 1
             if permuted and gn == "attn_q":
                 w = ml.unpermute_qk(w, cfg["num_attention_heads"])
             if permuted and gn == "attn_k":
@@ -311,7 +374,7 @@ def build(name, fam, args, quants, QT):
         if t == "F32":
             d = float(np.abs(lc - exact).max())
             print("%s: llama.cpp F32 vs float64 forward: max |diff| %.3g" % (name, d))
-            assert d < 1e-4, "llama.cpp and the float64 forward disagree on %s" % name
+            assert d < fam.get("llamacpp_tolerance", 1e-4), "llama.cpp and the float64 forward disagree on %s" % name
             ref["distances"]["llamacpp_F32_vs_exact_max"] = d
             continue
         G = gguf_weights(path, quants, QT)
@@ -335,7 +398,7 @@ def build(name, fam, args, quants, QT):
         d = float(np.abs(lc - ex).max())
         print("%s %s (%d tokens, context %d): llama.cpp F32 vs float64 forward: max |diff| %.3g" %
               (name, pid, len(toks), ctx, d))
-        assert d < 1e-4, "llama.cpp and the float64 forward disagree on %s %s" % (name, pid)
+        assert d < fam.get("llamacpp_tolerance", 1e-4), "llama.cpp and the float64 forward disagree on %s %s" % (name, pid)
         open(os.path.join(out, "logits", "exact-F32-%s.npy.xz" % pid), "wb").write(npy_xz(ex))
         open(os.path.join(out, "logits", "llamacpp-F32-%s.npy.xz" % pid), "wb").write(npy_xz(lc))
         ref["extra_prompts"].append({"id": pid, "text": text, "context": ctx, "token_ids": toks,
