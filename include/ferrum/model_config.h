@@ -8,7 +8,7 @@
 
 namespace ferrum {
 
-enum class Arch { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe, Bert, SmolLM3, Phi3, Gemma2 };
+enum class Arch { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe, Bert, SmolLM3, Phi3, Gemma2, Gemma3 };
 
 const char* arch_name(Arch a);
 
@@ -58,6 +58,8 @@ struct ModelConfig {
   }
 
   // Gemma
+  bool is_gemma() const { return arch == Arch::Gemma2 || arch == Arch::Gemma3; }
+  float rope_theta_swa = 0;  // RoPE base of the sliding-window layers, unscaled (Gemma 3); 0: as the others
   float embed_scale = 0;     // token embeddings are multiplied by it (Gemma: sqrt(n_embd)); 0 = none
   bool post_norms = false;   // RMS norms on the attention and FFN outputs before each residual add
   float attn_scale = 0;      // attention score scale; 0 = 1/sqrt(head_dim) (Gemma: query_pre_attn_scalar)

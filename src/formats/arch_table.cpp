@@ -19,6 +19,7 @@ constexpr ArchInfo kArchs[] = {
     {Arch::SmolLM3, "smollm3", "smollm3", "smollm3", "SmolLM3", 32768, true},
     {Arch::Phi3, "phi3", "phi3", "phi3", "Phi3For", 4096, false},
     {Arch::Gemma2, "gemma2", "gemma2", "gemma2", "Gemma2For", 8192, false},
+    {Arch::Gemma3, "gemma3", "gemma3", "gemma3_text", "Gemma3For", 131072, false},
 };
 
 std::string lower(const std::string& s) {

@@ -119,9 +119,9 @@ void collect_expert(ExpertMap& experts, const ModelConfig& m, const ExpertRef& e
 // Adds a (non-expert) tensor under its GGUF name; for llama/mistral Q/K rows are permuted per head.
 void add_tensor(hfconv::TensorSink& sink, const ModelConfig& m, const TensorView& t, const std::string& src) {
   std::string g = gguf_name(t.name, src);
-  if (m.arch == Arch::Gemma2 && g.ends_with(".ffn_norm.weight") && t.name.ends_with("post_attention_layernorm.weight"))
+  if (m.is_gemma() && g.ends_with(".ffn_norm.weight") && t.name.ends_with("post_attention_layernorm.weight"))
     g.replace(g.size() - std::strlen("ffn_norm.weight"), std::string::npos, "post_attention_norm.weight");
-  if (m.arch == Arch::Gemma2 && g.ends_with("norm.weight")) {  // HF holds w of 1 + w; GGUF the scale itself
+  if (m.is_gemma() && g.ends_with("norm.weight")) {  // HF holds w of 1 + w; GGUF the scale itself
     float* v = reinterpret_cast<float*>(sink.alloc(t.n_elements() * sizeof(float)));
     dequantize_row(t.type, t.data, v, t.n_elements());
     for (int64_t i = 0; i < t.n_elements(); ++i) v[i] += 1.0f;

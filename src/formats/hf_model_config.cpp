@@ -54,7 +54,7 @@ void read_sizes(const Config& c, const ArchInfo& fam, ModelConfig& m) {
 // Mistral always has a window; qwen only with use_sliding_window. A missing sliding_window is
 // transformers' default 4096, null means no window.
 void read_sliding_window(const Config& c, ModelConfig& m) {
-  if (m.arch == Arch::Gemma2) return;  // read_gemma2
+  if (m.is_gemma()) return;  // read_gemma
   if (m.arch == Arch::Phi3) {  // a window when the config gives one
     m.sliding_window = opt_int(c, "sliding_window", 0);
     return;
@@ -63,10 +63,12 @@ void read_sliding_window(const Config& c, ModelConfig& m) {
   m.sliding_window = c.json().contains("sliding_window") ? opt_int(c, "sliding_window", 0) : 4096;
 }
 
-// Gemma 2 (transformers' Gemma2Config): embeddings times sqrt(hidden_size), sandwich norms, GeGLU
-// (gelu_pytorch_tanh), scores scaled by query_pre_attn_scalar^-1/2 and soft-capped, logits soft-capped,
-// a sliding window on the layers layer_types names (default: the even ones).
-void read_gemma2(const Config& c, ModelConfig& m) {
+// Gemma 2 and 3 (transformers' Gemma2Config, Gemma3TextConfig): embeddings times sqrt(hidden_size),
+// sandwich norms, GeGLU (gelu_pytorch_tanh), scores scaled by query_pre_attn_scalar^-1/2, a sliding
+// window on the layers layer_types names (default: Gemma 2 the even ones, Gemma 3 all but every
+// sliding_window_pattern-th). Gemma 2 soft-caps scores and logits; Gemma 3 norms q and k per head and
+// gives its windowed layers their own RoPE base (rope_local_base_freq, unscaled).
+void read_gemma(const Config& c, ModelConfig& m) {
   m.embed_scale = std::sqrt(static_cast<float>(m.n_embd));
   m.post_norms = true;
   const std::string act = c.find_string("hidden_activation").value_or("gelu_pytorch_tanh");
@@ -90,7 +92,14 @@ void read_gemma2(const Config& c, ModelConfig& m) {
       m.swa_layers.push_back(s == "sliding_attention");
     }
   } else {
-    for (int l = 0; l < m.n_layer; ++l) m.swa_layers.push_back(l % 2 == 0);
+    const int64_t period = m.arch == Arch::Gemma2 ? 2 : c.find_int("sliding_window_pattern").value_or(6);
+    if (period < 1) fail("{}: sliding_window_pattern must be at least 1, got {}", c.path(), period);
+    for (int l = 0; l < m.n_layer; ++l)
+      m.swa_layers.push_back(m.arch == Arch::Gemma2 ? l % 2 == 0 : (l + 1) % period != 0);
+  }
+  if (m.arch == Arch::Gemma3) {
+    m.qk_norm = true;
+    m.rope_theta_swa = static_cast<float>(c.find_float("rope_local_base_freq").value_or(10000.0));
   }
 }
 
@@ -233,7 +242,7 @@ ModelConfig model_config(const Config& c, const std::string& name) {
   m.arch = fam.arch;
   m.name = name;
   read_sizes(c, fam, m);
-  m.rope_theta = static_cast<float>(c.find_float("rope_theta").value_or(10000.0));
+  m.rope_theta = static_cast<float>(c.find_float("rope_theta").value_or(m.arch == Arch::Gemma3 ? 1e6 : 10000.0));
   m.rope_interleaved = false;  // HF keeps Q/K rows in rotate-half order
   if (m.arch == Arch::Bert) {
     m.norm_eps = static_cast<float>(c.find_float("layer_norm_eps").value_or(1e-12));
@@ -242,11 +251,11 @@ ModelConfig model_config(const Config& c, const std::string& name) {
   }
   m.qk_norm = m.arch == Arch::Qwen3 || m.arch == Arch::Qwen3Moe;
   m.qkv_bias = m.arch == Arch::Qwen2;
-  m.tied_embeddings = c.find_bool("tie_word_embeddings").value_or(m.arch == Arch::Bert || m.arch == Arch::Gemma2);
+  m.tied_embeddings = c.find_bool("tie_word_embeddings").value_or(m.arch == Arch::Bert || m.is_gemma());
   read_sliding_window(c, m);
   if (m.arch == Arch::Qwen3Moe) read_moe(c, m);
   if (m.arch == Arch::SmolLM3) read_rope_layers(c, m);
-  if (m.arch == Arch::Gemma2) read_gemma2(c, m);
+  if (m.is_gemma()) read_gemma(c, m);
   const ConfigFields fields{true, ""};
   validate_config(m, c.path(), fields);  // sizes first: the RoPE factors depend on n_rot
   if (const nlohmann::json* rs = c.find_object("rope_scaling")) {

@@ -27,6 +27,14 @@ void write_bert(gguf::Writer& w, const ModelConfig& m) {
   w.set_bool("bert.attention.causal", false);
 }
 
+// The sliding-window layers of a Gemma file as llama.cpp lays them out: every layer but every
+// period-th (Gemma 2: period 2, the even layers; Gemma 3: 6).
+std::vector<uint8_t> gemma_swa_layers(int n_layer, int period) {
+  std::vector<uint8_t> v;
+  for (int l = 0; l < n_layer; ++l) v.push_back(period == 0 || l % period < period - 1);
+  return v;
+}
+
 void write_extras(gguf::Writer& w, const ModelConfig& m, const std::string& A) {
   if (m.rope_freq_scale != 1.0f) {
     w.set_string(A + ".rope.scaling.type", "linear");
@@ -39,18 +47,15 @@ void write_extras(gguf::Writer& w, const ModelConfig& m, const std::string& A) {
     w.set_bool(A + ".expert_weights_norm", m.norm_topk_prob);
   }
   if (m.sliding_window > 0) w.set_u32(A + ".attention.sliding_window", u32(m.sliding_window));
-  if (m.arch == Arch::Gemma2) {
-    const std::vector<uint8_t> alternate = [&] {
-      std::vector<uint8_t> v;
-      for (int l = 0; l < m.n_layer; ++l) v.push_back(l % 2 == 0);
-      return v;
-    }();
-    if (m.sliding_window > 0 && m.swa_layers != alternate)
-      fail("{}: the sliding-window layers are not every other layer from the first, which llama.cpp assumes for "
-           "gemma2 files; such a model cannot be written as GGUF",
-           m.name);
-    w.set_f32(A + ".attn_logit_softcapping", m.attn_softcap);
-    w.set_f32(A + ".final_logit_softcapping", m.final_softcap);
+  if (m.is_gemma()) {
+    const int period = m.arch == Arch::Gemma2 ? 2 : 6;
+    if (m.sliding_window > 0 && m.swa_layers != gemma_swa_layers(m.n_layer, period))
+      fail("{}: the sliding-window layers are not all but every {}th, the layout llama.cpp assumes for {} files; "
+           "such a model cannot be written as GGUF",
+           m.name, period, A);
+    if (m.arch == Arch::Gemma2) w.set_f32(A + ".attn_logit_softcapping", m.attn_softcap);
+    if (m.final_softcap > 0 || m.arch == Arch::Gemma2) w.set_f32(A + ".final_logit_softcapping", m.final_softcap);
+    if (m.rope_theta_swa > 0) w.set_f32(A + ".rope.freq_base_swa", m.rope_theta_swa);
     if (m.attn_scale > 0) w.set_f32(A + ".attention.scale", m.attn_scale);
   }
 }
@@ -110,28 +115,34 @@ void read_rope_and_norm(const GgufKeys& g, ModelConfig& c) {
   }
 }
 
-// Gemma 2 as llama.cpp reads it: scaled embeddings, sandwich norms, GeGLU, soft-capped scores and
-// logits (50 and 30 unless given), a window (4096 unless given) on every other layer, and the
-// attention scale by model size (27B: 1/sqrt(n_embd / n_head), else 1/sqrt(head_dim)) unless the
-// file gives attention.scale (ferrum's converter writes query_pre_attn_scalar's).
-void read_gemma2(const GgufKeys& g, ModelConfig& c) {
+// Gemma 2 and 3 as llama.cpp reads them: scaled embeddings, sandwich norms, GeGLU, a window on all
+// but every 2nd (Gemma 2, 4096 unless given) or 6th layer (Gemma 3, when given), and the attention
+// scale by model size (27B: 1/sqrt(n_embd / n_head), else 1/sqrt(head_dim)) unless the file gives
+// attention.scale (ferrum's converter writes query_pre_attn_scalar's). Gemma 2 soft-caps scores and
+// logits (50 and 30 unless given); Gemma 3 norms q and k, its windowed layers use rope.freq_base_swa
+// (10000 unless given), unscaled.
+void read_gemma(const GgufKeys& g, ModelConfig& c) {
+  const bool g2 = c.arch == Arch::Gemma2;
   c.embed_scale = std::sqrt(static_cast<float>(c.n_embd));
   c.post_norms = true;
   c.ffn_act = ModelConfig::Activation::GeluTanh;
-  c.attn_softcap = g.opt_float("attn_logit_softcapping", 50.0);
-  c.final_softcap = g.opt_float("final_logit_softcapping", 30.0);
-  c.sliding_window = g.opt_int("attention.sliding_window", 4096);
-  const int period = g.opt_int("attention.sliding_window_pattern", 2);
-  for (int l = 0; l < c.n_layer; ++l) c.swa_layers.push_back(period == 0 || l % period < period - 1);
-  const float by_size = c.n_layer == 46 ? 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_head))
-                                        : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  c.attn_softcap = g2 ? g.opt_float("attn_logit_softcapping", 50.0) : 0.0f;
+  c.final_softcap = g.opt_float("final_logit_softcapping", g2 ? 30.0 : 0.0);
+  c.sliding_window = g.opt_int("attention.sliding_window", g2 ? 4096 : 0);
+  if (c.sliding_window > 0)
+    c.swa_layers = gemma_swa_layers(c.n_layer, g.opt_int("attention.sliding_window_pattern", g2 ? 2 : 6));
+  if (!g2) {
+    c.qk_norm = true;
+    if (c.sliding_window > 0) c.rope_theta_swa = g.opt_float("rope.freq_base_swa", 10000.0);
+  }
+  const float by_size = c.n_layer == (g2 ? 46 : 62) ? 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_head))
+                                                    : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   c.attn_scale = g.opt_float("attention.scale", by_size);
 }
 
 // What the family implies, and what the file's tensors say (biases, a separate output matrix).
 void read_family_traits(const GgufKeys& g, ModelConfig& c) {
   c.sliding_window = g.opt_int("attention.sliding_window", 0);
-  if (c.arch == Arch::Gemma2) read_gemma2(g, c);
   c.rope_interleaved = gguf_permutes_qk(c.arch);
   if (c.arch == Arch::SmolLM3) c.rope_layers = smollm3_rope_layers(c.n_layer);
   if (g.f.find_tensor("rope_factors_long.weight")) {  // Phi-3 LongRoPE (the factors are tensors)
@@ -139,6 +150,7 @@ void read_family_traits(const GgufKeys& g, ModelConfig& c) {
     c.longrope.attn_factor = g.opt_float("rope.scaling.attn_factor", 1.0);
   }
   c.qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe;
+  if (c.is_gemma()) read_gemma(g, c);  // (Gemma 3 norms q and k too)
   // Q/K/V biases: always in qwen2, in other families when the file has them (as the HF loader does).
   c.qkv_bias =
       c.arch == Arch::Qwen2 || g.f.find_tensor("blk.0.attn_q.bias") || g.f.find_tensor("blk.0.attn_qkv.bias");

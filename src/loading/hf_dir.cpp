@@ -190,7 +190,7 @@ HfModel load_hf_dir(const std::string& dir) {
   HfBuilder b(st, out.weights, quant);
 
   b.alias("model.embed_tokens.weight", "token_embd.weight");
-  const bool gemma = m.arch == Arch::Gemma2;
+  const bool gemma = m.is_gemma();
   const float norm_add = gemma ? 1.0f : 0.0f;
   b.vector_f32("model.norm.weight", "output_norm.weight", norm_add);
   // tie_word_embeddings: the output matrix is the embedding (a saved lm_head is a copy of it).
@@ -224,8 +224,8 @@ HfModel load_hf_dir(const std::string& dir) {
     }
     b.alias(L + "self_attn.o_proj.weight", B + "attn_output.weight");
     if (m.qk_norm) {
-      b.vector_f32(L + "self_attn.q_norm.weight", B + "attn_q_norm.weight");
-      b.vector_f32(L + "self_attn.k_norm.weight", B + "attn_k_norm.weight");
+      b.vector_f32(L + "self_attn.q_norm.weight", B + "attn_q_norm.weight", norm_add);
+      b.vector_f32(L + "self_attn.k_norm.weight", B + "attn_k_norm.weight", norm_add);
     }
     if (m.arch == Arch::Qwen3Moe) {
       // Per-expert matrices stacked into GGUF's [n_embd, n_ff_exp, n_expert] layout; router in F32.

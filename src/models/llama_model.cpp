@@ -90,6 +90,7 @@ void LlamaModel::bind_layer(int l) {
   Layer& L = layers_[l - opts_.layer_begin];
   L.attn_norm = f32_tensor(blk(l, "attn_norm.weight"), d);
   L.rope = cfg_.layer_uses_rope(l);
+  L.rope_swa = cfg_.rope_theta_swa > 0 && cfg_.layer_uses_window(l);
   if (weights_.find(blk(l, "attn_qkv.weight")))
     L.qkv = kernels::Linear({weights_.get(blk(l, "attn_qkv.weight"), {d, qd + 2 * kvd})}, kprec_, pool_,
                             rounding_);
@@ -148,6 +149,7 @@ void LlamaModel::ensure_workspace(int64_t n) {
   attn_.resize(n * qd);
   tmp_.resize(n * d);
   rope_.resize(n * cfg_.n_rot);
+  if (cfg_.rope_theta_swa > 0) rope_swa_.resize(n * cfg_.n_rot);
   pos_.resize(n);
   ws_tokens_ = n;
 }
@@ -223,6 +225,9 @@ void LlamaModel::load_inputs(const runtime::KvCache& kv, std::span<const SeqInpu
       pos_[off + t] = pos0 + t;
       kernels::rope_cache(&rope_[(off + t) * cfg_.n_rot], pos0 + t, cfg_.n_rot, cfg_.rope_theta,
                           cfg_.rope_freq_scale, ffac, mscale);
+      if (cfg_.rope_theta_swa > 0)
+        kernels::rope_cache(&rope_swa_[(off + t) * cfg_.n_rot], pos0 + t, cfg_.n_rot, cfg_.rope_theta_swa, 1.0f,
+                            nullptr);
     }
     kernels::AttentionJob& j = jobs_[i];
     j.q = qkv_.data() + off * wqkv;
@@ -250,7 +255,7 @@ void LlamaModel::rope_qk(const Layer& L, int64_t n) {
   for (int64_t t = 0; t < n; ++t) {
     float* row = &qkv_[t * wqkv];
     if (L.bias_qkv) kernels::add_inplace(row, L.bias_qkv, wqkv);
-    const float* cs = &rope_[t * cfg_.n_rot];
+    const float* cs = &(L.rope_swa ? rope_swa_ : rope_)[t * cfg_.n_rot];
     for (int h = 0; h < cfg_.n_head; ++h) {
       float* qh = row + h * hd;
       if (L.q_norm) kernels::rms_norm(qh, L.q_norm, qh, hd, eps);

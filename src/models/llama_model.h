@@ -36,7 +36,8 @@ class LlamaModel : public Model {
     const float* bias_qkv = nullptr;  // q|k|v biases concatenated, or null
     const float* q_norm = nullptr;
     const float* k_norm = nullptr;
-    bool rope = true;  // false in SmolLM3's layers without positions
+    bool rope = true;        // false in SmolLM3's layers without positions
+    bool rope_swa = false;   // Gemma 3's windowed layers: their own RoPE base (rope_swa_)
     kernels::Linear wo;
     const float* ffn_norm = nullptr;
     const float* attn_post_norm = nullptr;  // Gemma: on the attention and FFN outputs
@@ -75,6 +76,7 @@ class LlamaModel : public Model {
   // Workspace, grown to the largest batch seen (never per token).
   int64_t ws_tokens_ = 0;
   std::vector<float> x_, h_, qkv_, attn_, tmp_, rope_;
+  std::vector<float> rope_swa_;  // cos/sin of the windowed layers (Gemma 3: rope_theta_swa, unscaled)
   std::vector<int64_t> pos_;
   std::vector<int32_t> no_ids_;  // -1 ids recorded in the cache for input rows
   std::vector<kernels::AttentionJob> jobs_;

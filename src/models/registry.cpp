@@ -19,6 +19,7 @@ std::unique_ptr<Model> create_model(ModelConfig cfg, WeightSet weights, const Mo
     case Arch::SmolLM3:
     case Arch::Phi3:
     case Arch::Gemma2:
+    case Arch::Gemma3:
       if (cfg.n_ff <= 0) fail("{}: feed_forward_length is missing", weights.source());
       return std::make_unique<LlamaModel>(std::move(cfg), std::move(weights), opts);
     case Arch::Qwen3Moe:

@@ -124,12 +124,30 @@ TEST(HfModelConfig, Gemma2) {
   const ModelConfig odd = read(j);
   EXPECT_EQ(odd.swa_layers, (std::vector<uint8_t>{0, 1, 0, 1}));
   gguf::Writer w;  // llama.cpp's gemma2 files window the even layers
-  EXPECT_NE(error_of([&] { write_model_config(w, odd); }).find("not every other layer"), std::string::npos);
+  EXPECT_NE(error_of([&] { write_model_config(w, odd); }).find("not all but every 2th"), std::string::npos);
   j["layer_types"] = {"full_attention"};
   EXPECT_NE(error_of([&] { read(j); }).find("layer_types has 1 entries for 4 layers"), std::string::npos);
   j.erase("layer_types");
   j["hidden_activation"] = "relu";
   EXPECT_NE(error_of([&] { read(j); }).find("hidden_activation 'relu' is not supported"), std::string::npos);
+}
+
+TEST(HfModelConfig, Gemma3) {
+  nlohmann::json j = base("gemma3_text");
+  j["num_hidden_layers"] = 12;
+  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}};
+  const ModelConfig m = read(j);
+  EXPECT_EQ(m.arch, Arch::Gemma3);
+  EXPECT_TRUE(m.qk_norm);
+  EXPECT_EQ(m.attn_softcap, 0.0f);
+  EXPECT_EQ(m.rope_theta, 1e6f);           // Gemma3TextConfig's default
+  EXPECT_EQ(m.rope_theta_swa, 10000.0f);   // rope_local_base_freq's
+  EXPECT_FLOAT_EQ(m.rope_freq_scale, 0.125f);  // the global layers'
+  std::vector<uint8_t> five_of_six(12, 1);
+  five_of_six[5] = five_of_six[11] = 0;
+  EXPECT_EQ(m.swa_layers, five_of_six);
+  j["sliding_window_pattern"] = 3;
+  EXPECT_EQ(read(j).swa_layers, (std::vector<uint8_t>{1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0}));
 }
 
 TEST(HfModelConfig, RopeScaling) {

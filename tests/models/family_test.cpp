@@ -105,7 +105,7 @@ TEST_P(Family, PromptsAtTheirContextSize) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, Family, ::testing::Values("smollm3", "phi3", "gemma2"),
+INSTANTIATE_TEST_SUITE_P(Families, Family, ::testing::Values("smollm3", "phi3", "gemma2", "gemma3"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -87,6 +87,21 @@ FAMILIES = {
         # (a 15- or 17-token window instead of 16 would be ~2).
         "llamacpp_tolerance": 5e-3,
     },
+    # Gemma 3 (text): as Gemma 2 without soft-capping, plus per-head q/k RMS norms (scale 1 + w), a
+    # 16-token window on 5 of every 6 layers with their own RoPE base (rope_local_base_freq, unscaled),
+    # the global layer with rope_theta 1e6 and linear scaling (factor 8, as the 4B-27B checkpoints).
+    "gemma3": {
+        "seed": 3304,
+        "config": {"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "hidden_size": 128,
+                   "intermediate_size": 256, "num_hidden_layers": 6, "num_attention_heads": 4,
+                   "num_key_value_heads": 2, "head_dim": 64, "query_pre_attn_scalar": 64,
+                   "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 32768,
+                   "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+                   "rope_scaling": {"rope_type": "linear", "factor": 8.0}, "sliding_window": 16,
+                   "sliding_window_pattern": 6, "attn_logit_softcapping": None, "final_logit_softcapping": None,
+                   "tie_word_embeddings": True, "attention_bias": False, "torch_dtype": "float32"},
+        "llamacpp_tolerance": 5e-3,  # its F16 GELU table, as for gemma2
+    },
 }
 
 
@@ -148,6 +163,9 @@ def make_weights(cfg, seed):
         W[p + "mlp.gate_proj.weight"] = mat(ff, d)
         W[p + "mlp.up_proj.weight"] = mat(ff, d)
         W[p + "mlp.down_proj.weight"] = mat(d, ff)
+        if cfg["model_type"] == "gemma3_text":
+            W[p + "self_attn.q_norm.weight"] = norm(hd)
+            W[p + "self_attn.k_norm.weight"] = norm(hd)
         if cfg["model_type"] == "phi3":  # stored fused
             W[p + "self_attn.qkv_proj.weight"] = np.concatenate(
                 [W.pop(p + "self_attn.%s_proj.weight" % n) for n in "qkv"])
@@ -162,14 +180,18 @@ def uses_rope(cfg, l):
     return True
 
 
-def rope_tables(cfg, T, ctx):
+def rope_tables(cfg, T, ctx, local=False):
     """cos, sin (T, rot/2) as transformers builds them; LongRoPE factors chosen by the context size
     `ctx` (llama.cpp's rule; transformers' too when ctx is on the same side of the original context
     as the prompt's length)."""
     rot, theta = n_rot(cfg), cfg.get("rope_theta", 10000.0)
+    if local:  # Gemma 3's windowed layers: their own base, no scaling
+        theta = cfg["rope_local_base_freq"]
     inv = 1.0 / theta ** (np.arange(0, rot, 2, dtype=np.float64) / rot)
     scale = 1.0
-    rs = cfg.get("rope_scaling") or {}
+    rs = {} if local else (cfg.get("rope_scaling") or {})
+    if rs.get("rope_type") == "linear":
+        inv = inv / rs["factor"]
     if rs.get("type") == "longrope":
         orig = cfg["original_max_position_embeddings"]
         inv = inv / np.asarray(rs["long_factor"] if ctx > orig else rs["short_factor"], np.float64)
@@ -196,6 +218,7 @@ def forward(W, cfg, ids, ctx=512):
     gemma = cfg["model_type"].startswith("gemma")
     nw = (lambda w: 1 + w) if gemma else (lambda w: w)  # noqa: E731  (the RMSNorm scale)
     cos, sin = rope_tables(cfg, T, ctx)
+    local_tables = rope_tables(cfg, T, ctx, local=True) if "rope_local_base_freq" in cfg else None
     x = W["model.embed_tokens.weight"][ids]
     if gemma:
         x = x * np.float64(np.float32(np.sqrt(cfg["hidden_size"])))  # transformers' normalizer, in float32
@@ -213,8 +236,12 @@ def forward(W, cfg, ids, ctx=512):
         else:
             q, k, v = (h @ W[p + "self_attn.%s_proj.weight" % n].T for n in "qkv")
         q, k, v = q.reshape(T, H, hd), k.reshape(T, Hkv, hd), v.reshape(T, Hkv, hd)
+        if p + "self_attn.q_norm.weight" in W:  # per head, before RoPE
+            q = ml.rms(q, nw(W[p + "self_attn.q_norm.weight"]), eps)
+            k = ml.rms(k, nw(W[p + "self_attn.k_norm.weight"]), eps)
         if uses_rope(cfg, l):
-            q, k = rope(q, cos, sin, n_rot(cfg)), rope(k, cos, sin, n_rot(cfg))
+            c_, s_ = local_tables if local_tables and sliding(cfg, l) else (cos, sin)
+            q, k = rope(q, c_, s_, n_rot(cfg)), rope(k, c_, s_, n_rot(cfg))
         att = np.zeros((T, H, hd))
         for hh in range(H):
             kv = hh // (H // Hkv)
@@ -257,6 +284,8 @@ def sliding(cfg, l):
         return False
     if cfg["model_type"] == "gemma2":
         return l % 2 == 0
+    if cfg["model_type"] == "gemma3_text":
+        return (l + 1) % cfg.get("sliding_window_pattern", 6) != 0
     return True
 
 
@@ -271,6 +300,7 @@ def hf_from_gguf(G, cfg):
         W["model.norm.weight"] = W["model.norm.weight"] - 1
     names = {"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm", "attn_q": "self_attn.q_proj",
              "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj", "attn_qkv": "self_attn.qkv_proj",
+             "attn_q_norm": "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm",
              "attn_output": "self_attn.o_proj", "ffn_gate": "mlp.gate_proj", "ffn_down": "mlp.down_proj"}
     if gemma:
         names.update({"post_attention_norm": "post_attention_layernorm", "ffn_norm": "pre_feedforward_layernorm",
