@@ -64,6 +64,24 @@ TEST(Elementwise, SwigluMatchesFloat64OnEveryIsa) {
   }
 }
 
+// GeGLU with the tanh GELU (Gemma): both tails and the middle, against float64 tanh.
+TEST(Elementwise, GegluTanhMatchesFloat64OnEveryIsa) {
+  IsaGuard guard;
+  for (const char* isa : isa_tiers()) {
+    if (!isa_supported(isa)) continue;
+    force_isa(isa);
+    const int64_t n = 301;
+    auto g = test::gaussian(n, 4), u = test::gaussian(n, 5);
+    for (int64_t i = 0; i < n; ++i) g[i] = i < 40 ? -20.0f + 1.0f * i : 3.0f * g[i];
+    std::vector<float> out(n);
+    geglu_tanh(g.data(), u.data(), out.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double x = g[i], want = 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))) * u[i];
+      EXPECT_NEAR(out[i], want, 1e-6 * std::fabs(u[i]) + 4e-7 * std::fabs(want)) << isa << " gate " << g[i];
+    }
+  }
+}
+
 // GELU (erf form): the SIMD tiers' erf (Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7, over the
 // tier's exp) against std::erf in float64; both tails (gelu(-12) ~ 0, gelu(12) = 12) and the
 // middle, where BERT's activations are.

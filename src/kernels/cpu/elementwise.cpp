@@ -72,11 +72,7 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n) {
 }
 
 void geglu_tanh(const float* gate, const float* up, float* out, int64_t n) {
-  constexpr float kC = 0.7978845608028654f;  // sqrt(2 / pi)
-  for (int64_t i = 0; i < n; ++i) {
-    const float x = gate[i];
-    out[i] = 0.5f * x * (1.0f + std::tanh(kC * (x + 0.044715f * x * x * x))) * up[i];
-  }
+  active_kernels().geglu(gate, up, out, n);
 }
 
 void gelu_erf(float* x, int64_t n) {

@@ -27,7 +27,7 @@ void rope_cache(float* cos_sin, int64_t pos, int n_rot, float base, float freq_s
 
 // out[i] = silu(gate[i]) * up[i]
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
-// out[i] = gelu_tanh(gate[i]) * up[i] (GeGLU, Gemma's "gelu_pytorch_tanh"):
+// out[i] = gelu_tanh(gate[i]) * up[i] (GeGLU, Gemma's "gelu_pytorch_tanh", IsaKernels::geglu):
 // gelu_tanh(x) = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 void geglu_tanh(const float* gate, const float* up, float* out, int64_t n);
 // GELU in place, erf form (Hugging Face's "gelu"): x/2 (1 + erf(x/sqrt 2)), erf within 1.5e-7

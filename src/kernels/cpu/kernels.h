@@ -83,6 +83,9 @@ struct IsaKernels {
   // x = softmax(x) in place (exponentials summed in double); out = silu(gate) * up.
   void (*softmax)(float* x, int64_t n);
   void (*swiglu)(const float* gate, const float* up, float* out, int64_t n);
+  // out = gelu_tanh(gate) * up, computed as gate * up / (1 + e^-y), y = 2 sqrt(2/pi) (g + 0.044715 g^3)
+  // (0.5 (1 + tanh z) is the logistic function of 2z).
+  void (*geglu)(const float* gate, const float* up, float* out, int64_t n);
   // x = x/2 (1 + erf(x/sqrt 2)) in place (GELU, erf form). SIMD tiers: erf by Abramowitz &
   // Stegun 7.1.26 (|error| <= 1.5e-7) over the tier's exp; scalar: std::erf.
   void (*gelu)(float* x, int64_t n);
@@ -95,6 +98,10 @@ struct IsaKernels {
   // y += u B^T for LoRA adapters (lowrank.h).
   LowrankFn lowrank;
 };
+
+// IsaKernels::geglu's y = g (C1 + C3 g^2): C1 = 2 sqrt(2/pi), C3 = C1 * 0.044715.
+constexpr float kGeluTanhC1 = 1.5957691216057308f;
+constexpr float kGeluTanhC3 = 1.5957691216057308f * 0.044715f;
 
 // Each architecture's tiers (cpu_tiers_x86.cpp, cpu_tiers_arm.cpp); a build has only its own.
 const IsaKernels& scalar_kernels();

@@ -412,6 +412,20 @@ void swiglu8(const float* gate, const float* up, float* out, int64_t n) {
   if (i < n) store_part(out + i, swiglu_vec(load_part(gate + i, n - i), load_part(up + i, n - i)), n - i);
 }
 
+// out = gelu_tanh(gate) * up = gate * up / (1 + e^-y) (IsaKernels::geglu).
+inline __m256 geglu_vec(__m256 g, __m256 u) {
+  const __m256 y = _mm256_mul_ps(g, _mm256_fmadd_ps(_mm256_set1_ps(kGeluTanhC3), _mm256_mul_ps(g, g),
+                                                    _mm256_set1_ps(kGeluTanhC1)));
+  const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), y));
+  return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
+}
+void geglu8(const float* gate, const float* up, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, geglu_vec(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+  if (i < n) store_part(out + i, geglu_vec(load_part(gate + i, n - i), load_part(up + i, n - i)), n - i);
+}
+
 // GELU, erf form, as gelu16 (kernels_avx512.cpp): Abramowitz & Stegun 7.1.26 over exp8.
 inline __m256 gelu_vec(__m256 v) {
   const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
@@ -460,6 +474,7 @@ const IsaKernels& avx2_kernels() {
                                f16_row,
                                softmax8,
                                swiglu8,
+                               geglu8,
                                gelu8,
                                &avx2_packed_kernels(),
                                &avx2_tile_ops(),

@@ -547,6 +547,19 @@ void swiglu16(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
+// out = gelu_tanh(gate) * up = gate * up / (1 + e^-y) (IsaKernels::geglu).
+void geglu16(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
+    const __m512 g = _mm512_maskz_loadu_ps(k, gate + i);
+    const __m512 y = _mm512_mul_ps(g, _mm512_fmadd_ps(_mm512_set1_ps(kGeluTanhC3), _mm512_mul_ps(g, g),
+                                                      _mm512_set1_ps(kGeluTanhC1)));
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), y));
+    const __m512 gelu = _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+    _mm512_mask_storeu_ps(out + i, k, _mm512_mul_ps(gelu, _mm512_maskz_loadu_ps(k, up + i)));
+  }
+}
+
 // GELU, erf form: erf(z) = 1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) e^-z^2, t = 1 / (1 + p z),
 // for z = |x| / sqrt 2 (Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7), the sign put back after.
 void gelu16(float* x, int64_t n) {
@@ -590,6 +603,7 @@ const IsaKernels& avx512_kernels() {
                                f16_row,
                                softmax16,
                                swiglu16,
+                               geglu16,
                                gelu16,
                                &avx512_packed_kernels(),
                                &avx512_tile_ops(),

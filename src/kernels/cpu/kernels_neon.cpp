@@ -479,6 +479,19 @@ void swiglu4(const float* gate, const float* up, float* out, int64_t n) {
     store_part(out + i, swiglu_vec(load_part(gate + i, n - i, 0.0f), load_part(up + i, n - i, 0.0f)), n - i);
 }
 
+// out = gelu_tanh(gate) * up = gate * up / (1 + e^-y) (IsaKernels::geglu).
+inline float32x4_t geglu_vec(float32x4_t g, float32x4_t u) {
+  const float32x4_t y = vmulq_f32(g, vfmaq_f32(vdupq_n_f32(kGeluTanhC1), vdupq_n_f32(kGeluTanhC3), vmulq_f32(g, g)));
+  const float32x4_t e = exp4(vnegq_f32(y));
+  return vmulq_f32(vdivq_f32(g, vaddq_f32(vdupq_n_f32(1.0f), e)), u);
+}
+void geglu4(const float* gate, const float* up, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) vst1q_f32(out + i, geglu_vec(vld1q_f32(gate + i), vld1q_f32(up + i)));
+  if (i < n)
+    store_part(out + i, geglu_vec(load_part(gate + i, n - i, 0.0f), load_part(up + i, n - i, 0.0f)), n - i);
+}
+
 // GELU, erf form, as gelu16 (kernels_avx512.cpp): Abramowitz & Stegun 7.1.26 over exp4.
 inline float32x4_t gelu_vec(float32x4_t v) {
   const float32x4_t one = vdupq_n_f32(1.0f);
@@ -524,6 +537,7 @@ const IsaKernels& neon_kernels() {
       f16_row,
       softmax4,
       swiglu4,
+      geglu4,
       gelu4,
       &neon_packed_kernels(),
       &neon_tile_ops(),

@@ -254,6 +254,13 @@ void softmax(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
+void geglu(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i], y = g * (kGeluTanhC1 + kGeluTanhC3 * g * g);
+    out[i] = g / (1.0f + std::exp(-y)) * up[i];
+  }
+}
+
 void swiglu(const float* gate, const float* up, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
@@ -289,6 +296,7 @@ const IsaKernels& scalar_kernels() {
                                f16_row,
                                softmax,
                                swiglu,
+                               geglu,
                                gelu,
                                nullptr,
                                nullptr,
