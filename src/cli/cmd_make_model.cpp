@@ -1,6 +1,6 @@
 // `ferrum make-model` (hidden, for benchmarks): writes a GGUF with random weights and a valid
-// synthetic SentencePiece vocabulary for a given Llama/Qwen2 shape, so realistic-size models can
-// be benchmarked (and fed to llama.cpp) without downloading any.
+// synthetic SentencePiece vocabulary for a given Llama/Qwen2/Gemma 3/Phi-4 shape, so realistic-size
+// models can be benchmarked (and fed to llama.cpp) without downloading any.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -22,16 +22,33 @@ namespace ferrum::cli {
 namespace {
 
 struct Shape {
-  Arch arch = Arch::Llama;  // Llama or Qwen2
+  Arch arch = Arch::Llama;  // Llama, Qwen2, Gemma3 or Phi3
   int n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, n_ff = 0, n_vocab = 0, n_ctx = 0;
+  int head_dim = 0;  // 0: n_embd / n_head
+  int n_rot = 0;     // 0: head_dim
   float rope_theta = 10000.0f, norm_eps = 1e-5f;
   bool tied = true, qkv_bias = false, llama3_rope = false;
+  int sliding_window = 0;  // Gemma 3: on 5 of every 6 layers
+  int orig_ctx = 0;        // Phi: LongRoPE's original context (factors written as tensors)
+  int hd() const { return head_dim ? head_dim : n_embd / n_head; }
+  int rot() const { return n_rot ? n_rot : hd(); }
 };
 
-// Published shapes (config.json of meta-llama/Llama-3.2-1B and Qwen/Qwen2.5-0.5B).
+const char* const kShapes[] = {"llama-1b", "qwen-0.5b", "gemma3-1b", "phi4-mini", "tiny"};
+
+// Published shapes (config.json of meta-llama/Llama-3.2-1B, Qwen/Qwen2.5-0.5B, google/gemma-3-1b-it
+// and microsoft/Phi-4-mini-instruct).
 Shape preset_shape(const std::string& name) {
   Shape s;
-  if (name == "llama-1b") {
+  if (name == "gemma3-1b") {
+    s.arch = Arch::Gemma3;
+    s.n_layer = 26, s.n_embd = 1152, s.n_head = 4, s.n_head_kv = 1, s.head_dim = 256, s.n_ff = 6912;
+    s.n_vocab = 262144, s.n_ctx = 32768, s.rope_theta = 1000000.0f, s.norm_eps = 1e-6f, s.sliding_window = 512;
+  } else if (name == "phi4-mini") {
+    s.arch = Arch::Phi3;
+    s.n_layer = 32, s.n_embd = 3072, s.n_head = 24, s.n_head_kv = 8, s.n_ff = 8192, s.n_vocab = 200064;
+    s.n_ctx = 131072, s.orig_ctx = 4096, s.n_rot = 96;  // partial_rotary_factor 0.75 of 128
+  } else if (name == "llama-1b") {
     s.n_layer = 16, s.n_embd = 2048, s.n_head = 32, s.n_head_kv = 8, s.n_ff = 8192, s.n_vocab = 128256;
     s.n_ctx = 131072, s.rope_theta = 500000.0f, s.llama3_rope = true;
   } else if (name == "qwen-0.5b") {
@@ -41,7 +58,7 @@ Shape preset_shape(const std::string& name) {
   } else if (name == "tiny") {  // for tests
     s.n_layer = 2, s.n_embd = 64, s.n_head = 4, s.n_head_kv = 2, s.n_ff = 128, s.n_vocab = 512, s.n_ctx = 256;
   } else {
-    fail("--shape: '{}' is not known (use llama-1b, qwen-0.5b or tiny)", name);
+    fail("--shape: '{}' is not known (use llama-1b, qwen-0.5b, gemma3-1b, phi4-mini or tiny)", name);
   }
   return s;
 }
@@ -172,12 +189,62 @@ class ModelWriter {
   std::vector<std::vector<uint8_t>> bufs_;
 };
 
+// The family's keys beyond the common ones (as llama.cpp's converters write them).
+void family_keys(gguf::Writer& w, const Shape& s, const std::string& a) {
+  if (s.arch == Arch::Gemma3) {
+    w.set_u32(a + ".attention.key_length", s.hd());
+    w.set_u32(a + ".attention.value_length", s.hd());
+    w.set_u32(a + ".attention.sliding_window", s.sliding_window);
+    w.set_f32(a + ".rope.freq_base_swa", 10000.0f);
+  }
+  if (s.orig_ctx) {
+    const double scale = static_cast<double>(s.n_ctx) / s.orig_ctx;
+    w.set_u32(a + ".rope.scaling.original_context_length", s.orig_ctx);
+    w.set_f32(a + ".rope.scaling.attn_factor", static_cast<float>(std::sqrt(1 + std::log(scale) / std::log(s.orig_ctx))));
+    w.set_u32(a + ".attention.sliding_window", 0);
+  }
+}
+
+// One layer's tensors. Standard deviations keep activations in a realistic range through random layers.
+void layer_tensors(ModelWriter& m, const Shape& s, int l) {
+  const int hd = s.hd(), qd = hd * s.n_head, kvd = hd * s.n_head_kv;
+  const float sd = 0.02f, sd_out = 0.5f / std::sqrt(static_cast<float>(s.n_ff));
+  const std::string p = fmt::format("blk.{}.", l);
+  m.vector(p + "attn_norm.weight", s.n_embd, 1.0f, 0.05f);
+  if (s.arch == Arch::Phi3) {  // fused projections, as llama.cpp's phi3 has them
+    m.matrix(p + "attn_qkv.weight", s.n_embd, qd + 2 * kvd, sd);
+  } else {
+    m.matrix(p + "attn_q.weight", s.n_embd, qd, sd);
+    m.matrix(p + "attn_k.weight", s.n_embd, kvd, sd);
+    m.matrix(p + "attn_v.weight", s.n_embd, kvd, sd);
+  }
+  if (s.qkv_bias) {
+    m.vector(p + "attn_q.bias", qd, 0.0f, 0.1f);
+    m.vector(p + "attn_k.bias", kvd, 0.0f, 0.1f);
+    m.vector(p + "attn_v.bias", kvd, 0.0f, 0.1f);
+  }
+  if (s.arch == Arch::Gemma3) {
+    m.vector(p + "attn_q_norm.weight", hd, 1.0f, 0.05f);
+    m.vector(p + "attn_k_norm.weight", hd, 1.0f, 0.05f);
+  }
+  m.matrix(p + "attn_output.weight", qd, s.n_embd, sd);
+  if (s.arch == Arch::Gemma3) m.vector(p + "post_attention_norm.weight", s.n_embd, 1.0f, 0.05f);
+  m.vector(p + "ffn_norm.weight", s.n_embd, 1.0f, 0.05f);
+  if (s.arch == Arch::Phi3) {
+    m.matrix(p + "ffn_up.weight", s.n_embd, 2 * s.n_ff, sd);  // gate | up
+  } else {
+    m.matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff, sd);
+    m.matrix(p + "ffn_up.weight", s.n_embd, s.n_ff, sd);
+  }
+  m.matrix(p + "ffn_down.weight", s.n_ff, s.n_embd, sd_out);
+  if (s.arch == Arch::Gemma3) m.vector(p + "post_ffw_norm.weight", s.n_embd, 1.0f, 0.05f);
+}
+
 void write_model(const Shape& s, DType type, uint64_t seed, int threads, const std::string& out) {
-  if (s.n_head <= 0 || s.n_embd % s.n_head != 0)
+  if (s.n_head <= 0 || (!s.head_dim && s.n_embd % s.n_head != 0))
     fail("hidden size {} is not a multiple of {} heads", s.n_embd, s.n_head);
   if (s.n_head_kv <= 0 || s.n_head % s.n_head_kv != 0)
     fail("{} heads are not a multiple of {} KV heads", s.n_head, s.n_head_kv);
-  const int hd = s.n_embd / s.n_head, kvd = hd * s.n_head_kv;
   ModelWriter m(type, seed, threads);
   gguf::Writer& w = m.w;
   const std::string a = gguf_arch(s.arch);
@@ -192,14 +259,19 @@ void write_model(const Shape& s, DType type, uint64_t seed, int threads, const s
   w.set_u32(a + ".feed_forward_length", s.n_ff);
   w.set_u32(a + ".attention.head_count", s.n_head);
   w.set_u32(a + ".attention.head_count_kv", s.n_head_kv);
-  w.set_u32(a + ".rope.dimension_count", hd);
+  w.set_u32(a + ".rope.dimension_count", s.rot());
   w.set_f32(a + ".rope.freq_base", s.rope_theta);
   w.set_f32(a + ".attention.layer_norm_rms_epsilon", s.norm_eps);
+  family_keys(w, s, a);
 
   std::vector<std::string> tokens;
   std::vector<float> scores;
   std::vector<int32_t> types;
   synth_vocab(s.n_vocab, tokens, scores, types);
+  if (s.arch == Arch::Phi3) {  // llama.cpp looks this token up in phi3 files
+    tokens.back() = "<|endoftext|>";
+    types.back() = kTypeControl;
+  }
   w.set_string("tokenizer.ggml.model", "llama");
   w.set_string_array("tokenizer.ggml.tokens", tokens);
   w.set_f32_array("tokenizer.ggml.scores", scores);
@@ -210,29 +282,20 @@ void write_model(const Shape& s, DType type, uint64_t seed, int threads, const s
   w.set_bool("tokenizer.ggml.add_bos_token", true);
   w.set_bool("tokenizer.ggml.add_eos_token", false);
 
-  // Standard deviations keep activations in a realistic range through random layers.
-  const float sd = 0.02f, sd_out = 0.5f / std::sqrt(static_cast<float>(s.n_ff));
-  m.matrix("token_embd.weight", s.n_embd, s.n_vocab, sd);
-  if (s.llama3_rope) m.values("rope_freqs.weight", llama3_freq_factors(hd, s.rope_theta));
-  for (int l = 0; l < s.n_layer; ++l) {
-    const std::string p = fmt::format("blk.{}.", l);
-    m.vector(p + "attn_norm.weight", s.n_embd, 1.0f, 0.05f);
-    m.matrix(p + "attn_q.weight", s.n_embd, s.n_embd, sd);
-    m.matrix(p + "attn_k.weight", s.n_embd, kvd, sd);
-    m.matrix(p + "attn_v.weight", s.n_embd, kvd, sd);
-    if (s.qkv_bias) {
-      m.vector(p + "attn_q.bias", s.n_embd, 0.0f, 0.1f);
-      m.vector(p + "attn_k.bias", kvd, 0.0f, 0.1f);
-      m.vector(p + "attn_v.bias", kvd, 0.0f, 0.1f);
+  m.matrix("token_embd.weight", s.n_embd, s.n_vocab, 0.02f);
+  if (s.llama3_rope) m.values("rope_freqs.weight", llama3_freq_factors(s.hd(), s.rope_theta));
+  if (s.orig_ctx) {  // LongRoPE divisors: about 1 within the original context, growing beyond
+    std::vector<float> lng(s.rot() / 2), shrt(s.rot() / 2);
+    for (int i = 0; i < s.rot() / 2; ++i) {
+      shrt[i] = 1.0f + 0.05f * static_cast<float>(i) / static_cast<float>(s.rot() / 2);
+      lng[i] = 1.0f + 40.0f * static_cast<float>(i) / static_cast<float>(s.rot() / 2);
     }
-    m.matrix(p + "attn_output.weight", s.n_embd, s.n_embd, sd);
-    m.vector(p + "ffn_norm.weight", s.n_embd, 1.0f, 0.05f);
-    m.matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff, sd);
-    m.matrix(p + "ffn_up.weight", s.n_embd, s.n_ff, sd);
-    m.matrix(p + "ffn_down.weight", s.n_ff, s.n_embd, sd_out);
+    m.values("rope_factors_long.weight", lng);
+    m.values("rope_factors_short.weight", shrt);
   }
+  for (int l = 0; l < s.n_layer; ++l) layer_tensors(m, s, l);
   m.vector("output_norm.weight", s.n_embd, 1.0f, 0.05f);
-  if (!s.tied) m.matrix("output.weight", s.n_embd, s.n_vocab, sd);
+  if (!s.tied) m.matrix("output.weight", s.n_embd, s.n_vocab, 0.02f);
   w.write(out);
 }
 
@@ -251,8 +314,10 @@ Runner add_make_model(CLI::App& app) {
       app.add_subcommand("make-model", "write a GGUF with random weights for a model shape (benchmarks)");
   sub->group("");  // a developer tool: not listed in --help
   sub->add_option("output", f->out, "output GGUF")->required();
-  sub->add_option("--shape", f->shape, "llama-1b (Llama-3.2-1B), qwen-0.5b (Qwen2.5-0.5B) or tiny")
-      ->check(one_of({"llama-1b", "qwen-0.5b", "tiny"}));
+  sub->add_option("--shape", f->shape,
+                  "llama-1b (Llama-3.2-1B), qwen-0.5b (Qwen2.5-0.5B), gemma3-1b (Gemma-3-1B), phi4-mini "
+                  "(Phi-4-mini) or tiny")
+      ->check(one_of({kShapes[0], kShapes[1], kShapes[2], kShapes[3], kShapes[4]}));
   sub->add_option("--type", f->type, "weight type: F16 or F32 (quantize afterwards with `ferrum quantize`)")
       ->check(one_of({"F16", "F32"}));
   sub->add_option("--seed", f->seed, "random seed")->transform(whole(0, INT64_MAX));
