@@ -124,6 +124,8 @@ TEMPLATES = [
     ("mistralai-Mistral-Nemo-Instruct-2407.jinja", "mistral", "<s>", "</s>", {}, True),
     ("llama3-tokenizer_config.jinja", "default", "<|begin_of_text|>", "<|eot_id|>", {}, True),
     ("phi-3.jinja", "default", "<s>", "<|endoftext|>", {}, False),
+    ("microsoft-Phi-3.5-mini-instruct.jinja", "default", "<s>", "<|endoftext|>", {}, True),
+    ("google-gemma-2-2b-it.jinja", "default", "<bos>", "<eos>", {}, False),
 ]
 
 
@@ -132,8 +134,9 @@ def main():
     for name, style, bos, eos, extra, system_role in TEMPLATES:
         src = open(os.path.join(HERE, "templates", name), encoding="utf-8").read()
         tpl = gen_jinja_cases.env.from_string(src)
-        # Mistral Nemo's template has no system turn of its own before the last user message.
-        conv = CONVERSATION[1:] if style == "mistral" else CONVERSATION
+        # Mistral Nemo's template has no system turn of its own before the last user message; Gemma's
+        # raises on a system message.
+        conv = CONVERSATION[1:] if style == "mistral" or "gemma" in name else CONVERSATION
         if style == "default":
             msgs, tools = default_format(conv, TOOLS, system_role), None
         else:
