@@ -405,11 +405,12 @@ inline __m256 swiglu_vec(__m256 g, __m256 u) {
   const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), g));
   return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
 }
-void swiglu8(const float* gate, const float* up, float* out, int64_t n) {
+// out[i] = f(a[i], b[i]), eight at a time; the tail through a partial load and store.
+template <__m256 (*f)(__m256, __m256)>
+void map2_8(const float* a, const float* b, float* out, int64_t n) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(out + i, swiglu_vec(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
-  if (i < n) store_part(out + i, swiglu_vec(load_part(gate + i, n - i), load_part(up + i, n - i)), n - i);
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, f(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+  if (i < n) store_part(out + i, f(load_part(a + i, n - i), load_part(b + i, n - i)), n - i);
 }
 
 // out = gelu_tanh(gate) * up = gate * up / (1 + e^-y) (IsaKernels::geglu).
@@ -418,12 +419,6 @@ inline __m256 geglu_vec(__m256 g, __m256 u) {
                                                     _mm256_set1_ps(kGeluTanhC1)));
   const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), y));
   return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
-}
-void geglu8(const float* gate, const float* up, float* out, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(out + i, geglu_vec(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
-  if (i < n) store_part(out + i, geglu_vec(load_part(gate + i, n - i), load_part(up + i, n - i)), n - i);
 }
 
 // GELU, erf form, as gelu16 (kernels_avx512.cpp): Abramowitz & Stegun 7.1.26 over exp8.
@@ -473,8 +468,8 @@ const IsaKernels& avx2_kernels() {
                                scalar_kernels().quantize_q8_k,
                                f16_row,
                                softmax8,
-                               swiglu8,
-                               geglu8,
+                               map2_8<swiglu_vec>,
+                               map2_8<geglu_vec>,
                                gelu8,
                                &avx2_packed_kernels(),
                                &avx2_tile_ops(),

@@ -472,11 +472,12 @@ inline float32x4_t swiglu_vec(float32x4_t g, float32x4_t u) {
   const float32x4_t e = exp4(vnegq_f32(g));
   return vmulq_f32(vdivq_f32(g, vaddq_f32(vdupq_n_f32(1.0f), e)), u);
 }
-void swiglu4(const float* gate, const float* up, float* out, int64_t n) {
+// out[i] = f(a[i], b[i]), four at a time; the tail through a partial load and store.
+template <float32x4_t (*f)(float32x4_t, float32x4_t)>
+void map2_4(const float* a, const float* b, float* out, int64_t n) {
   int64_t i = 0;
-  for (; i + 4 <= n; i += 4) vst1q_f32(out + i, swiglu_vec(vld1q_f32(gate + i), vld1q_f32(up + i)));
-  if (i < n)
-    store_part(out + i, swiglu_vec(load_part(gate + i, n - i, 0.0f), load_part(up + i, n - i, 0.0f)), n - i);
+  for (; i + 4 <= n; i += 4) vst1q_f32(out + i, f(vld1q_f32(a + i), vld1q_f32(b + i)));
+  if (i < n) store_part(out + i, f(load_part(a + i, n - i, 0.0f), load_part(b + i, n - i, 0.0f)), n - i);
 }
 
 // out = gelu_tanh(gate) * up = gate * up / (1 + e^-y) (IsaKernels::geglu).
@@ -484,12 +485,6 @@ inline float32x4_t geglu_vec(float32x4_t g, float32x4_t u) {
   const float32x4_t y = vmulq_f32(g, vfmaq_f32(vdupq_n_f32(kGeluTanhC1), vdupq_n_f32(kGeluTanhC3), vmulq_f32(g, g)));
   const float32x4_t e = exp4(vnegq_f32(y));
   return vmulq_f32(vdivq_f32(g, vaddq_f32(vdupq_n_f32(1.0f), e)), u);
-}
-void geglu4(const float* gate, const float* up, float* out, int64_t n) {
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) vst1q_f32(out + i, geglu_vec(vld1q_f32(gate + i), vld1q_f32(up + i)));
-  if (i < n)
-    store_part(out + i, geglu_vec(load_part(gate + i, n - i, 0.0f), load_part(up + i, n - i, 0.0f)), n - i);
 }
 
 // GELU, erf form, as gelu16 (kernels_avx512.cpp): Abramowitz & Stegun 7.1.26 over exp4.
@@ -536,8 +531,8 @@ const IsaKernels& neon_kernels() {
       scalar_kernels().quantize_q8_k,
       f16_row,
       softmax4,
-      swiglu4,
-      geglu4,
+      map2_4<swiglu_vec>,
+      map2_4<geglu_vec>,
       gelu4,
       &neon_packed_kernels(),
       &neon_tile_ops(),
