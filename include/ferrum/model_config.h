@@ -48,7 +48,9 @@ struct ModelConfig {
   LongRope longrope;
   // Per layer, whether RoPE is applied (SmolLM3 leaves it out of every 4th layer); empty: every layer.
   std::vector<uint8_t> rope_layers;
-  bool layer_uses_rope(int l) const { return rope_layers.empty() || rope_layers[static_cast<size_t>(l)] != 0; }
+  bool layer_uses_rope(int l) const {
+    return rope_layers.empty() || rope_layers[static_cast<size_t>(l)] != 0;
+  }
 
   int sliding_window = 0;  // Mistral, Gemma; 0 = none
   // Per layer, whether the sliding window applies (Gemma: alternate layers); empty: every layer.

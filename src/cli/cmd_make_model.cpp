@@ -43,7 +43,8 @@ Shape preset_shape(const std::string& name) {
   if (name == "gemma3-1b") {
     s.arch = Arch::Gemma3;
     s.n_layer = 26, s.n_embd = 1152, s.n_head = 4, s.n_head_kv = 1, s.head_dim = 256, s.n_ff = 6912;
-    s.n_vocab = 262144, s.n_ctx = 32768, s.rope_theta = 1000000.0f, s.norm_eps = 1e-6f, s.sliding_window = 512;
+    s.n_vocab = 262144, s.n_ctx = 32768, s.rope_theta = 1000000.0f, s.norm_eps = 1e-6f,
+    s.sliding_window = 512;
   } else if (name == "phi4-mini") {
     s.arch = Arch::Phi3;
     s.n_layer = 32, s.n_embd = 3072, s.n_head = 24, s.n_head_kv = 8, s.n_ff = 8192, s.n_vocab = 200064;
@@ -200,7 +201,8 @@ void family_keys(gguf::Writer& w, const Shape& s, const std::string& a) {
   if (s.orig_ctx) {
     const double scale = static_cast<double>(s.n_ctx) / s.orig_ctx;
     w.set_u32(a + ".rope.scaling.original_context_length", s.orig_ctx);
-    w.set_f32(a + ".rope.scaling.attn_factor", static_cast<float>(std::sqrt(1 + std::log(scale) / std::log(s.orig_ctx))));
+    w.set_f32(a + ".rope.scaling.attn_factor",
+              static_cast<float>(std::sqrt(1 + std::log(scale) / std::log(s.orig_ctx))));
     w.set_u32(a + ".attention.sliding_window", 0);
   }
 }

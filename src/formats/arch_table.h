@@ -18,7 +18,8 @@ struct ArchInfo {
   const char* hf_type;   // Hugging Face config.json model_type
   const char* hf_class;  // prefix of the Hugging Face architectures[0] class names
   int hf_n_ctx;          // transformers' default max_position_embeddings
-  bool gguf_qk_permuted;  // GGUF stores Q/K rows in interleaved-pair RoPE order (llama.cpp's convert permutes them)
+  bool gguf_qk_permuted;  // GGUF stores Q/K rows in interleaved-pair RoPE order (llama.cpp's convert permutes
+                          // them)
 };
 
 std::span<const ArchInfo> arch_table();

@@ -40,7 +40,7 @@ std::string gguf_name(const std::string& hf, const std::string& where) {
       {"self_attn.o_proj.bias", "attn_output.bias"},
       {"self_attn.q_norm.weight", "attn_q_norm.weight"},
       {"self_attn.k_norm.weight", "attn_k_norm.weight"},
-      {"post_attention_layernorm.weight", "ffn_norm.weight"},  // gemma2: attn_post_norm (add_tensor)
+      {"post_attention_layernorm.weight", "ffn_norm.weight"},   // gemma2: attn_post_norm (add_tensor)
       {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},  // gemma2
       {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
       {"mlp.gate_proj.weight", "ffn_gate.weight"},

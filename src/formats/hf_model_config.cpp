@@ -54,7 +54,7 @@ void read_sizes(const Config& c, const ArchInfo& fam, ModelConfig& m) {
 // Mistral always has a window; qwen only with use_sliding_window. A missing sliding_window is
 // transformers' default 4096, null means no window.
 void read_sliding_window(const Config& c, ModelConfig& m) {
-  if (m.is_gemma()) return;  // read_gemma
+  if (m.is_gemma()) return;    // read_gemma
   if (m.arch == Arch::Phi3) {  // a window when the config gives one
     m.sliding_window = opt_int(c, "sliding_window", 0);
     return;
@@ -192,7 +192,8 @@ void read_longrope(const Config& c, const nlohmann::json& rs, ModelConfig& m) {
   auto factors = [&](const char* k) {
     const auto it = rs.find(k);
     if (it == rs.end() || !it->is_array() || it->size() != static_cast<size_t>(m.n_rot / 2))
-      fail("{}: rope_scaling.{} must be a list of {} numbers (half the rotated dimensions)", c.path(), k, m.n_rot / 2);
+      fail("{}: rope_scaling.{} must be a list of {} numbers (half the rotated dimensions)", c.path(), k,
+           m.n_rot / 2);
     std::vector<float> v;
     for (const auto& x : *it) {
       if (!x.is_number() || !(x.get<double>() > 0) || !std::isfinite(x.get<double>()))
@@ -205,8 +206,9 @@ void read_longrope(const Config& c, const nlohmann::json& rs, ModelConfig& m) {
   lr.long_factors = factors("long_factor");
   lr.short_factors = factors("short_factor");
   const auto orig = rs.find("original_max_position_embeddings");
-  lr.orig_ctx = orig != rs.end() && orig->is_number_integer() ? orig->get<int>()
-                                                               : opt_int(c, "original_max_position_embeddings", 0);
+  lr.orig_ctx = orig != rs.end() && orig->is_number_integer()
+                    ? orig->get<int>()
+                    : opt_int(c, "original_max_position_embeddings", 0);
   if (lr.orig_ctx <= 0)
     fail("{}: LongRoPE needs original_max_position_embeddings (a positive number)", c.path());
   const auto af = rs.find("attention_factor");
@@ -214,7 +216,8 @@ void read_longrope(const Config& c, const nlohmann::json& rs, ModelConfig& m) {
     lr.attn_factor = static_cast<float>(af->get<double>());
   } else {
     const double scale = static_cast<double>(m.n_ctx_train) / lr.orig_ctx;
-    lr.attn_factor = scale <= 1 ? 1.0f : static_cast<float>(std::sqrt(1 + std::log(scale) / std::log(lr.orig_ctx)));
+    lr.attn_factor =
+        scale <= 1 ? 1.0f : static_cast<float>(std::sqrt(1 + std::log(scale) / std::log(lr.orig_ctx)));
   }
 }
 
@@ -242,7 +245,8 @@ ModelConfig model_config(const Config& c, const std::string& name) {
   m.arch = fam.arch;
   m.name = name;
   read_sizes(c, fam, m);
-  m.rope_theta = static_cast<float>(c.find_float("rope_theta").value_or(m.arch == Arch::Gemma3 ? 1e6 : 10000.0));
+  m.rope_theta =
+      static_cast<float>(c.find_float("rope_theta").value_or(m.arch == Arch::Gemma3 ? 1e6 : 10000.0));
   m.rope_interleaved = false;  // HF keeps Q/K rows in rotate-half order
   if (m.arch == Arch::Bert) {
     m.norm_eps = static_cast<float>(c.find_float("layer_norm_eps").value_or(1e-12));

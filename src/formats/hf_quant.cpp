@@ -4,8 +4,8 @@
 #include <array>
 #include <cmath>
 #include <cstring>
-#include <numeric>
 #include <exception>
+#include <numeric>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -251,7 +251,8 @@ void encode_block(DType type, uint16_t d, const int (&v)[32], uint8_t* dst) {
 // Runs fn(begin, end) over [0, rows) split among the cores (the decode of a 7B model's layers
 // takes seconds on one); the first error is rethrown.
 void for_row_ranges(int64_t rows, const std::function<void(int64_t, int64_t)>& fn) {
-  const int64_t n = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, std::max<int64_t>(1, rows / 64));
+  const int64_t n =
+      std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, std::max<int64_t>(1, rows / 64));
   if (n == 1) return fn(0, rows);
   std::vector<std::thread> threads;
   std::vector<std::exception_ptr> errors(n);

@@ -75,11 +75,11 @@ void validate_config(const ModelConfig& c, const std::string& source, const Conf
   if (const auto& lr = c.longrope; !lr.long_factors.empty() || !lr.short_factors.empty()) {
     for (const auto* f : {&lr.long_factors, &lr.short_factors})
       if (static_cast<int64_t>(f->size()) != c.n_rot / 2)
-        fail("{}: LongRoPE has {} long and {} short factors for {} rotated dimensions, expected {} each", source,
-             lr.long_factors.size(), lr.short_factors.size(), c.n_rot, c.n_rot / 2);
+        fail("{}: LongRoPE has {} long and {} short factors for {} rotated dimensions, expected {} each",
+             source, lr.long_factors.size(), lr.short_factors.size(), c.n_rot, c.n_rot / 2);
     if (lr.orig_ctx <= 0 || !std::isfinite(lr.attn_factor) || lr.attn_factor <= 0)
-      fail("{}: LongRoPE's original context ({}) and attention factor ({}) must be positive", source, lr.orig_ctx,
-           lr.attn_factor);
+      fail("{}: LongRoPE's original context ({}) and attention factor ({}) must be positive", source,
+           lr.orig_ctx, lr.attn_factor);
   }
   if (!c.rope_layers.empty() && c.rope_layers.size() != static_cast<size_t>(c.n_layer))
     fail("{}: RoPE is switched per layer for {} layers, but the model has {}", source, c.rope_layers.size(),

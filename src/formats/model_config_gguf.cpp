@@ -50,11 +50,14 @@ void write_extras(gguf::Writer& w, const ModelConfig& m, const std::string& A) {
   if (m.is_gemma()) {
     const int period = m.arch == Arch::Gemma2 ? 2 : 6;
     if (m.sliding_window > 0 && m.swa_layers != gemma_swa_layers(m.n_layer, period))
-      fail("{}: the sliding-window layers are not all but every {}th, the layout llama.cpp assumes for {} files; "
-           "such a model cannot be written as GGUF",
-           m.name, period, A);
+      fail(
+          "{}: the sliding-window layers are not all but every {}th, the layout llama.cpp assumes for {} "
+          "files; "
+          "such a model cannot be written as GGUF",
+          m.name, period, A);
     if (m.arch == Arch::Gemma2) w.set_f32(A + ".attn_logit_softcapping", m.attn_softcap);
-    if (m.final_softcap > 0 || m.arch == Arch::Gemma2) w.set_f32(A + ".final_logit_softcapping", m.final_softcap);
+    if (m.final_softcap > 0 || m.arch == Arch::Gemma2)
+      w.set_f32(A + ".final_logit_softcapping", m.final_softcap);
     if (m.rope_theta_swa > 0) w.set_f32(A + ".rope.freq_base_swa", m.rope_theta_swa);
     if (m.attn_scale > 0) w.set_f32(A + ".attention.scale", m.attn_scale);
   }
@@ -135,8 +138,9 @@ void read_gemma(const GgufKeys& g, ModelConfig& c) {
     c.qk_norm = true;
     if (c.sliding_window > 0) c.rope_theta_swa = g.opt_float("rope.freq_base_swa", 10000.0);
   }
-  const float by_size = c.n_layer == (g2 ? 46 : 62) ? 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_head))
-                                                    : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const float by_size = c.n_layer == (g2 ? 46 : 62)
+                            ? 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_head))
+                            : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   c.attn_scale = g.opt_float("attention.scale", by_size);
 }
 
@@ -203,9 +207,11 @@ void write_model_config(gguf::Writer& w, const ModelConfig& m) {
   w.set_f32(A + ".rope.freq_base", m.rope_theta);
   w.set_f32(A + ".attention.layer_norm_rms_epsilon", m.norm_eps);
   if (m.arch == Arch::SmolLM3 && m.rope_layers != smollm3_rope_layers(m.n_layer))
-    fail("{}: the layers without RoPE (no_rope_layers) are not every 4th layer, the pattern llama.cpp assumes for "
-         "smollm3 files; such a model cannot be written as GGUF",
-         m.name);
+    fail(
+        "{}: the layers without RoPE (no_rope_layers) are not every 4th layer, the pattern llama.cpp assumes "
+        "for "
+        "smollm3 files; such a model cannot be written as GGUF",
+        m.name);
   if (gguf_permutes_qk(m.arch) || m.n_rot != m.head_dim) w.set_u32(A + ".rope.dimension_count", u32(m.n_rot));
   if (!m.longrope.long_factors.empty()) {  // the factors themselves are tensors (the converter adds them)
     w.set_u32(A + ".rope.scaling.original_context_length", u32(m.longrope.orig_ctx));

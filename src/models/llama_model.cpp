@@ -70,7 +70,8 @@ void LlamaModel::bind_weights() {
       to.assign(t, t + cfg_.n_rot / 2);
       for (float v : to)  // angles are divided by them
         if (!std::isfinite(v) || v <= 0)
-          fail("{}: tensor '{}' holds {}, expected positive RoPE frequency factors", weights_.source(), name, v);
+          fail("{}: tensor '{}' holds {}, expected positive RoPE frequency factors", weights_.source(), name,
+               v);
     }
   };
   factors("rope_freqs.weight", cfg_.rope_freq_factors);
@@ -220,14 +221,15 @@ void LlamaModel::load_inputs(const runtime::KvCache& kv, std::span<const SeqInpu
     else
       std::memcpy(&x_[off * d], it.embeds.data(), m * d * sizeof(float));
     if (cfg_.embed_scale > 0)  // Gemma: the input rows times sqrt(n_embd), token ids or embeddings alike
-      for (int64_t i = static_cast<int64_t>(off) * d; i < (static_cast<int64_t>(off) + m) * d; ++i) x_[i] *= cfg_.embed_scale;
+      for (int64_t i = static_cast<int64_t>(off) * d; i < (static_cast<int64_t>(off) + m) * d; ++i)
+        x_[i] *= cfg_.embed_scale;
     for (int64_t t = 0; t < m; ++t) {
       pos_[off + t] = pos0 + t;
       kernels::rope_cache(&rope_[(off + t) * cfg_.n_rot], pos0 + t, cfg_.n_rot, cfg_.rope_theta,
                           cfg_.rope_freq_scale, ffac, mscale);
       if (cfg_.rope_theta_swa > 0)
-        kernels::rope_cache(&rope_swa_[(off + t) * cfg_.n_rot], pos0 + t, cfg_.n_rot, cfg_.rope_theta_swa, 1.0f,
-                            nullptr);
+        kernels::rope_cache(&rope_swa_[(off + t) * cfg_.n_rot], pos0 + t, cfg_.n_rot, cfg_.rope_theta_swa,
+                            1.0f, nullptr);
     }
     kernels::AttentionJob& j = jobs_[i];
     j.q = qkv_.data() + off * wqkv;
@@ -345,7 +347,8 @@ void LlamaModel::write_outputs(std::span<const SeqInput> batch, ForwardOut out) 
         kernels::rms_norm(&x_[(off + t) * d], output_norm_, &h_[rows * d], d, eps);
   }
   if (rows > 0) matmul(output_, h_.data(), d, rows, out.logits, cfg_.n_vocab);
-  if (const float cap = cfg_.final_softcap; cap > 0 && rows > 0)  // Gemma 2: logits = cap * tanh(logits / cap)
+  if (const float cap = cfg_.final_softcap;
+      cap > 0 && rows > 0)  // Gemma 2: logits = cap * tanh(logits / cap)
     for (int64_t i = 0; i < rows * cfg_.n_vocab; ++i) out.logits[i] = cap * std::tanh(out.logits[i] / cap);
 }
 

@@ -36,8 +36,8 @@ class LlamaModel : public Model {
     const float* bias_qkv = nullptr;  // q|k|v biases concatenated, or null
     const float* q_norm = nullptr;
     const float* k_norm = nullptr;
-    bool rope = true;        // false in SmolLM3's layers without positions
-    bool rope_swa = false;   // Gemma 3's windowed layers: their own RoPE base (rope_swa_)
+    bool rope = true;       // false in SmolLM3's layers without positions
+    bool rope_swa = false;  // Gemma 3's windowed layers: their own RoPE base (rope_swa_)
     kernels::Linear wo;
     const float* ffn_norm = nullptr;
     const float* attn_post_norm = nullptr;  // Gemma: on the attention and FFN outputs

@@ -7,7 +7,6 @@
 #include <cmath>
 
 #include "formats/model_config_gguf.h"
-
 #include "test_util.h"
 
 namespace ferrum::hf {
@@ -140,8 +139,8 @@ TEST(HfModelConfig, Gemma3) {
   EXPECT_EQ(m.arch, Arch::Gemma3);
   EXPECT_TRUE(m.qk_norm);
   EXPECT_EQ(m.attn_softcap, 0.0f);
-  EXPECT_EQ(m.rope_theta, 1e6f);           // Gemma3TextConfig's default
-  EXPECT_EQ(m.rope_theta_swa, 10000.0f);   // rope_local_base_freq's
+  EXPECT_EQ(m.rope_theta, 1e6f);               // Gemma3TextConfig's default
+  EXPECT_EQ(m.rope_theta_swa, 10000.0f);       // rope_local_base_freq's
   EXPECT_FLOAT_EQ(m.rope_freq_scale, 0.125f);  // the global layers'
   std::vector<uint8_t> five_of_six(12, 1);
   five_of_six[5] = five_of_six[11] = 0;
@@ -163,8 +162,9 @@ TEST(HfModelConfig, RopeScaling) {
                        {"original_max_position_embeddings", 8192}};
   EXPECT_EQ(read(j).rope_freq_factors.size(), 2u);
   j["rope_scaling"] = {{"type", "linear"}, {"rope_type", "yarn"}, {"factor", 4.0}};  // rope_type wins
-  EXPECT_EQ(error_of([&] { read(j); }),
-            "dir/config.json: rope_scaling type 'yarn' is not supported (supported: llama3, linear, longrope)");
+  EXPECT_EQ(
+      error_of([&] { read(j); }),
+      "dir/config.json: rope_scaling type 'yarn' is not supported (supported: llama3, linear, longrope)");
   j["rope_scaling"] = {{"rope_type", "linear"}};
   EXPECT_EQ(error_of([&] { read(j); }),
             "dir/config.json: rope_scaling.factor is missing (required for rope type 'linear')");

@@ -76,7 +76,8 @@ TEST(Elementwise, GegluTanhMatchesFloat64OnEveryIsa) {
     std::vector<float> out(n);
     geglu_tanh(g.data(), u.data(), out.data(), n);
     for (int64_t i = 0; i < n; ++i) {
-      const double x = g[i], want = 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))) * u[i];
+      const double x = g[i],
+                   want = 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))) * u[i];
       EXPECT_NEAR(out[i], want, 1e-6 * std::fabs(u[i]) + 4e-7 * std::fabs(want)) << isa << " gate " << g[i];
     }
   }

@@ -7,8 +7,8 @@
 #include <algorithm>
 
 #include "formats/convert_hf.h"
-#include "models/quantize.h"
 #include "model_test_util.h"
+#include "models/quantize.h"
 #include "test_util.h"
 
 namespace ferrum::test {
@@ -17,7 +17,9 @@ namespace {
 class Family : public ::testing::TestWithParam<std::string> {
  protected:
   std::string f() const { return GetParam(); }
-  Npy logits(const std::string& name) const { return load_npy(unxz("families/" + f() + "/logits/" + name + ".npy")); }
+  Npy logits(const std::string& name) const {
+    return load_npy(unxz("families/" + f() + "/logits/" + name + ".npy"));
+  }
   std::vector<int32_t> ids() const { return reference()["prompt"]["token_ids"].get<std::vector<int32_t>>(); }
   std::string hf() const { return data_dir("families/" + f() + "/hf"); }
   nlohmann::json reference() const { return load_json(data_path("families/" + f() + "/reference.json")); }
@@ -53,7 +55,8 @@ TEST_P(Family, ConvertedGgufMatchesLlamaCpp) {
   const std::vector<float> got = run(gguf("F32"), Precision::Exact);
   if (!llama_cpp_ran()) {  // the float64 forward only
     const Diff e = compare(got, exact.data, exact.shape[0], exact.shape[1]);
-    std::printf("%s GGUF F32 exact vs float64 %.3g (llama.cpp does not run this family)\n", f().c_str(), e.max_abs);
+    std::printf("%s GGUF F32 exact vs float64 %.3g (llama.cpp does not run this family)\n", f().c_str(),
+                e.max_abs);
     EXPECT_LE(e.max_abs, 1e-4);
     return;
   }
@@ -62,8 +65,8 @@ TEST_P(Family, ConvertedGgufMatchesLlamaCpp) {
   const Diff e = compare(got, exact.data, ref.shape[0], ref.shape[1]);
   // llama.cpp's own distance from the float64 forward (Gemma: its GELU is an F16 table).
   const double theirs = reference()["distances"]["llamacpp_F32_vs_exact_max"].get<double>();
-  std::printf("%s GGUF F32 exact: vs llama.cpp %.3g (llama.cpp vs float64 %.3g), vs float64 %.3g\n", f().c_str(),
-              d.max_abs, theirs, e.max_abs);
+  std::printf("%s GGUF F32 exact: vs llama.cpp %.3g (llama.cpp vs float64 %.3g), vs float64 %.3g\n",
+              f().c_str(), d.max_abs, theirs, e.max_abs);
   EXPECT_LE(d.max_abs, std::max(1e-4, 1.25 * theirs));
   EXPECT_LE(e.max_abs, 1e-4);
   EXPECT_EQ(d.argmax_agree, d.rows);
@@ -81,9 +84,11 @@ TEST_P(Family, QuantizedExactAndFastPaths) {
     // Fast path: as far from the exact logits as llama.cpp's, and its top-1 agreement at least theirs.
     const std::vector<float> fast = run(path, Precision::Fast);
     const Diff ours = compare(fast, exact.data, T, V), theirs = compare(lc.data, exact.data, T, V);
-    std::printf("%s %s: exact path max %.3g; fast vs exact mean %.4f top-1 %lld, llama.cpp mean %.4f top-1 %lld of %lld\n",
-                f().c_str(), type.c_str(), e.max_abs, ours.mean_abs, static_cast<long long>(ours.argmax_agree),
-                theirs.mean_abs, static_cast<long long>(theirs.argmax_agree), static_cast<long long>(T));
+    std::printf(
+        "%s %s: exact path max %.3g; fast vs exact mean %.4f top-1 %lld, llama.cpp mean %.4f top-1 %lld of "
+        "%lld\n",
+        f().c_str(), type.c_str(), e.max_abs, ours.mean_abs, static_cast<long long>(ours.argmax_agree),
+        theirs.mean_abs, static_cast<long long>(theirs.argmax_agree), static_cast<long long>(T));
     EXPECT_LE(ours.mean_abs, 1.25 * theirs.mean_abs) << type;
     EXPECT_GE(ours.argmax_agree, theirs.argmax_agree) << type;
   }
@@ -112,7 +117,8 @@ TEST_P(Family, PromptsAtTheirContextSize) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, Family, ::testing::Values("smollm3", "phi3", "gemma2", "gemma3", "mistral"),
+INSTANTIATE_TEST_SUITE_P(Families, Family,
+                         ::testing::Values("smollm3", "phi3", "gemma2", "gemma3", "mistral"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -150,9 +150,10 @@ TEST(HfConvertConfig, UnsupportedValuesAreTheSameErrorFromBoth) {
       },
       [](nlohmann::json& c) { c["head_dim"] = 0; },
   };
-  const std::string want[] = {"rope_scaling type 'yarn' is not supported (supported: llama3, linear, longrope)",
-                              "rope_scaling.factor has type string, expected number",
-                              "unknown architecture 'gemma'", "config.json: head_dim is 0"};
+  const std::string want[] = {
+      "rope_scaling type 'yarn' is not supported (supported: llama3, linear, longrope)",
+      "rope_scaling.factor has type string, expected number", "unknown architecture 'gemma'",
+      "config.json: head_dim is 0"};
   for (size_t i = 0; i < std::size(edits); ++i) {
     const std::string dir = edited("llama", "hf", edits[i]);
     const std::string load = error_of([&] { load_hf_dir(dir); });

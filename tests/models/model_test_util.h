@@ -63,7 +63,8 @@ std::unique_ptr<CachedModel> with_cache(std::unique_ptr<Model> m, int64_t capaci
                                         const std::string& kv_type = kReferenceKvType);
 
 std::unique_ptr<CachedModel> open_model(const std::string& path, Precision prec, int threads = 2,
-                                        const std::string& kv_type = kReferenceKvType, int64_t capacity = 4096);
+                                        const std::string& kv_type = kReferenceKvType,
+                                        int64_t capacity = 4096);
 
 // One input of a forward batch.
 SeqInput seq_input(int seq, std::span<const int32_t> tokens, Want logits = Want::Last,

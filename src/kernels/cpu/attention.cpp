@@ -146,7 +146,8 @@ struct ItemRunner {
   // Gemma 2's soft-capping of nr rows of scores (the columns the mask drops included: it drops them).
   void softcap(float* s, int nr) const {
     if (p.softcap <= 0) return;
-    for (int64_t i = 0; i < static_cast<int64_t>(nr) * kKeyTile; ++i) s[i] = p.softcap * std::tanh(s[i] / p.softcap);
+    for (int64_t i = 0; i < static_cast<int64_t>(nr) * kKeyTile; ++i)
+      s[i] = p.softcap * std::tanh(s[i] / p.softcap);
   }
 
   // Scores of keys outside each token's range (head hk's rows) become -inf.

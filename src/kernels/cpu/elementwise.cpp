@@ -35,8 +35,8 @@ void layer_norm(const float* x, const float* w, const float* b, float* y, int64_
   }
 }
 
-void rope_cache(float* cos_sin, int64_t pos, int n_rot, float base, float freq_scale, const float* freq_factors,
-                float mscale) {
+void rope_cache(float* cos_sin, int64_t pos, int n_rot, float base, float freq_scale,
+                const float* freq_factors, float mscale) {
   const float theta_scale = std::pow(base, -2.0f / static_cast<float>(n_rot));
   float theta = static_cast<float>(pos);
   for (int i = 0; i < n_rot / 2; ++i) {

@@ -22,8 +22,8 @@ void rope_apply(float* x, const float* cos_sin, int n_rot, bool interleaved);
 // theta_i = pos * base^(-2i/n_rot) built by repeated float multiplication, divided by
 // freq_factors[i] (Llama-3 scaling, Phi-3 LongRoPE; may be null) and multiplied by freq_scale
 // (linear scaling); cos and sin are multiplied by mscale (LongRoPE's attention factor).
-void rope_cache(float* cos_sin, int64_t pos, int n_rot, float base, float freq_scale, const float* freq_factors,
-                float mscale = 1.0f);
+void rope_cache(float* cos_sin, int64_t pos, int n_rot, float base, float freq_scale,
+                const float* freq_factors, float mscale = 1.0f);
 
 // out[i] = silu(gate[i]) * up[i]
 void swiglu(const float* gate, const float* up, float* out, int64_t n);

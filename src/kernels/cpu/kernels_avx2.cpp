@@ -415,8 +415,8 @@ void map2_8(const float* a, const float* b, float* out, int64_t n) {
 
 // out = gelu_tanh(gate) * up = gate * up / (1 + e^-y) (IsaKernels::geglu).
 inline __m256 geglu_vec(__m256 g, __m256 u) {
-  const __m256 y = _mm256_mul_ps(g, _mm256_fmadd_ps(_mm256_set1_ps(kGeluTanhC3), _mm256_mul_ps(g, g),
-                                                    _mm256_set1_ps(kGeluTanhC1)));
+  const __m256 y = _mm256_mul_ps(
+      g, _mm256_fmadd_ps(_mm256_set1_ps(kGeluTanhC3), _mm256_mul_ps(g, g), _mm256_set1_ps(kGeluTanhC1)));
   const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), y));
   return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
 }

@@ -552,8 +552,8 @@ void geglu16(const float* gate, const float* up, float* out, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 k = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
     const __m512 g = _mm512_maskz_loadu_ps(k, gate + i);
-    const __m512 y = _mm512_mul_ps(g, _mm512_fmadd_ps(_mm512_set1_ps(kGeluTanhC3), _mm512_mul_ps(g, g),
-                                                      _mm512_set1_ps(kGeluTanhC1)));
+    const __m512 y = _mm512_mul_ps(
+        g, _mm512_fmadd_ps(_mm512_set1_ps(kGeluTanhC3), _mm512_mul_ps(g, g), _mm512_set1_ps(kGeluTanhC1)));
     const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), y));
     const __m512 gelu = _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
     _mm512_mask_storeu_ps(out + i, k, _mm512_mul_ps(gelu, _mm512_maskz_loadu_ps(k, up + i)));

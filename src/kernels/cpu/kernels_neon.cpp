@@ -482,7 +482,8 @@ void map2_4(const float* a, const float* b, float* out, int64_t n) {
 
 // out = gelu_tanh(gate) * up = gate * up / (1 + e^-y) (IsaKernels::geglu).
 inline float32x4_t geglu_vec(float32x4_t g, float32x4_t u) {
-  const float32x4_t y = vmulq_f32(g, vfmaq_f32(vdupq_n_f32(kGeluTanhC1), vdupq_n_f32(kGeluTanhC3), vmulq_f32(g, g)));
+  const float32x4_t y =
+      vmulq_f32(g, vfmaq_f32(vdupq_n_f32(kGeluTanhC1), vdupq_n_f32(kGeluTanhC3), vmulq_f32(g, g)));
   const float32x4_t e = exp4(vnegq_f32(y));
   return vmulq_f32(vdivq_f32(g, vaddq_f32(vdupq_n_f32(1.0f), e)), u);
 }
