@@ -213,17 +213,17 @@ int64_t collect_tensors(hfconv::TensorSink& sink, const ModelConfig& m, const sa
   ExpertMap experts;
   std::deque<TensorView> decoded;  // GPTQ/AWQ layers (experts point at them until add_experts)
   for (const TensorView& stored : st.tensors()) {
+    const TensorView* tp = &stored;
     if (q.method != hfquant::Method::None && hfquant::is_quant_part(stored.name)) {
       if (!stored.name.ends_with(".qweight")) continue;  // read with their .qweight
-      decoded.push_back(quantized_layer(sink, q, st, stored.name, allow_requantize));
+      tp = &decoded.emplace_back(quantized_layer(sink, q, st, stored.name, allow_requantize));
     } else if (stored.type == DType::I32) {
       fail(
           "{}: tensor '{}' has dtype I32; only F32, F16 and BF16 tensors and GPTQ/AWQ layers can be "
           "converted",
           st.source(), stored.name);
     }
-    const TensorView& t =
-        q.method != hfquant::Method::None && hfquant::is_quant_part(stored.name) ? decoded.back() : stored;
+    const TensorView& t = *tp;
     if (const auto ex = expert_ref(t.name, st.source())) {
       collect_expert(experts, m, *ex, t, st.source());
     } else {
