@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "ferrum/kv_types.h"
 
@@ -31,6 +32,9 @@ struct KvOptions {
   // Full-length sequences a default pool (pool_tokens 0) holds; 0 = 4. Last, so that brace
   // initialisation of the fields above keeps its meaning.
   int64_t pool_sequences = 0;
+  // Layers with a sliding window keep their window plus this many positions, so that a sequence
+  // can be rolled back (truncate) this far; -1 = 64. Speculative decoding needs its draft length.
+  int64_t rollback_tokens = -1;
   // Fills unset fields from FERRUM_KV_LAYOUT, FERRUM_KV_TYPE, FERRUM_KV_CAPACITY, FERRUM_KV_POOL,
   // FERRUM_PREFIX_CACHE (a type set explicitly, f32 included, is kept); throws naming a variable
   // whose value is not valid.
@@ -42,7 +46,11 @@ struct KvUsage {
           sequences = 0;
   size_t bytes_per_token = 0, pool_bytes = 0;
   int64_t prefix_hits = 0, prefix_misses = 0, prefix_saved_tokens = 0, prefix_entries = 0;
-  size_t prefix_bytes = 0;  // K+V of the cached prefix blocks, all layers
+  size_t prefix_bytes = 0;  // K+V of the cached prefix blocks (the layers that keep every position)
+  size_t held_bytes = 0;    // K+V the cache holds now (blocks in use or private regions, all layers)
+  // Layers with a sliding window keep only their last window_rows positions of each sequence:
+  int64_t window_layers = 0, window_rows = 0;
+  size_t window_held_bytes = 0;  // K+V the windowed layers hold now (part of held_bytes)
 };
 
 class KvCache {
@@ -51,8 +59,10 @@ class KvCache {
   // KV heads and head size. Throws naming a bad option (layout, type, sizes).
   static std::unique_ptr<KvCache> for_model(const Model& model, const KvOptions& opts);
   // A cache of n_layer layers of n_head_kv x head_dim keys and values per token; a capacity of
-  // 0 becomes default_capacity.
-  KvCache(int n_layer, int n_head_kv, int head_dim, const KvOptions& opts, int64_t default_capacity = 4096);
+  // 0 becomes default_capacity. layer_windows (empty, or one per layer): a layer's sliding window
+  // (0: none); a windowed layer keeps only its window (and the rollback) of each sequence.
+  KvCache(int n_layer, int n_head_kv, int head_dim, const KvOptions& opts, int64_t default_capacity = 4096,
+          std::vector<int32_t> layer_windows = {});
   ~KvCache();
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;

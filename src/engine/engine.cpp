@@ -37,6 +37,8 @@ std::vector<double> itl_buckets() {
 KvOptions engine_kv_options(const EngineOptions& o) {
   KvOptions kv = o.kv;
   if (kv.pool_tokens == 0 && kv.pool_sequences == 0) kv.pool_sequences = std::max(4, o.max_num_seqs);
+  // A verify step rolls back at most its drafts (windowed layers keep that much behind their window).
+  if (kv.rollback_tokens < 0 && o.spec.proposer) kv.rollback_tokens = std::max(64, o.spec.draft_max + 1);
   return kv;
 }
 

@@ -13,7 +13,10 @@ std::unique_ptr<KvCache> KvCache::for_model(const Model& model, const KvOptions&
   const int64_t ctx = c.n_ctx_train > 0 ? std::min<int64_t>(c.n_ctx_train, 4096) : 4096;
   // An encoder keeps nothing between calls: its cache has no layers (it only names sequences).
   const int layers = c.is_encoder() ? 0 : model.layer_end() - model.layer_begin();
-  return std::make_unique<KvCache>(layers, c.n_head_kv, c.head_dim, opts, ctx);
+  std::vector<int32_t> windows(layers, 0);  // the stage's layers
+  for (int l = 0; l < layers; ++l)
+    if (c.layer_uses_window(model.layer_begin() + l)) windows[l] = c.sliding_window;
+  return std::make_unique<KvCache>(layers, c.n_head_kv, c.head_dim, opts, ctx, std::move(windows));
 }
 
 void Model::prefill(KvCache& kv, int seq, std::span<const int32_t> tokens, float* logits, bool all_logits,

@@ -1,12 +1,19 @@
 // Per-sequence KV caches for all layers of a model, contiguous or paged.
 //
 // Paged: every layer has a pool of fixed-size blocks (block_tokens rows each); a sequence owns a
-// table of block ids shared by all layers. Blocks are reference counted, so sequences and the
-// prefix cache can share full blocks; a block is written only when exactly one owner holds it
-// (otherwise it is copied first). Contiguous: each sequence gets one private region of
+// table of block ids shared by all layers of a group. Blocks are reference counted, so sequences
+// and the prefix cache can share full blocks; a block is written only when exactly one owner holds
+// it (otherwise it is copied first). Contiguous: each sequence gets one private region of
 // seq_capacity rows (a table of one block). Callers never see the difference.
+//
+// Groups (the role of vLLM's KV cache groups): group 0 is the layers that see every position, in
+// the layout asked for; each sliding-window size makes one more group, always paged, whose tables
+// give up the blocks every query still to come has passed (table entry -1), so a windowed layer
+// holds about its window (plus rollback_tokens, so that speculative decoding can roll back) however
+// long the sequence grows.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -32,6 +39,10 @@ struct KvCacheOptions {
   int64_t pool_sequences = 4;   // the derived pool: room for this many full-length sequences
   int block_tokens = 16;        // paged block size
   bool prefix_cache = false;    // paged only
+  // Per layer (empty: none): 0 = the layer sees every position; W > 0 = a query at p sees the keys
+  // at p-W < j <= p, so the layer keeps only its last W + rollback_tokens positions.
+  std::vector<int32_t> layer_windows;
+  int64_t rollback_tokens = 64;  // how far truncate() may go back from the newest position
 };
 
 // One layer's K or V rows of a contiguous sequence (grown by resizing; huge pages when large).
@@ -40,7 +51,7 @@ using KvBytes = std::vector<uint8_t, HugePageAllocator<uint8_t>>;
 class KvCache {
  public:
   KvCache(int n_layer, int n_head_kv, int head_dim, KvCacheOptions opts);
-  KvCache(const KvCache&) = delete;  // the prefix cache refers to the block allocator
+  KvCache(const KvCache&) = delete;  // the prefix cache refers to the block allocators
   KvCache& operator=(const KvCache&) = delete;
 
   const KvCacheOptions& options() const { return opts_; }
@@ -97,35 +108,57 @@ class KvCache {
 
   KvUsage stats() const;
   size_t bytes_per_token() const { return 2 * n_layer_ * row_bytes_; }
+  // The most positions a layer of window `window` holds per sequence (whole blocks).
+  int64_t window_rows(int32_t window) const;
 
  private:
+  // Layers sharing one block table per sequence (see the top of this file).
+  struct Group {
+    int32_t window = 0;                     // 0: every position
+    std::vector<int> layers;                // cache layer indices
+    std::vector<HugeBytes> k_pool, v_pool;  // paged: per layer of the group
+    int32_t keep_blocks = 0;  // windowed: blocks the prefix cache may hold beyond the sequences'
+  };
   struct Seq {
-    std::vector<int32_t> table;              // block ids (paged) or {0} with a private region (contiguous)
-    std::vector<int32_t> tokens;             // ids of cached positions
-    int64_t reserved = 0;                    // rows with storage
-    int registered = 0;                      // leading full blocks already offered to the prefix cache
-    uint64_t chain = 0;                      // chain hash of those blocks
-    uint64_t ns = 0;                         // prefix namespace (append): the chain's root
-    std::vector<KvBytes> k, v;               // contiguous: per layer
+    std::vector<std::vector<int32_t>>
+        tables;                    // per group: block ids (-1: left the window), or {0} (contiguous)
+    std::vector<int64_t> dropped;  // per group: leading blocks given up (windowed groups)
+    std::vector<int32_t> tokens;   // ids of cached positions
+    int64_t reserved = 0;          // rows with storage in every layer
+    int64_t reserved_rows = 0;     // contiguous: rows of the private regions
+    int registered = 0;            // leading full blocks already offered to the prefix cache
+    uint64_t chain = 0;            // chain hash of those blocks
+    uint64_t ns = 0;               // prefix namespace (append): the chain's root
+    std::vector<KvBytes> k, v;     // contiguous: per layer of group 0
   };
 
+  void make_groups(const std::vector<int32_t>& windows);
+  bool paged(int g) const { return g > 0 || opts_.layout == KvLayout::Paged; }
   Seq& get(int seq);
   const Seq& get(int seq) const;
-  int32_t blocks_needed(const Seq* s, int64_t new_len) const;
-  void make_writable(Seq& s, int64_t pos);
+  Seq& create(int seq);
+  int32_t blocks_needed(const Seq* s, int g, int64_t new_len) const;
+  bool fits(std::span<const std::pair<int, int64_t>> requests, bool evict);
+  void grow(Seq& s, int64_t new_len);
+  void make_writable(Seq& s, int g, int64_t pos);
   void register_blocks(Seq& s);
+  void drop_passed(Seq& s);  // windowed groups: the blocks no query to come needs
+  // The first position a query at `pos` of a layer with this window sees.
+  static int64_t first_seen(int32_t window, int64_t pos) { return std::max<int64_t>(0, pos - window + 1); }
   uint8_t* group_ptr(int layer, bool is_k, Seq& s, int64_t pos);
   void store(int layer, Seq& s, int64_t pos, const float* k, const float* v);  // one token's K and V
+  size_t effective_bytes_per_token() const;
 
   int n_layer_, n_head_kv_, head_dim_;
   KvCacheOptions opts_;
   size_t row_bytes_, block_bytes_;
-  BlockAllocator alloc_;
-  std::vector<HugeBytes> k_pool_, v_pool_;  // paged: per layer (pages committed on first use)
+  std::vector<Group> groups_;
+  std::vector<std::pair<int, int>> layer_at_;  // layer -> (group, index in the group)
+  std::vector<BlockAllocator> allocs_;         // per group (group 0's unused when contiguous)
   std::unordered_map<int, Seq> seqs_;
   int64_t max_contiguous_seqs_ = 0;
 
-  PrefixCache prefix_{alloc_};  // paged + prefix_cache: full blocks kept for reuse
+  PrefixCache prefix_{allocs_};  // paged + prefix_cache: full blocks kept for reuse
 };
 
 }  // namespace ferrum::runtime

@@ -23,6 +23,8 @@ runtime::KvCacheOptions runtime_options(const KvOptions& o, int64_t default_capa
   if (o.pool_sequences < 0) fail("KV pool sequences must be positive, got {}", o.pool_sequences);
   if (o.pool_sequences > 0) r.pool_sequences = o.pool_sequences;
   r.prefix_cache = o.prefix_cache;
+  if (o.rollback_tokens < -1) fail("KV rollback must not be negative, got {}", o.rollback_tokens);
+  if (o.rollback_tokens >= 0) r.rollback_tokens = o.rollback_tokens;
   if (o.prefix_cache && r.layout != KvLayout::Paged) fail("the prefix cache needs --kv-layout paged");
   return r;
 }
@@ -59,14 +61,25 @@ void KvOptions::apply_env() {
   if (const char* v = env("FERRUM_PREFIX_CACHE"); v && !prefix_cache) prefix_cache = std::string(v) == "1";
 }
 
-KvCache::KvCache(int n_layer, int n_head_kv, int head_dim, const KvOptions& opts, int64_t default_capacity)
+namespace {
+// The runtime's options with the layers' windows.
+runtime::KvCacheOptions with_windows(runtime::KvCacheOptions r, std::vector<int32_t> windows) {
+  r.layer_windows = std::move(windows);
+  return r;
+}
+}  // namespace
+
+KvCache::KvCache(int n_layer, int n_head_kv, int head_dim, const KvOptions& opts, int64_t default_capacity,
+                 std::vector<int32_t> layer_windows)
     : opts_(opts),
-      impl_(std::make_unique<runtime::KvCache>(n_layer, n_head_kv, head_dim,
-                                               runtime_options(opts, default_capacity))) {
+      impl_(std::make_unique<runtime::KvCache>(
+          n_layer, n_head_kv, head_dim,
+          with_windows(runtime_options(opts, default_capacity), std::move(layer_windows)))) {
   opts_.type = impl_->options().type;
   opts_.capacity = impl_->options().seq_capacity;
   opts_.pool_tokens = impl_->options().pool_tokens;
   opts_.prefix_cache = impl_->options().prefix_cache;
+  opts_.rollback_tokens = impl_->options().rollback_tokens;
 }
 
 KvCache::~KvCache() = default;

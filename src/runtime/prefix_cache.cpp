@@ -27,46 +27,69 @@ PrefixCache::Hit PrefixCache::find(uint64_t parent, const int32_t* tokens, int n
       !std::equal(tokens, tokens + n, it->second.tokens.begin(), it->second.tokens.end()))
     return {};
   lru_.splice(lru_.end(), lru_, it->second.lru);
-  return {it->second.block, h};
+  return {it->second.blocks.data(), h};
 }
 
-uint64_t PrefixCache::offer(uint64_t parent, const int32_t* tokens, int n, int32_t block) {
+uint64_t PrefixCache::offer(uint64_t parent, const int32_t* tokens, int n, std::span<const int32_t> blocks) {
   const uint64_t h = chain_hash(parent, tokens, n);
   auto it = entries_.find(h);
   if (it != entries_.end()) {
     lru_.splice(lru_.end(), lru_, it->second.lru);
+    std::vector<int32_t>& have = it->second.blocks;
+    for (size_t g = 1; g < have.size(); ++g)
+      if (have[g] < 0 && blocks[g] >= 0) allocs_[g].incref(have[g] = blocks[g]);
     return h;
   }
-  alloc_.incref(block);
+  for (size_t g = 0; g < blocks.size(); ++g)
+    if (blocks[g] >= 0) allocs_[g].incref(blocks[g]);
   lru_.push_back(h);
-  entries_.emplace(h, Entry{block, parent, std::vector<int32_t>(tokens, tokens + n), std::prev(lru_.end())});
+  entries_.emplace(h, Entry{std::vector<int32_t>(blocks.begin(), blocks.end()), parent,
+                            std::vector<int32_t>(tokens, tokens + n), std::prev(lru_.end())});
   return h;
 }
 
-int32_t PrefixCache::evictable() const {
+int32_t PrefixCache::evictable(int group) const {
   int32_t n = 0;
-  for (const auto& [h, e] : entries_) n += alloc_.refcount(e.block) == 1;
+  for (const auto& [h, e] : entries_) n += sole(e, group);
   return n;
 }
 
-bool PrefixCache::make_free(int32_t n) {
-  if (alloc_.free_count() >= n) return true;
-  if (alloc_.free_count() + evictable() < n) return false;
-  for (auto it = lru_.begin(); it != lru_.end() && alloc_.free_count() < n;) {
+bool PrefixCache::make_free(int group, int32_t n) {
+  const BlockAllocator& a = allocs_[group];
+  if (a.free_count() >= n) return true;
+  if (a.free_count() + evictable(group) < n) return false;
+  free_until(group, n);
+  return a.free_count() >= n;
+}
+
+void PrefixCache::trim(int group, int32_t max_used) {
+  const BlockAllocator& a = allocs_[group];
+  if (a.total() - a.free_count() > max_used) free_until(group, a.total() - max_used);
+}
+
+void PrefixCache::free_until(int group, int32_t n) {
+  BlockAllocator& a = allocs_[group];
+  for (auto it = lru_.begin(); it != lru_.end() && a.free_count() < n;) {
     auto e = entries_.find(*it);
-    if (alloc_.refcount(e->second.block) == 1) {
-      alloc_.decref(e->second.block);
+    if (!sole(e->second, group)) {
+      ++it;
+    } else if (group > 0) {  // a windowed block: the entry stays
+      a.decref(e->second.blocks[group]);
+      e->second.blocks[group] = -1;
+      ++it;
+    } else {
+      for (size_t g = 0; g < e->second.blocks.size(); ++g)
+        if (e->second.blocks[g] >= 0) allocs_[g].decref(e->second.blocks[g]);
       entries_.erase(e);
       it = lru_.erase(it);
-    } else {
-      ++it;
     }
   }
-  return alloc_.free_count() >= n;
 }
 
 void PrefixCache::clear() {
-  for (auto& [h, e] : entries_) alloc_.decref(e.block);
+  for (auto& [h, e] : entries_)
+    for (size_t g = 0; g < e.blocks.size(); ++g)
+      if (e.blocks[g] >= 0) allocs_[g].decref(e.blocks[g]);
   entries_.clear();
   lru_.clear();
 }

@@ -1,12 +1,15 @@
-// The prefix cache over the paged KV block pool (the role of vLLM's cached blocks beside its
+// The prefix cache over the paged KV block pools (the role of vLLM's cached blocks beside its
 // block pool): full blocks of token ids, each keyed by the hash chain of the blocks before it and
-// holding one reference to its block. A sequence whose prompt starts with cached blocks attaches
-// them instead of recomputing; when the pool runs short, the least recently used entries that no
-// sequence holds are evicted.
+// holding one reference to its block in every cache group (runtime/kv_cache.h). A sequence whose
+// prompt starts with cached blocks attaches them instead of recomputing; when a pool runs short,
+// the least recently used entries that no sequence holds are evicted. Group 0's block is the
+// entry; a windowed group's block is an extra the entry may lose on its own (set to -1) when that
+// group's pool runs short: the entry still serves hits whose window does not reach it.
 #pragma once
 
 #include <cstdint>
 #include <list>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -16,7 +19,8 @@ namespace ferrum::runtime {
 
 class PrefixCache {
  public:
-  explicit PrefixCache(BlockAllocator& alloc) : alloc_(alloc) {}
+  // One allocator per cache group; the vector must outlive the cache and keep its size.
+  explicit PrefixCache(std::vector<BlockAllocator>& allocs) : allocs_(allocs) {}
   PrefixCache(const PrefixCache&) = delete;
   PrefixCache& operator=(const PrefixCache&) = delete;
 
@@ -24,22 +28,27 @@ class PrefixCache {
   static uint64_t chain_hash(uint64_t parent, const int32_t* tokens, int n);
 
   struct Hit {
-    int32_t block = -1;  // -1: not cached
-    uint64_t hash = 0;   // the chain hash of the block (valid on a hit)
+    const int32_t* blocks = nullptr;  // nullptr: not cached; else one block per group (-1: lost)
+    uint64_t hash = 0;                // the chain hash of the block (valid on a hit)
   };
-  // The cached block holding these `n` tokens after `parent`; a hit becomes the most recently
-  // used. The caller takes its own reference to the block.
+  // The cached blocks holding these `n` tokens after `parent`; a hit becomes the most recently
+  // used. The caller takes its own references to the blocks.
   Hit find(uint64_t parent, const int32_t* tokens, int n);
-  // Offers a full block of a sequence: cached with a reference of its own unless an entry with
-  // this hash exists (which becomes the most recently used). Returns the block's chain hash.
-  uint64_t offer(uint64_t parent, const int32_t* tokens, int n, int32_t block);
+  // Offers a full block of a sequence (its block in each group, -1 where it has none): cached with
+  // references of its own unless an entry with this hash exists (which becomes the most recently
+  // used and takes the blocks it lost from this offer). Returns the block's chain hash.
+  uint64_t offer(uint64_t parent, const int32_t* tokens, int n, std::span<const int32_t> blocks);
 
-  // Entries whose block only the cache holds (they count as free).
-  int32_t evictable() const;
-  // Evicts least recently used evictable entries until the pool has `n` free blocks; false (and
-  // nothing evicted) when even all of them would not be enough.
-  bool make_free(int32_t n);
-  // Drops every entry (and its reference).
+  // Blocks of `group` only the cache holds (they count as free).
+  int32_t evictable(int group) const;
+  // Frees least recently used blocks of `group` only the cache holds until its pool has `n` free
+  // (group 0: whole entries; others: the entries' blocks of that group); false (and nothing
+  // freed) when even all of them would not be enough.
+  bool make_free(int group, int32_t n);
+  // Windowed group: gives up the least recently used blocks only the cache holds until the pool
+  // has at most `max_used` blocks in use (or none are left to give up).
+  void trim(int group, int32_t max_used);
+  // Drops every entry (and its references).
   void clear();
 
   // A sequence's lookup: hits count those that reused blocks, saved the tokens they skipped.
@@ -56,12 +65,15 @@ class PrefixCache {
 
  private:
   struct Entry {
-    int32_t block;
+    std::vector<int32_t> blocks;  // per group
     uint64_t parent;
     std::vector<int32_t> tokens;  // checked on a hit: a hash collision is a miss
     std::list<uint64_t>::iterator lru;
   };
-  BlockAllocator& alloc_;
+  bool sole(const Entry& e, int g) const { return e.blocks[g] >= 0 && allocs_[g].refcount(e.blocks[g]) == 1; }
+  void free_until(int group, int32_t n);  // make_free's loop
+
+  std::vector<BlockAllocator>& allocs_;
   std::unordered_map<uint64_t, Entry> entries_;
   std::list<uint64_t> lru_;  // front = least recently used
   int64_t hits_ = 0, misses_ = 0, saved_ = 0;
