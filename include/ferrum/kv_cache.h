@@ -21,6 +21,7 @@ namespace runtime {
 class KvCache;
 }
 class Model;
+struct ModelConfig;
 
 struct KvOptions {
   KvLayout layout = KvLayout::Contiguous;
@@ -48,6 +49,7 @@ struct KvUsage {
   int64_t prefix_hits = 0, prefix_misses = 0, prefix_saved_tokens = 0, prefix_entries = 0;
   size_t prefix_bytes = 0;  // K+V of the cached prefix blocks (the layers that keep every position)
   size_t held_bytes = 0;    // K+V the cache holds now (blocks in use or private regions, all layers)
+  size_t peak_held_bytes = 0;  // the most it held after any reserve so far
   // Layers with a sliding window keep only their last window_rows positions of each sequence:
   int64_t window_layers = 0, window_rows = 0;
   size_t window_held_bytes = 0;  // K+V the windowed layers hold now (part of held_bytes)
@@ -95,5 +97,9 @@ class KvCache {
   KvOptions opts_;
   std::unique_ptr<runtime::KvCache> impl_;
 };
+
+// K and V bytes one sequence of `tokens` positions takes in a model of this shape (a cache with the
+// default block size and rollback): a layer with a sliding window counts only its window.
+size_t kv_sequence_bytes(const ModelConfig& c, KvType type, int64_t tokens);
 
 }  // namespace ferrum

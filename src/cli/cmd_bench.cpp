@@ -14,6 +14,7 @@
 #include "cli/bench_spec.h"
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
+#include "cli/format_bytes.h"
 #include "cli/membw.h"
 #include "core/fail.h"
 #include "core/profile.h"
@@ -172,12 +173,6 @@ class Bench {
   std::vector<const LoraAdapter*> lora_;
 };
 
-std::string human_bytes(double b) {
-  if (b >= 1024.0 * 1048576) return fmt::format("{:.2f} GiB", b / (1024.0 * 1048576));
-  if (b >= 1048576) return fmt::format("{:.1f} MiB", b / 1048576);
-  return fmt::format("{:.1f} KiB", b / 1024);
-}
-
 int run_bench(BenchFlags& f) {
   if (f.spec.enabled()) return run_spec_bench(f.model, f.spec, {f.n_gen, f.reps, f.spec_prompt, f.json});
   if (f.n_prompt < 0 || f.n_gen < 0)
@@ -292,7 +287,8 @@ int run_bench(BenchFlags& f) {
   j["kv"] = {{"layout", kv_layout_name(kvo.layout)}, {"type", kv_type_name(*cache->options().type)},
              {"capacity", kv.seq_capacity},          {"bytes_per_token", kv.bytes_per_token},
              {"pool_bytes", kv.pool_bytes},          {"pool_blocks", kv.total_blocks},
-             {"block_tokens", kv.block_tokens}};
+             {"block_tokens", kv.block_tokens},      {"peak_held_bytes", kv.peak_held_bytes},
+             {"window_layers", kv.window_layers},    {"window_rows", kv.window_rows}};
   for (const Result& r : results) {
     nlohmann::json e = {{"test", r.name},    {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen},
                         {"batch", r.batch},  {"n_depth", r.depth},     {"avg_ts", r.mean},
@@ -327,9 +323,13 @@ int run_bench(BenchFlags& f) {
   if (!adapters.empty())
     std::printf("lora:    %zu adapter%s (sequence b uses adapter b mod %zu): %s\n", adapters.size(),
                 adapters.size() > 1 ? "s" : "", adapters.size(), human_bytes(lora_mem).c_str());
-  std::printf("kv:      %s %s, %lld tokens/sequence, %zu bytes/token, pool %s\n", kv_layout_name(kvo.layout),
-              kv_type_name(*cache->options().type), static_cast<long long>(kv.seq_capacity),
-              kv.bytes_per_token, human_bytes(kv.pool_bytes).c_str());
+  std::printf("kv:      %s %s, %lld tokens/sequence, %zu bytes/token, pool %s, held at most %s\n",
+              kv_layout_name(kvo.layout), kv_type_name(*cache->options().type),
+              static_cast<long long>(kv.seq_capacity), kv.bytes_per_token, human_bytes(kv.pool_bytes).c_str(),
+              human_bytes(kv.peak_held_bytes).c_str());
+  if (kv.window_layers > 0)
+    std::printf("         %lld of %d layers windowed: each keeps at most %lld positions of a sequence\n",
+                static_cast<long long>(kv.window_layers), c.n_layer, static_cast<long long>(kv.window_rows));
   std::printf("\n| %-20s | %22s | %10s | %8s |\n", "test", "tokens/s (mean ± sd)", "ms/token", "vs M=1");
   std::printf("|%s|%s|%s|%s|\n", std::string(22, '-').c_str(), std::string(24, '-').c_str(),
               std::string(12, '-').c_str(), std::string(10, '-').c_str());

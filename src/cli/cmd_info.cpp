@@ -5,8 +5,10 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/format_bytes.h"
 #include "core/fail.h"
 #include "ferrum/embeddings.h"
+#include "ferrum/kv_cache.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/matmul.h"
 #include "loading/loader.h"
@@ -56,7 +58,38 @@ nlohmann::json describe(const ModelFiles& m) {
   for (auto t : {kernels::KvType::F32, kernels::KvType::F16, kernels::KvType::BF16, kernels::KvType::INT8})
     j["kv_bytes_per_token"][kv_type_name(t)] =
         2 * c.n_layer * kernels::kv_row_bytes(t, c.n_head_kv, c.head_dim);
+  if (c.is_encoder()) return j;
+  // Per layer kind: a windowed layer keeps only its window of a sequence, so a long sequence costs
+  // the full layers' share.
+  int windowed = 0;
+  for (int l = 0; l < c.n_layer; ++l) windowed += c.layer_uses_window(l);
+  j["kv_layers"] = {{"full", c.n_layer - windowed}, {"windowed", windowed}};
+  if (windowed) j["kv_layers"]["window"] = c.sliding_window;
+  const int64_t ctx = c.n_ctx_train > 0 ? c.n_ctx_train : 4096;
+  const size_t seq = kv_sequence_bytes(c, kDefaultKvType, ctx),
+               all = 2 * c.n_layer * kernels::kv_row_bytes(kDefaultKvType, c.n_head_kv, c.head_dim) * ctx;
+  j["kv_sequence_bytes"] = {{"type", kv_type_name(kDefaultKvType)},
+                            {"tokens", ctx},
+                            {"bytes", seq},
+                            {"every_layer_full_bytes", all}};
   return j;
+}
+
+// The KV memory per layer kind and what one sequence at the training context needs.
+void print_kv_layers(const nlohmann::json& j) {
+  const auto& k = j["kv_layers"];
+  const auto& s = j["kv_sequence_bytes"];
+  const int windowed = k["windowed"].get<int>();
+  std::printf("KV layers: %d keep every position", k["full"].get<int>());
+  if (windowed) std::printf(", %d keep only their %d-token window", windowed, k["window"].get<int>());
+  const double seq = s["bytes"].get<double>(), all = s["every_layer_full_bytes"].get<double>();
+  std::printf("\nKV cache for one %lld-token sequence (%s): %s",
+              static_cast<long long>(s["tokens"].get<int64_t>()), s["type"].get<std::string>().c_str(),
+              human_bytes(static_cast<size_t>(seq)).c_str());
+  if (windowed)
+    std::printf(" (%.0f%% of %s with every layer full)", 100.0 * seq / all,
+                human_bytes(static_cast<size_t>(all)).c_str());
+  std::printf("\n");
 }
 
 }  // namespace
@@ -121,6 +154,7 @@ Runner add_info(CLI::App& app) {
     std::printf("KV cache bytes per token:");
     for (const auto& [type, b] : j["kv_bytes_per_token"].items()) std::printf(" %s %zu", type.c_str(), b.get<size_t>());
     std::printf("\n");
+    if (j.contains("kv_layers")) print_kv_layers(j);
     if (f->tensors)
       for (const auto& t : j["tensors"])
         std::printf("  %-40s %-5s %s\n", t["name"].get<std::string>().c_str(), t["type"].get<std::string>().c_str(),

@@ -5,6 +5,8 @@
 #include <algorithm>
 
 #include "core/fail.h"
+#include "kernels/cpu/kv_format.h"
+#include "runtime/kv_cache.h"
 
 namespace ferrum {
 
@@ -17,6 +19,19 @@ std::unique_ptr<KvCache> KvCache::for_model(const Model& model, const KvOptions&
   for (int l = 0; l < layers; ++l)
     if (c.layer_uses_window(model.layer_begin() + l)) windows[l] = c.sliding_window;
   return std::make_unique<KvCache>(layers, c.n_head_kv, c.head_dim, opts, ctx, std::move(windows));
+}
+
+size_t kv_sequence_bytes(const ModelConfig& c, KvType type, int64_t tokens) {
+  if (c.is_encoder()) return 0;
+  const runtime::KvCacheOptions d;  // the default block size and rollback
+  const size_t row = 2 * kernels::kv_row_bytes(type, c.n_head_kv, c.head_dim);
+  size_t bytes = 0;
+  for (int l = 0; l < c.n_layer; ++l) {
+    const int32_t w = c.layer_uses_window(l) ? c.sliding_window : 0;
+    bytes += row *
+             static_cast<size_t>(runtime::KvCache::window_rows(w, d.rollback_tokens, d.block_tokens, tokens));
+  }
+  return bytes;
 }
 
 void Model::prefill(KvCache& kv, int seq, std::span<const int32_t> tokens, float* logits, bool all_logits,

@@ -88,11 +88,10 @@ void KvCache::make_groups(const std::vector<int32_t>& windows) {
   allocs_.resize(groups_.size());
 }
 
-int64_t KvCache::window_rows(int32_t window) const {
-  const int64_t bt = opts_.block_tokens;
-  if (window <= 0) return opts_.seq_capacity;
+int64_t KvCache::window_rows(int32_t window, int64_t rollback, int64_t bt, int64_t capacity) {
+  if (window <= 0) return capacity;
   // The window and the rollback, from a position anywhere in its block, and the block being filled.
-  return std::min(opts_.seq_capacity, ((window + opts_.rollback_tokens + bt - 1) / bt + 1) * bt);
+  return std::min(capacity, ((window + rollback + bt - 1) / bt + 1) * bt);
 }
 
 // The bytes a position costs when sequences are long: a windowed layer's share is its window's.
@@ -190,6 +189,7 @@ void KvCache::reserve(std::span<const std::pair<int, int64_t>> requests) {
                                     allocs_[0].free_count(), opts_.block_tokens));
   }
   for (const auto& [seq, new_len] : requests) grow(create(seq), new_len);
+  peak_held_ = std::max(peak_held_, held_bytes());
 }
 
 // Storage for positions up to new_len (the room was checked).
@@ -208,6 +208,7 @@ void KvCache::grow(Seq& s, int64_t new_len) {
           s.k[l].resize(groups * kernels::kKvGroup * row_bytes_);
           s.v[l].resize(groups * kernels::kKvGroup * row_bytes_);
         }
+        contiguous_rows_ += rows - s.reserved_rows;
         s.reserved_rows = rows;
       }
       reserved = std::min(reserved, rows);
@@ -429,6 +430,7 @@ void KvCache::truncate(int seq, int64_t new_len) {
 void KvCache::release(int seq) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) fail("release: unknown sequence {}", seq);
+  contiguous_rows_ -= it->second.reserved_rows;
   for (size_t g = 0; g < groups_.size(); ++g)
     if (paged(static_cast<int>(g)))
       for (int32_t b : it->second.tables[g])
@@ -462,6 +464,22 @@ kernels::KvSeqView KvCache::view(int layer, int seq) const {
   return v;
 }
 
+size_t KvCache::window_held_bytes() const {
+  size_t bytes = 0;
+  for (size_t g = 1; g < groups_.size(); ++g)
+    bytes += static_cast<size_t>(allocs_[g].total() - allocs_[g].free_count()) * block_bytes_ * 2 *
+             groups_[g].layers.size();
+  return bytes;
+}
+
+size_t KvCache::held_bytes() const {
+  const size_t layer0 = groups_[0].layers.size();
+  const size_t rows =
+      paged(0) ? static_cast<size_t>(allocs_[0].total() - allocs_[0].free_count()) * opts_.block_tokens
+               : static_cast<size_t>(contiguous_rows_);
+  return rows * row_bytes_ * 2 * layer0 + window_held_bytes();
+}
+
 KvUsage KvCache::stats() const {
   KvUsage st;
   st.seq_capacity = opts_.seq_capacity;
@@ -474,26 +492,22 @@ KvUsage KvCache::stats() const {
     st.total_blocks = allocs_[0].total();
     st.free_blocks = allocs_[0].free_count() + prefix_.evictable(0);
     st.pool_bytes = static_cast<size_t>(allocs_[0].total()) * block_bytes_ * 2 * layer0;
-    st.held_bytes =
-        static_cast<size_t>(allocs_[0].total() - allocs_[0].free_count()) * block_bytes_ * 2 * layer0;
   } else {
     st.block_tokens = opts_.seq_capacity;
     st.total_blocks = max_contiguous_seqs_;
     st.free_blocks = max_contiguous_seqs_ - static_cast<int64_t>(seqs_.size());
     st.pool_bytes = static_cast<size_t>(max_contiguous_seqs_) * opts_.seq_capacity * row_bytes_ * 2 * layer0;
-    for (const auto& [id, s] : seqs_)
-      st.held_bytes += static_cast<size_t>(s.reserved_rows) * row_bytes_ * 2 * layer0;
   }
   for (size_t g = 1; g < groups_.size(); ++g) {
     const Group& G = groups_[g];
-    const size_t layer_block = block_bytes_ * 2 * G.layers.size();
     st.window_layers += static_cast<int64_t>(G.layers.size());
     st.window_rows = std::max(st.window_rows, window_rows(G.window));
     // The windowed layers' pool: their window for every full-length sequence the pool holds.
-    st.pool_bytes += static_cast<size_t>(G.keep_blocks) * layer_block;
-    st.window_held_bytes += static_cast<size_t>(allocs_[g].total() - allocs_[g].free_count()) * layer_block;
+    st.pool_bytes += static_cast<size_t>(G.keep_blocks) * block_bytes_ * 2 * G.layers.size();
   }
-  st.held_bytes += st.window_held_bytes;
+  st.held_bytes = held_bytes();
+  st.window_held_bytes = window_held_bytes();
+  st.peak_held_bytes = peak_held_;
   st.prefix_hits = prefix_.hits();
   st.prefix_misses = prefix_.misses();
   st.prefix_saved_tokens = prefix_.saved_tokens();

@@ -109,7 +109,10 @@ class KvCache {
   KvUsage stats() const;
   size_t bytes_per_token() const { return 2 * n_layer_ * row_bytes_; }
   // The most positions a layer of window `window` holds per sequence (whole blocks).
-  int64_t window_rows(int32_t window) const;
+  int64_t window_rows(int32_t window) const {
+    return window_rows(window, opts_.rollback_tokens, opts_.block_tokens, opts_.seq_capacity);
+  }
+  static int64_t window_rows(int32_t window, int64_t rollback, int64_t block_tokens, int64_t capacity);
 
  private:
   // Layers sharing one block table per sequence (see the top of this file).
@@ -148,6 +151,8 @@ class KvCache {
   uint8_t* group_ptr(int layer, bool is_k, Seq& s, int64_t pos);
   void store(int layer, Seq& s, int64_t pos, const float* k, const float* v);  // one token's K and V
   size_t effective_bytes_per_token() const;
+  size_t window_held_bytes() const;  // K+V the windowed groups' blocks in use hold
+  size_t held_bytes() const;         // K+V held now, every layer
 
   int n_layer_, n_head_kv_, head_dim_;
   KvCacheOptions opts_;
@@ -157,6 +162,8 @@ class KvCache {
   std::vector<BlockAllocator> allocs_;         // per group (group 0's unused when contiguous)
   std::unordered_map<int, Seq> seqs_;
   int64_t max_contiguous_seqs_ = 0;
+  int64_t contiguous_rows_ = 0;  // contiguous: private rows of all sequences
+  size_t peak_held_ = 0;         // the most held_bytes() after a reserve
 
   PrefixCache prefix_{allocs_};  // paged + prefix_cache: full blocks kept for reuse
 };

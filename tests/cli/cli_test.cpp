@@ -204,5 +204,30 @@ TEST_F(BadInput, BadSamplingParameter) {
   expect_clean_error(run_ferrum("run --prompt hi --top-p 1.5"), {"--top-p", "above 0 and at most 1", "1.5"});
 }
 
+// `ferrum info` reports the KV memory per layer kind: the Gemma 3 fixture has 1 global layer and 5
+// with a 16-token window (2 KV heads of 64: 512 bytes of f16 K+V per position and layer).
+TEST(Info, KvMemoryPerLayerKind) {
+  const std::string dir = temp_dir() + "/gemma3-hf";
+  fs::create_directories(dir);
+  fs::copy_file(data_path("families/gemma3/hf/config.json"), dir + "/config.json",
+                fs::copy_options::overwrite_existing);
+  fs::copy_file(unxz("families/gemma3/hf/model.safetensors"), dir + "/model.safetensors",
+                fs::copy_options::overwrite_existing);
+  const RunResult r = run_ferrum("info --json '" + dir + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["kv_layers"]["full"], 1);
+  EXPECT_EQ(j["kv_layers"]["windowed"], 5);
+  EXPECT_EQ(j["kv_layers"]["window"], 16);
+  const auto& s = j["kv_sequence_bytes"];
+  EXPECT_EQ(s["tokens"], 32768);
+  // The global layer holds all 32768 positions; a windowed one its window and the 64-token
+  // rollback from anywhere in a 16-token block, and the block being filled: 6 blocks.
+  EXPECT_EQ(s["bytes"], 32768 * 512 + 5 * 96 * 512);
+  EXPECT_EQ(s["every_layer_full_bytes"], 6 * 32768 * 512);
+  const RunResult text = run_ferrum("info '" + dir + "'");
+  EXPECT_NE(text.out.find("5 keep only their 16-token window"), std::string::npos) << text.out;
+}
+
 }  // namespace
 }  // namespace ferrum::test
