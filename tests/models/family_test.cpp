@@ -25,15 +25,8 @@ class Family : public ::testing::TestWithParam<std::string> {
   nlohmann::json reference() const { return load_json(data_path("families/" + f() + "/reference.json")); }
   // Whether llama.cpp ran the files (not for mistral: llama.cpp's llama architecture has no window).
   bool llama_cpp_ran() const { return reference().value("llama_cpp_runs", true); }
-  // The directory converted to GGUF (F32) and quantized to `type`, written once per test binary run.
-  std::string gguf(const std::string& type) const {
-    const std::string dir = temp_dir(), f32 = dir + "/" + f() + "-F32.gguf";
-    convert_hf_to_gguf(hf(), f32);
-    if (type == "F32") return f32;
-    const std::string out = dir + "/" + f() + "-" + type + ".gguf";
-    quantize_model(f32, out, type, 2);
-    return out;
-  }
+  // The directory converted to GGUF (F32) and quantized to `type`.
+  std::string gguf(const std::string& type) const { return family_gguf(f(), type); }
   std::vector<float> run(const std::string& path, Precision p) const {
     auto m = open_model(path, p);
     return all_logits(*m, ids());

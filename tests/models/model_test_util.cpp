@@ -6,8 +6,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 
 #include "ferrum/sampler.h"
+#include "formats/convert_hf.h"
+#include "models/quantize.h"
 
 namespace fs = std::filesystem;
 
@@ -53,7 +57,42 @@ nlohmann::json load_json(const std::string& path) {
   return nlohmann::json::parse(f);
 }
 
+bool is_family(const std::string& name) {
+  return fs::exists(data_path("families/" + name + "/reference.json"));
+}
+
+std::string family_gguf(const std::string& family, const std::string& type) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> made;  // family/type -> file
+  std::lock_guard lk(mu);
+  auto get = [&](const std::string& t, auto&& make) {
+    std::string& path = made[family + "/" + t];
+    if (path.empty()) {
+      const std::string out = temp_dir() + "/" + family + "-" + t + ".gguf";
+      make(out);
+      path = out;
+    }
+    return path;
+  };
+  const std::string f32 = get("F32", [&](const std::string& out) {
+    convert_hf_to_gguf(data_dir("families/" + family + "/hf"), out);
+  });
+  if (type == "F32") return f32;
+  return get(type, [&](const std::string& out) { quantize_model(f32, out, type, 2); });
+}
+
 std::vector<int32_t> prompt_ids(const std::string& model, const std::string& pid) {
+  if (is_family(model)) {  // one prompt: p1..p3 are its first 9, 23 and 37 tokens, p4 it twice
+    auto ids = load_json(data_path("families/" + model + "/reference.json"))["prompt"]["token_ids"]
+                   .get<std::vector<int32_t>>();
+    if (pid == "p4") {
+      const std::vector<int32_t> once = ids;
+      ids.insert(ids.end(), once.begin() + 1, once.end());  // past a 16-token window and its rollback
+      return ids;
+    }
+    ids.resize(std::min<size_t>(pid == "p1" ? 9 : pid == "p2" ? 23 : 37, ids.size()));
+    return ids;
+  }
   auto ref = load_json(data_path("models/" + model + "/reference.json"));
   for (const auto& p : ref["prompts"])
     if (p["id"] == pid) return p["token_ids"].get<std::vector<int32_t>>();

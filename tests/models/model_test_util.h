@@ -70,6 +70,11 @@ std::unique_ptr<CachedModel> open_model(const std::string& path, Precision prec,
 SeqInput seq_input(int seq, std::span<const int32_t> tokens, Want logits = Want::Last,
                    Want hidden = Want::None);
 
+// The newer families' fixtures (tests/data/families/<f>: an HF directory and one prompt).
+bool is_family(const std::string& name);
+// A family's directory converted to GGUF (F32) and quantized to `type` by ferrum, once per process.
+std::string family_gguf(const std::string& family, const std::string& type);
+
 // All-position logits of a prompt run as one prefill.
 std::vector<float> all_logits(CachedModel& m, const std::vector<int32_t>& ids);
 

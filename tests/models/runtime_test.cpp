@@ -57,6 +57,7 @@ std::vector<float> reference_run(CachedModel& m, int seq, const std::vector<int3
 class Runtime : public ::testing::TestWithParam<std::string> {
  protected:
   std::string path(const std::string& type = "Q4_K_M") const {
+    if (is_family(GetParam())) return family_gguf(GetParam(), type);
     return model_file(GetParam(), "gguf/" + GetParam() + "-" + type + ".gguf");
   }
   std::vector<int32_t> prompt(const std::string& pid = "p3") const { return prompt_ids(GetParam(), pid); }
@@ -113,6 +114,9 @@ TEST_P(Runtime, BatchingAndChunkingAreBitwiseInvariant) {
   if (!kernels::packed_kernels_active()) GTEST_SKIP() << "needs a tier with packed kernels (avx2 or better)";
   for (const char* type : {"Q4_0", "Q8_0", "Q4_K_M", "Q5_K_M", "F16", "BF16"}) {
     SCOPED_TRACE(type);
+    // The families' 128-wide rows cannot hold Q5_K blocks: Q5_K_M falls back to Q5_1 there (as
+    // llama-quantize's recipe does), which has no packed kernel.
+    if (is_family(GetParam()) && std::string(type) == "Q5_K_M") continue;
     auto single = open_kv(path(type), "paged"), batched = open_kv(path(type), "paged");
     const int V = single->config().n_vocab;
     std::vector<std::vector<int32_t>> prompts = {prompt("p2"), prompt("p4"), prompt("p3")};
@@ -235,7 +239,11 @@ TEST_P(Runtime, ContiguousVerifyAndTruncateToo) {
   EXPECT_LE(max_diff(lp.data(), &ref[2 * V], V), kTol);
 }
 
-INSTANTIATE_TEST_SUITE_P(Dense, Runtime, ::testing::Values("llama", "llama3-ropescaled", "qwen2", "qwen3"),
+// The newer families too (tests/data/families): Gemma's and Mistral's windowed layers, Phi's
+// LongRoPE and fused projections, SmolLM3's layers without RoPE.
+INSTANTIATE_TEST_SUITE_P(Dense, Runtime,
+                         ::testing::Values("llama", "llama3-ropescaled", "qwen2", "qwen3", "smollm3", "phi3",
+                                           "gemma2", "gemma3", "mistral"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& c : s)
