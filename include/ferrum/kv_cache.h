@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -55,6 +56,38 @@ struct KvUsage {
   size_t window_held_bytes = 0;  // K+V the windowed layers hold now (part of held_bytes)
 };
 
+// A change a caller made to a cache outside forward passes (truncate, release, reset, reserve,
+// reuse_prefix; its creation and destruction), recorded in order when the cache has a journal: a
+// pipeline's later stages replay them on caches of their own, so every stage holds the same
+// sequences.
+struct KvOp {
+  enum class Kind : uint8_t { Truncate, Release, Reset, Reserve, Reuse, Create, Drop };
+  Kind kind = Kind::Reset;
+  int cache = 0;                // which cache (KvCache::set_journal)
+  int seq = 0;
+  int64_t n = 0;                // Truncate: the new length; Reserve: tokens; Reuse: tokens reused
+  uint64_t lora_id = 0;         // Reuse
+  std::vector<int32_t> prompt;  // Reuse
+  KvOptions options;            // Create: the cache's options, resolved
+};
+
+// Where caches record their KvOps (several caches, each from its own thread, may share one).
+class KvJournal {
+ public:
+  void push(KvOp op) {
+    std::lock_guard lk(mu_);
+    ops_.push_back(std::move(op));
+  }
+  std::vector<KvOp> take() {
+    std::lock_guard lk(mu_);
+    return std::exchange(ops_, {});
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<KvOp> ops_;
+};
+
 class KvCache {
  public:
   // A cache shaped for `model`: its layers (only those of its layer range when it is a stage),
@@ -89,13 +122,27 @@ class KvCache {
   int64_t reuse_prefix(int seq, std::span<const int32_t> prompt, uint64_t lora_id = 0);
   KvUsage usage() const;
 
+  // Records this cache's creation and every later change made through this class (its
+  // destruction included) into `ops`, as cache number `id`.
+  void set_journal(KvJournal* journal, int id);
+
   // The implementation the models read and write (internal).
   runtime::KvCache& impl() { return *impl_; }
   const runtime::KvCache& impl() const { return *impl_; }
 
  private:
+  void record(KvOp::Kind kind, int seq = 0, int64_t n = 0, KvOp op = {}) {
+    if (!journal_) return;
+    op.kind = kind;
+    op.cache = journal_id_;
+    op.seq = seq;
+    op.n = n;
+    journal_->push(std::move(op));
+  }
   KvOptions opts_;
   std::unique_ptr<runtime::KvCache> impl_;
+  KvJournal* journal_ = nullptr;
+  int journal_id_ = 0;
 };
 
 // K and V bytes one sequence of `tokens` positions takes in a model of this shape (a cache with the

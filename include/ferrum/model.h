@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,10 @@ struct SeqInput {
   // A LoRA adapter loaded for this model (ferrum/lora.h) that this sequence's products add, or
   // null for the base model. It must stay alive during the call.
   const LoraAdapter* lora = nullptr;
+  // With `embeds`: the token ids those rows stand for, when known (a pipeline's later stage gets
+  // the previous stage's rows of real tokens), so the prefix cache can key their blocks; empty:
+  // positions computed from rows are never reused.
+  std::span<const int32_t> cache_ids;
 
   int64_t size(int64_t n_embd) const {
     return tokens.empty() ? static_cast<int64_t>(embeds.size()) / n_embd
@@ -107,6 +112,13 @@ class Model {
 
   virtual size_t weight_bytes() const = 0;
   virtual ModelStats stats() const = 0;
+
+  // The layers a cache made for this model holds: [layer_begin, layer_end), unless the model runs
+  // some of its layers elsewhere (a pipeline's first stage holds only its own).
+  virtual std::pair<int, int> cache_layers() const { return {layer_begin(), layer_end()}; }
+  // KvCache::for_model shows the model each cache it makes (a pipeline records what is done to
+  // it, for the stages on other ranks).
+  virtual void track_cache(KvCache&) const {}
 
   // Conveniences over forward():
   // Appends `tokens` to `seq` (created on first use); logits of the last token (or of every

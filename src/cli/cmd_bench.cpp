@@ -203,7 +203,7 @@ int run_bench(BenchFlags& f) {
   const std::string path = f.model.model_path();
   const WeightInfo wi = weight_info(f.model);
   const auto t_load = std::chrono::steady_clock::now();
-  LoadedModel lm = load_model(path, opts, f.model.tokenizer);
+  LoadedModel lm = f.model.load(opts);
   const double load_s = seconds_since(t_load);
   Model& model = *lm.model;
   const ModelConfig& c = model.config();
@@ -364,6 +364,7 @@ Runner add_bench(CLI::App& app) {
       "bench", "measure prompt processing (pp) and generation (tg) speed in tokens/s, as llama-bench does");
   f->model.add(sub, true);
   f->model.add_lora(sub);
+  f->model.add_pipeline(sub);
   sub->add_option(
       "--lora-each", f->lora_each,
       "LoRA adapter PATH[:scale] of its own per sequence (repeatable: sequence b uses the (b mod k)-th; "

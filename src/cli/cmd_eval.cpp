@@ -42,7 +42,7 @@ int run(EvalFlags& f) {
     fail("eval needs exactly one of --prompt, --tokens and --embeds-in");
   std::vector<int32_t> ids;
   if (!f.tokens.empty()) ids = parse_token_ids(f.tokens, "--tokens");  // before the model loads
-  LoadedModel lm = load_model(f.model.model_path(), f.model.options(), f.model.tokenizer);
+  LoadedModel lm = f.model.load(f.model.options());
   Model& model = *lm.model;
   const int64_t n_vocab = model.config().n_vocab, d = model.config().n_embd;
   std::vector<float> rows;
@@ -117,6 +117,7 @@ Runner add_eval(CLI::App& app) {
       app.add_subcommand("eval", "run a prompt as one prefill and write per-position top-k logits");
   f->model.add(sub, false);
   f->model.add_lora(sub);
+  f->model.add_pipeline(sub);
   sub->add_option("-p,--prompt", f->prompt, "prompt text (BOS added as the model asks)");
   sub->add_option("--tokens", f->tokens,
                   "token ids, used as given: separated by commas and/or spaces, as one argument or several "

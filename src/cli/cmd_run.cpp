@@ -306,7 +306,7 @@ int run(RunFlags& f) {
   // No prompt and a pipe on stdin: the piped text; an empty pipe generates from the start of a text
   // (a story for TinyStories).
   const std::optional<std::string> text = resolve_prompt(f);
-  LoadedModel lm = load_model(f.model.model_path(), f.model.options(), f.model.tokenizer);
+  LoadedModel lm = f.model.load(f.model.options());
   if (text)
     run_once(lm, f, *text);
   else if (!lm.tokenizer->chat_template().empty() && !f.no_chat)
@@ -327,6 +327,7 @@ Runner add_run(CLI::App& app) {
   sub->add_option("prompt", f->prompt_arg, "prompt text after the model (as -p)");
   f->spec.add(sub);
   f->model.add_lora(sub);
+  f->model.add_pipeline(sub);
   sub->add_option("-p,--prompt", f->prompt,
                   "prompt text (none: stdin when piped, else an interactive session)");
   sub->add_option("-f,--file", f->prompt_file, "read the prompt from this file")->check(non_empty());

@@ -112,7 +112,7 @@ int serve(ServeFlags& f) {
   f.engine.kv = f.model.kv_options();
   if (!f.layout_given && std::getenv("FERRUM_KV_LAYOUT") == nullptr) f.engine.kv.layout = KvLayout::Paged;
   if (!f.chat_template_file.empty()) f.http.chat_template = read_template(f.chat_template_file);
-  LoadedModel lm = load_model(path, mo, f.model.tokenizer);
+  LoadedModel lm = f.model.load(mo);
   if (f.http.model_name.empty()) f.http.model_name = std::filesystem::path(lm.path).stem().string();
   SpecSetup spec = make_spec(f.spec, f.model, lm);
   f.engine.spec = spec.options;
@@ -141,6 +141,7 @@ Runner add_serve(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "serve", "serve an OpenAI-compatible HTTP API (chat, completions) with continuous batching");
   f->model.add(sub, true);
+  f->model.add_pipeline(sub);
   f->spec.add(sub);
   sub->add_option("--host", f->http.host, "address to listen on")->check(non_empty());
   sub->add_option("--port", f->http.port, "TCP port (0 = any free port)")

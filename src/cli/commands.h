@@ -6,12 +6,16 @@
 #include <functional>
 #include <string>
 
+#include "ferrum/loader.h"
 #include "ferrum/lora.h"
 #include "ferrum/model.h"
 
 namespace ferrum::cli {
 
 using Runner = std::function<int()>;
+
+// A pipeline rank other than 0 served its stage to the end: the command has nothing more to do.
+struct PipelineRankDone {};
 
 // Flags shared by every command that loads a model.
 struct ModelFlags {
@@ -24,8 +28,14 @@ struct ModelFlags {
   KvOptions kv;                    // capacity, pool, prefix cache
   std::string kv_layout, kv_type;  // --kv-layout / --kv-type as given (parsed by kv_options)
   std::vector<std::string> lora;  // --lora PATH[:scale], summed
+  int pipeline = 1;                // --pipeline N: stages over MPI ranks
+  std::string pipeline_split, pipeline_dtype = "f32";
   void add(CLI::App* app, bool model_optional);
-  void add_lora(CLI::App* app);  // run, eval, bench
+  void add_lora(CLI::App* app);      // run, eval, bench
+  void add_pipeline(CLI::App* app);  // run, eval, bench, serve
+  // The model (a pipeline's rank 0 with --pipeline) and its tokenizer. On the other ranks of a
+  // pipeline it serves the rank's stage until rank 0 is done, then throws PipelineRankDone.
+  LoadedModel load(const ModelOptions& opts) const;
   // The --lora adapters loaded as one for `model`; null when none was given.
   std::shared_ptr<const LoraAdapter> load_adapter(const Model& model) const;
   ModelOptions options() const;

@@ -178,6 +178,8 @@ int64_t LlamaModel::plan(runtime::KvCache& kv, std::span<const SeqInput> batch, 
     if (!it.embeds.empty() && it.embeds.size() % d != 0)
       fail("forward: sequence {} has {} input floats, not a whole number of rows of {}", it.seq,
            it.embeds.size(), d);
+    if (!it.cache_ids.empty() && static_cast<int64_t>(it.cache_ids.size()) != it.size(d))
+      fail("forward: sequence {} has {} cache ids for {} input rows", it.seq, it.cache_ids.size(), it.size(d));
     if (it.logits != Want::None && !has_logits())
       fail(
           "forward: logits asked for sequence {}, but this model has no LM head (a backbone or a stage "
@@ -220,7 +222,9 @@ void LlamaModel::load_inputs(const runtime::KvCache& kv, std::span<const SeqInpu
         dequantize_row(tok_embd_.type, tok_embd_.row(it.tokens[t]), &x_[(off + t) * d], d);
     else
       std::memcpy(&x_[off * d], it.embeds.data(), m * d * sizeof(float));
-    if (cfg_.embed_scale > 0)  // Gemma: the input rows times sqrt(n_embd), token ids or embeddings alike
+    // Gemma: the input rows times sqrt(n_embd), token ids or embeddings alike (not a later stage's
+    // input: the previous stage's hidden states).
+    if (cfg_.embed_scale > 0 && opts_.layer_begin == 0)
       for (int64_t i = static_cast<int64_t>(off) * d; i < (static_cast<int64_t>(off) + m) * d; ++i)
         x_[i] *= cfg_.embed_scale;
     for (int64_t t = 0; t < m; ++t) {
@@ -362,6 +366,8 @@ void LlamaModel::forward(KvCache& cache, std::span<const SeqInput> batch, Forwar
     const uint64_t ns = it.lora ? it.lora->id : 0;  // prefix blocks are shared per adapter
     if (!it.tokens.empty()) {
       kv.append(it.seq, it.tokens, ns);
+    } else if (!it.cache_ids.empty()) {  // rows of known tokens (a pipeline's later stage)
+      kv.append(it.seq, it.cache_ids, ns);
     } else {
       no_ids_.assign(it.size(cfg_.n_embd), -1);
       kv.append(it.seq, no_ids_, ns);

@@ -14,11 +14,14 @@ std::unique_ptr<KvCache> KvCache::for_model(const Model& model, const KvOptions&
   const ModelConfig& c = model.config();
   const int64_t ctx = c.n_ctx_train > 0 ? std::min<int64_t>(c.n_ctx_train, 4096) : 4096;
   // An encoder keeps nothing between calls: its cache has no layers (it only names sequences).
-  const int layers = c.is_encoder() ? 0 : model.layer_end() - model.layer_begin();
+  const auto [first, end] = model.cache_layers();
+  const int layers = c.is_encoder() ? 0 : end - first;
   std::vector<int32_t> windows(layers, 0);  // the stage's layers
   for (int l = 0; l < layers; ++l)
-    if (c.layer_uses_window(model.layer_begin() + l)) windows[l] = c.sliding_window;
-  return std::make_unique<KvCache>(layers, c.n_head_kv, c.head_dim, opts, ctx, std::move(windows));
+    if (c.layer_uses_window(first + l)) windows[l] = c.sliding_window;
+  auto cache = std::make_unique<KvCache>(layers, c.n_head_kv, c.head_dim, opts, ctx, std::move(windows));
+  model.track_cache(*cache);
+  return cache;
 }
 
 size_t kv_sequence_bytes(const ModelConfig& c, KvType type, int64_t tokens) {

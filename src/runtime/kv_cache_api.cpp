@@ -82,7 +82,17 @@ KvCache::KvCache(int n_layer, int n_head_kv, int head_dim, const KvOptions& opts
   opts_.rollback_tokens = impl_->options().rollback_tokens;
 }
 
-KvCache::~KvCache() = default;
+KvCache::~KvCache() {
+  record(KvOp::Kind::Drop);
+}
+
+void KvCache::set_journal(KvJournal* journal, int id) {
+  journal_ = journal;
+  journal_id_ = id;
+  KvOp op;
+  op.options = opts_;
+  record(KvOp::Kind::Create, 0, 0, std::move(op));
+}
 
 int64_t KvCache::capacity() const {
   return impl_->options().seq_capacity;
@@ -100,16 +110,20 @@ bool KvCache::has(int seq) const {
 void KvCache::truncate(int seq, int64_t new_len) {
   if (!impl_->has(seq)) fail("truncate: unknown sequence {}", seq);
   impl_->truncate(seq, new_len);
+  record(KvOp::Kind::Truncate, seq, new_len);
 }
 
 void KvCache::release(int seq) {
   impl_->release(seq);
+  record(KvOp::Kind::Release, seq);
 }
 void KvCache::reset() {
   impl_->reset();
+  record(KvOp::Kind::Reset);
 }
 void KvCache::reserve(int seq, int64_t max_tokens) {
   impl_->reserve(seq, max_tokens);
+  record(KvOp::Kind::Reserve, seq, max_tokens);
 }
 
 bool KvCache::can_fit(std::span<const std::pair<int, int64_t>> seq_lengths) const {
@@ -117,7 +131,14 @@ bool KvCache::can_fit(std::span<const std::pair<int, int64_t>> seq_lengths) cons
 }
 
 int64_t KvCache::reuse_prefix(int seq, std::span<const int32_t> prompt, uint64_t lora_id) {
-  return impl_->reuse_prefix(seq, prompt, lora_id);
+  const int64_t n = impl_->reuse_prefix(seq, prompt, lora_id);
+  if (journal_ && opts_.prefix_cache) {  // the later stages' caches reuse the same blocks
+    KvOp op;
+    op.lora_id = lora_id;
+    op.prompt.assign(prompt.begin(), prompt.end());
+    record(KvOp::Kind::Reuse, seq, n, std::move(op));
+  }
+  return n;
 }
 
 KvUsage KvCache::usage() const {

@@ -50,6 +50,7 @@ bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
 class ForwardBatch : public ::testing::TestWithParam<std::string> {
  protected:
   std::string path(const std::string& type = "Q4_K_M") const {
+    if (is_family(GetParam())) return family_gguf(GetParam(), type);
     return model_file(GetParam(), "gguf/" + GetParam() + "-" + type + ".gguf");
   }
   std::vector<int32_t> prompt(const std::string& pid = "p3") const { return prompt_ids(GetParam(), pid); }
@@ -174,7 +175,8 @@ TEST_P(ForwardBatch, ACacheCanBeDroppedAndRecreatedWithoutTouchingTheModel) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, ForwardBatch,
-                         ::testing::Values("llama", "llama3-ropescaled", "qwen2", "qwen3", "qwen3moe"),
+                         ::testing::Values("llama", "llama3-ropescaled", "qwen2", "qwen3", "qwen3moe", "smollm3",
+                                           "phi3", "gemma2", "gemma3", "mistral"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& c : s)

@@ -1,0 +1,47 @@
+// Loading a command's model: in this process, or as the first stage of a pipeline whose other
+// stages run on other MPI ranks (--pipeline).
+#include <cstdlib>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/flag_checks.h"
+#include "core/fail.h"
+#include "dist/pipeline.h"
+
+namespace ferrum::cli {
+
+void ModelFlags::add_pipeline(CLI::App* app) {
+  app->add_option("--pipeline", pipeline,
+                  "split the layers into N stages, one per MPI rank: mpirun -np N ferrum ... --pipeline N")
+      ->transform(whole(1, 1024));
+  app->add_option("--pipeline-split", pipeline_split,
+                  "layers of each stage, e.g. 10,14 (default: balanced by weight bytes)");
+  app->add_option("--pipeline-dtype", pipeline_dtype, "hidden states between stages: f32 or bf16 (half the bytes)")
+      ->check(one_of({"f32", "bf16"}));
+}
+
+LoadedModel ModelFlags::load(const ModelOptions& opts) const {
+  const std::string path = model_path();
+  if (pipeline <= 1) {
+    if (!pipeline_split.empty()) fail("--pipeline-split needs --pipeline N");
+    return load_model(path, opts, tokenizer);
+  }
+  if (!lora.empty()) fail("--lora: adapters do not run over a pipeline yet");
+  dist::PipelineOptions p;
+  p.stages = pipeline;
+  p.split = pipeline_split;
+  p.bf16_rows = pipeline_dtype == "bf16";
+  // The stages as threads of this process instead of MPI ranks (tests; checking a split).
+  if (const char* v = std::getenv("FERRUM_PIPELINE_IN_PROCESS")) p.in_process = std::string(v) == "1";
+  LoadedModel lm;
+  lm.model = dist::load_pipeline(path, opts, p);
+  if (!lm.model) throw PipelineRankDone{};
+  lm.path = path;
+  lm.tokenizer = load_tokenizer(path, tokenizer);
+  if (lm.tokenizer->n_vocab() > lm.model->config().n_vocab)
+    fail("{}: the tokenizer has {} tokens but the model's vocabulary has only {}", path, lm.tokenizer->n_vocab(),
+         lm.model->config().n_vocab);
+  return lm;
+}
+
+}  // namespace ferrum::cli

@@ -1,0 +1,100 @@
+#include "dist/pipeline.h"
+
+#include <cstdio>
+#include <thread>
+
+#include "core/fail.h"
+#include "dist/local_transport.h"
+#include "dist/pipeline_model.h"
+#include "dist/pipeline_split.h"
+#include "dist/stage_worker.h"
+#include "loading/loader.h"
+#include "models/registry.h"
+
+namespace ferrum::dist {
+namespace {
+
+// The model of one stage: its layers, the LM head on the last.
+std::unique_ptr<Model> load_stage(ModelFiles files, const ModelOptions& opts, StageRange r, bool last) {
+  ModelOptions o = opts;
+  o.layer_begin = r.begin;
+  o.layer_end = r.end;
+  o.lm_head = last;
+  return create_model(std::move(files.config), std::move(files.weights), o);
+}
+
+void print_split(const std::vector<StageRange>& ranges, const char* how) {
+  std::string s;
+  for (size_t i = 0; i < ranges.size(); ++i)
+    s += fmt::format("{}rank {}: layers {}-{}{}", i ? ", " : "", i, ranges[i].begin, ranges[i].end - 1,
+                     i + 1 == ranges.size() ? " + output" : "");
+  std::fprintf(stderr, "pipeline: %zu stages (%s): %s\n", ranges.size(), how, s.c_str());
+}
+
+// The other stages as threads of this process; stops and joins them when destroyed (after the
+// pipeline model sent Stop).
+class InProcessStages {
+ public:
+  InProcessStages(const std::string& path, const ModelOptions& opts, const std::vector<StageRange>& ranges)
+      : world_(static_cast<int>(ranges.size())) {
+    for (size_t r = 1; r < ranges.size(); ++r)  // loaded here: a stage that fails to load throws now
+      models_.push_back(load_stage(open_model_files(path), opts, ranges[r], r + 1 == ranges.size()));
+    for (size_t r = 1; r < ranges.size(); ++r)
+      threads_.emplace_back([this, r] { StageWorker(*models_[r - 1], world_.endpoint(static_cast<int>(r))).run(); });
+  }
+  ~InProcessStages() {
+    for (auto& t : threads_) t.join();
+  }
+  Transport& rank0() { return world_.endpoint(0); }
+
+ private:
+  LocalWorld world_;
+  std::vector<std::unique_ptr<Model>> models_;
+  std::vector<std::thread> threads_;
+};
+
+// Rank 0's model over in-process stages: the stages live as long as it does.
+class InProcessPipeline : public PipelineModel {
+ public:
+  InProcessPipeline(std::unique_ptr<Model> first, std::unique_ptr<InProcessStages> stages, bool bf16)
+      : PipelineModel(std::move(first), stages->rank0(), bf16), stages_(std::move(stages)) {}
+  ~InProcessPipeline() override {
+    stop();
+    stages_.reset();
+  }
+
+ private:
+  std::unique_ptr<InProcessStages> stages_;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> load_pipeline(const std::string& path, const ModelOptions& opts, const PipelineOptions& p) {
+  if (p.stages < 2) fail("--pipeline {}: a pipeline has 2 stages at least", p.stages);
+  ModelFiles files = open_model_files(path);
+  if (files.config.is_encoder()) fail("--pipeline: {} is an encoder; pipelines run decoders", path);
+  const std::vector<StageRange> ranges = split_model(files, p.split, p.stages);
+  if (p.in_process) {
+    auto stages = std::make_unique<InProcessStages>(path, opts, ranges);
+    print_split(ranges, "threads of this process");
+    return std::make_unique<InProcessPipeline>(load_stage(std::move(files), opts, ranges[0], false),
+                                               std::move(stages), p.bf16_rows);
+  }
+  Transport* t = mpi_world();
+  if (!t)
+    fail("--pipeline: this ferrum was built without MPI (Debian: openmpi-bin libopenmpi-dev, which "
+         "scripts/setup.sh installs; then rebuild)");
+  if (t->size() != p.stages)
+    fail("--pipeline {} needs {} MPI ranks (mpirun -np {} ferrum ...); this run has {}", p.stages, p.stages,
+         p.stages, t->size());
+  const int r = t->rank();
+  std::unique_ptr<Model> stage = load_stage(std::move(files), opts, ranges[r], r + 1 == p.stages);
+  if (r > 0) {
+    StageWorker(*stage, *t).run();
+    return nullptr;
+  }
+  print_split(ranges, "MPI ranks");
+  return std::make_unique<PipelineModel>(std::move(stage), *t, p.bf16_rows);
+}
+
+}  // namespace ferrum::dist

@@ -1,0 +1,51 @@
+// Rank 0 of a pipeline: the model the engine, the CLI and the library see. It runs the first
+// stage (the embedding and the first layers) itself, sends each pass's hidden rows on to rank 1
+// with the batch and the cache operations made since the last pass, and waits for the last rank's
+// logits (one pass in flight: the stages take turns; the point is the memory of a model larger than
+// one host, split over several).
+#pragma once
+
+#include <memory>
+#include <mutex>
+
+#include "dist/stage_message.h"
+#include "dist/transport.h"
+#include "ferrum/model.h"
+
+namespace ferrum::dist {
+
+class PipelineModel : public Model {
+ public:
+  // `first`: the stage of layers [0, b) without the LM head; t: rank 0's transport.
+  PipelineModel(std::unique_ptr<Model> first, Transport& t, bool bf16_rows);
+  ~PipelineModel() override;  // tells the other ranks to stop
+  // Tells the other ranks to stop (once; the destructor does it too).
+  void stop();
+
+  const ModelConfig& config() const override { return first_->config(); }
+  const ModelOptions& options() const override { return opts_; }
+  void forward(KvCache& kv, std::span<const SeqInput> batch, ForwardOut out) override;
+  void embed_tokens(std::span<const int32_t> ids, float* rows) const override { first_->embed_tokens(ids, rows); }
+  size_t weight_bytes() const override { return first_->weight_bytes(); }
+  ModelStats stats() const override { return first_->stats(); }
+  std::pair<int, int> cache_layers() const override { return first_->cache_layers(); }
+  void track_cache(KvCache& kv) const override;
+
+ private:
+  int cache_id(const KvCache& kv) const;
+
+  std::unique_ptr<Model> first_;
+  Transport& t_;
+  ModelOptions opts_;  // the whole network: layers [0, n_layer) and the LM head
+  bool bf16_rows_;
+  bool broken_ = false, stopped_ = false;
+  mutable KvJournal journal_;  // what callers did to this model's caches
+  mutable std::mutex mu_;      // ids_ (caches are made on any thread)
+  mutable std::vector<std::pair<const KvCache*, int>> ids_;
+  mutable int next_id_ = 0;
+  StageBatch batch_;
+  std::vector<SeqInput> local_;
+  std::vector<float> rows_, logits_, hidden_;
+};
+
+}  // namespace ferrum::dist

@@ -1,0 +1,43 @@
+// What moves between pipeline stages (one message per forward pass and stage boundary): the
+// cache operations rank 0's caller made since the last pass, the batch's items and token ids, and
+// the previous stage's hidden rows (F32, or BF16 to halve the bytes); and back from the last
+// stage to rank 0, the logits and hidden rows the batch asked for. Encoded as little-endian bytes
+// of fixed-width fields; decoding checks every length against the message size.
+#pragma once
+
+#include <string>
+
+#include "dist/transport.h"
+#include "ferrum/kv_cache.h"
+#include "ferrum/model.h"
+
+namespace ferrum::dist {
+
+enum class MsgKind : uint8_t { Forward = 1, Stop = 2, Error = 3, Result = 4 };
+
+struct StageItem {
+  int32_t seq = 0;
+  int64_t n = 0;
+  Want logits = Want::None, hidden = Want::None;
+};
+
+struct StageBatch {
+  int32_t cache = 0;       // the cache (KvOp::cache) the pass runs on
+  bool bf16_rows = false;  // rows travel as BF16 (--pipeline-dtype bf16)
+  std::vector<KvOp> ops;
+  std::vector<StageItem> items;
+  std::vector<int32_t> ids;  // the items' token ids in order (-1: a position from input rows)
+  std::vector<float> rows;   // hidden rows, one per position (n_embd floats each)
+};
+
+Bytes encode_forward(const StageBatch& b);
+Bytes encode_stop();
+Bytes encode_error(const std::string& what);
+Bytes encode_result(const std::vector<float>& logits, const std::vector<float>& hidden);
+
+MsgKind kind_of(const Bytes& m);
+void decode_forward(const Bytes& m, StageBatch& out);
+std::string decode_error(const Bytes& m);
+void decode_result(const Bytes& m, std::vector<float>& logits, std::vector<float>& hidden);
+
+}  // namespace ferrum::dist

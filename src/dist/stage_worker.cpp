@@ -1,0 +1,127 @@
+#include "dist/stage_worker.h"
+
+#include <string>
+
+#include "core/fail.h"
+#include "ferrum/error.h"
+
+namespace ferrum::dist {
+
+StageWorker::StageWorker(Model& model, Transport& t)
+    : model_(model), t_(t), last_(t.rank() == t.size() - 1) {}
+
+void StageWorker::run() {
+  const int prev = t_.rank() - 1, next = last_ ? 0 : t_.rank() + 1;
+  StageBatch b;
+  for (;;) {
+    Bytes m = t_.recv(prev);
+    switch (kind_of(m)) {
+      case MsgKind::Stop:
+        if (!last_) t_.send(next, m);
+        return;
+      case MsgKind::Error:  // an earlier stage failed: rank 0 reports it
+        t_.send(next, m);
+        continue;
+      case MsgKind::Forward:
+        break;
+      default:
+        fail("pipeline rank {}: unexpected message", t_.rank());
+    }
+    try {
+      decode_forward(m, b);
+      replay(b.ops);
+      forward(b);
+    } catch (const std::exception& e) {
+      t_.send(next, encode_error(fmt::format("pipeline rank {}: {}", t_.rank(), e.what())));
+      continue;
+    }
+    if (last_) {
+      t_.send(0, encode_result(logits_, hidden_));
+    } else {
+      b.rows.swap(out_rows_);
+      t_.send(next, encode_forward(b));
+    }
+  }
+}
+
+KvCache& StageWorker::cache(int id) {
+  auto it = caches_.find(id);
+  if (it == caches_.end()) fail("pipeline: rank 0 used cache {} before creating it", id);
+  return *it->second;
+}
+
+void StageWorker::replay(const std::vector<KvOp>& ops) {
+  for (const KvOp& op : ops) {
+    switch (op.kind) {
+      case KvOp::Kind::Create:
+        caches_[op.cache] = KvCache::for_model(model_, op.options);
+        break;
+      case KvOp::Kind::Drop:
+        caches_.erase(op.cache);
+        break;
+      case KvOp::Kind::Truncate:
+        cache(op.cache).truncate(op.seq, op.n);
+        break;
+      case KvOp::Kind::Release:
+        cache(op.cache).release(op.seq);
+        break;
+      case KvOp::Kind::Reset:
+        cache(op.cache).reset();
+        break;
+      case KvOp::Kind::Reserve:
+        cache(op.cache).reserve(op.seq, op.n);
+        break;
+      case KvOp::Kind::Reuse: {
+        const int64_t n = cache(op.cache).reuse_prefix(op.seq, op.prompt, op.lora_id);
+        if (n != op.n)
+          fail("rank 0 reused {} cached tokens of sequence {}, this rank {}: the caches went apart", op.n,
+               op.seq, n);
+        break;
+      }
+    }
+  }
+}
+
+void StageWorker::forward(StageBatch& b) {
+  const int64_t d = model_.config().n_embd, V = model_.config().n_vocab;
+  int64_t total = 0, logit_rows = 0, hidden_rows = 0;
+  for (const StageItem& it : b.items) {
+    total += it.n;
+    logit_rows += it.logits == Want::All ? it.n : it.logits == Want::Last;
+    hidden_rows += it.hidden == Want::All ? it.n : it.hidden == Want::Last;
+  }
+  if (static_cast<int64_t>(b.rows.size()) != total * d || static_cast<int64_t>(b.ids.size()) != total)
+    fail("pipeline message: {} rows and {} ids for {} positions", b.rows.size() / d, b.ids.size(), total);
+  items_.clear();
+  int64_t at = 0;
+  for (const StageItem& it : b.items) {
+    SeqInput in;
+    in.seq = it.seq;
+    in.embeds = std::span<const float>(b.rows).subspan(at * d, it.n * d);
+    in.cache_ids = std::span<const int32_t>(b.ids).subspan(at, it.n);
+    if (last_) {
+      in.logits = it.logits;
+      in.hidden = it.hidden;
+    } else {
+      in.logits = Want::None;
+      in.hidden = Want::All;
+    }
+    items_.push_back(in);
+    at += it.n;
+  }
+  if (items_.empty()) {  // cache operations only
+    logits_.clear(), hidden_.clear(), out_rows_.clear();
+    return;
+  }
+  KvCache& kv = cache(b.cache);
+  if (last_) {
+    logits_.resize(logit_rows * V);
+    hidden_.resize(hidden_rows * d);
+    model_.forward(kv, items_, ForwardOut{logits_.data(), hidden_.data()});
+  } else {
+    out_rows_.resize(total * d);
+    model_.forward(kv, items_, ForwardOut{nullptr, out_rows_.data()});
+  }
+}
+
+}  // namespace ferrum::dist
