@@ -33,7 +33,7 @@ install_missing fuzz "${PACKAGES[@]}"
 BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   CC=clang-16 CXX=clang++-16 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DFERRUM_BUILD_TESTS=OFF -DFERRUM_FUZZ=ON
+    -DFERRUM_BUILD_TESTS=OFF -DFERRUM_FUZZ=ON -DFERRUM_MPI=OFF
 fi
 cmake --build "$BUILD_DIR" -j "${FUZZ_BUILD_JOBS:-$(nproc)}" --target "${run[@]/#/fuzz_}"
 

@@ -12,7 +12,7 @@ sanitizer_configure() {
     CC=clang-16 CXX=clang++-16 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG" \
       -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG" \
-      -DFERRUM_BUILD_TESTS=ON "$@"
+      -DFERRUM_BUILD_TESTS=ON -DFERRUM_MPI=OFF "$@"  # Open MPI is not built for the sanitizers
   fi
 }
 

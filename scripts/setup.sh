@@ -15,6 +15,7 @@ PACKAGES=(
   libcli11-dev                      # command line
   libpcre2-dev                      # Unicode regex for BPE pre-tokenizers
   libmicrohttpd-dev                 # HTTP server (ferrum serve)
+  openmpi-bin libopenmpi-dev        # pipeline stages over MPI ranks (--pipeline, mpirun)
 )
 . scripts/packages.sh
 install_missing setup "${PACKAGES[@]}"

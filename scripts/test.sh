@@ -19,7 +19,7 @@ sanitizer_configure build-asan -DFERRUM_SANITIZE=ON
 cmake --build build-asan -j "$(nproc)"
 (cd build-asan && ctest --output-on-failure -j "$(nproc)" --timeout 900) || status=1
 
-echo "test: the engine and server tests under ThreadSanitizer (build-tsan/)"
+echo "test: the engine, server and pipeline tests under ThreadSanitizer (build-tsan/)"
 ./scripts/tsan.sh || status=1
 
 echo "test: ARM64 cross build, kernel tests and model goldens under qemu-aarch64 (build-arm64/)"

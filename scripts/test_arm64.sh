@@ -27,7 +27,7 @@ install_missing test_arm64 cmake ninja-build pkg-config clang-16 qemu-user g++-a
 BUILD_DIR=${BUILD_DIR:-build-arm64}
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DFERRUM_BUILD_TESTS=ON -DFERRUM_BUILD_LIBRARY=OFF
+    -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DFERRUM_BUILD_TESTS=ON -DFERRUM_BUILD_LIBRARY=OFF -DFERRUM_MPI=OFF
 fi
 # The kernel and model tests, and the command line (so the whole product keeps compiling for ARM64).
 cmake --build "$BUILD_DIR" -j "$(nproc)" --target test_kernels test_models ferrum

@@ -15,8 +15,10 @@ void ModelFlags::add_pipeline(CLI::App* app) {
                   "split the layers into N stages, one per MPI rank: mpirun -np N ferrum ... --pipeline N")
       ->transform(whole(1, 1024));
   app->add_option("--pipeline-split", pipeline_split,
-                  "layers of each stage, e.g. 10,14 (default: balanced by weight bytes)");
-  app->add_option("--pipeline-dtype", pipeline_dtype, "hidden states between stages: f32 or bf16 (half the bytes)")
+                  "layers of each stage, e.g. 10,14 (default: balanced by weight bytes)")
+      ->check(non_empty());
+  app->add_option("--pipeline-dtype", pipeline_dtype,
+                  "hidden states between stages: f32 or bf16 (half the bytes)")
       ->check(one_of({"f32", "bf16"}));
 }
 
@@ -39,8 +41,8 @@ LoadedModel ModelFlags::load(const ModelOptions& opts) const {
   lm.path = path;
   lm.tokenizer = load_tokenizer(path, tokenizer);
   if (lm.tokenizer->n_vocab() > lm.model->config().n_vocab)
-    fail("{}: the tokenizer has {} tokens but the model's vocabulary has only {}", path, lm.tokenizer->n_vocab(),
-         lm.model->config().n_vocab);
+    fail("{}: the tokenizer has {} tokens but the model's vocabulary has only {}", path,
+         lm.tokenizer->n_vocab(), lm.model->config().n_vocab);
   return lm;
 }
 

@@ -18,7 +18,8 @@ class MpiTransport : public Transport {
     int provided = 0;
     // Rank 0 calls MPI from the engine's thread and from the main thread, never at once.
     MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
-    if (provided < MPI_THREAD_SERIALIZED) fail("MPI: this MPI library does not allow calls from several threads");
+    if (provided < MPI_THREAD_SERIALIZED)
+      fail("MPI: this MPI library does not allow calls from several threads");
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
   }
@@ -26,7 +27,8 @@ class MpiTransport : public Transport {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   void send(int to, const Bytes& msg) override {
-    if (msg.size() > static_cast<size_t>(INT_MAX)) fail("MPI: a message of {} bytes is too large", msg.size());
+    if (msg.size() > static_cast<size_t>(INT_MAX))
+      fail("MPI: a message of {} bytes is too large", msg.size());
     MPI_Send(msg.data(), static_cast<int>(msg.size()), MPI_BYTE, to, kTag, MPI_COMM_WORLD);
   }
   Bytes recv(int from) override {
@@ -56,7 +58,10 @@ void mpi_abort(int code) {
   int init = 0, done = 0;
   MPI_Initialized(&init);
   MPI_Finalized(&done);
-  if (init && !done) MPI_Abort(MPI_COMM_WORLD, code);
+  if (!init || done) return;
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size > 1) MPI_Abort(MPI_COMM_WORLD, code);
 }
 
 }  // namespace ferrum::dist

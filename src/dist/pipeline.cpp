@@ -40,7 +40,8 @@ class InProcessStages {
     for (size_t r = 1; r < ranges.size(); ++r)  // loaded here: a stage that fails to load throws now
       models_.push_back(load_stage(open_model_files(path), opts, ranges[r], r + 1 == ranges.size()));
     for (size_t r = 1; r < ranges.size(); ++r)
-      threads_.emplace_back([this, r] { StageWorker(*models_[r - 1], world_.endpoint(static_cast<int>(r))).run(); });
+      threads_.emplace_back(
+          [this, r] { StageWorker(*models_[r - 1], world_.endpoint(static_cast<int>(r))).run(); });
   }
   ~InProcessStages() {
     for (auto& t : threads_) t.join();
@@ -69,7 +70,8 @@ class InProcessPipeline : public PipelineModel {
 
 }  // namespace
 
-std::unique_ptr<Model> load_pipeline(const std::string& path, const ModelOptions& opts, const PipelineOptions& p) {
+std::unique_ptr<Model> load_pipeline(const std::string& path, const ModelOptions& opts,
+                                     const PipelineOptions& p) {
   if (p.stages < 2) fail("--pipeline {}: a pipeline has 2 stages at least", p.stages);
   ModelFiles files = open_model_files(path);
   if (files.config.is_encoder()) fail("--pipeline: {} is an encoder; pipelines run decoders", path);
@@ -82,8 +84,9 @@ std::unique_ptr<Model> load_pipeline(const std::string& path, const ModelOptions
   }
   Transport* t = mpi_world();
   if (!t)
-    fail("--pipeline: this ferrum was built without MPI (Debian: openmpi-bin libopenmpi-dev, which "
-         "scripts/setup.sh installs; then rebuild)");
+    fail(
+        "--pipeline: this ferrum was built without MPI (Debian: openmpi-bin libopenmpi-dev, which "
+        "scripts/setup.sh installs; then rebuild)");
   if (t->size() != p.stages)
     fail("--pipeline {} needs {} MPI ranks (mpirun -np {} ferrum ...); this run has {}", p.stages, p.stages,
          p.stages, t->size());

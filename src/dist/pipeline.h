@@ -21,6 +21,7 @@ struct PipelineOptions {
 // Rank 0: the model (its first stage here, the others on the other ranks), which stops the other
 // ranks when destroyed. Ranks > 0: serve their stage until rank 0 stops, then return null.
 // Prints the split to stderr (rank 0).
-std::unique_ptr<Model> load_pipeline(const std::string& path, const ModelOptions& opts, const PipelineOptions& p);
+std::unique_ptr<Model> load_pipeline(const std::string& path, const ModelOptions& opts,
+                                     const PipelineOptions& p);
 
 }  // namespace ferrum::dist

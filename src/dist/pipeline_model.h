@@ -25,7 +25,9 @@ class PipelineModel : public Model {
   const ModelConfig& config() const override { return first_->config(); }
   const ModelOptions& options() const override { return opts_; }
   void forward(KvCache& kv, std::span<const SeqInput> batch, ForwardOut out) override;
-  void embed_tokens(std::span<const int32_t> ids, float* rows) const override { first_->embed_tokens(ids, rows); }
+  void embed_tokens(std::span<const int32_t> ids, float* rows) const override {
+    first_->embed_tokens(ids, rows);
+  }
   size_t weight_bytes() const override { return first_->weight_bytes(); }
   ModelStats stats() const override { return first_->stats(); }
   std::pair<int, int> cache_layers() const override { return first_->cache_layers(); }

@@ -8,9 +8,11 @@
 
 namespace ferrum::dist {
 
-std::vector<StageRange> balanced_split(const std::vector<size_t>& layer_bytes, size_t head_bytes, int stages) {
+std::vector<StageRange> balanced_split(const std::vector<size_t>& layer_bytes, size_t head_bytes,
+                                       int stages) {
   const int n = static_cast<int>(layer_bytes.size());
-  if (stages < 1 || stages > n) fail("--pipeline {}: the model has {} layers, one at least per stage", stages, n);
+  if (stages < 1 || stages > n)
+    fail("--pipeline {}: the model has {} layers, one at least per stage", stages, n);
   double total = static_cast<double>(head_bytes);
   for (size_t b : layer_bytes) total += static_cast<double>(b);
   std::vector<StageRange> out;

@@ -43,7 +43,8 @@ class Reader {
   template <typename T>
   void get_array(std::vector<T>& out) {
     const uint64_t n = get<uint64_t>();
-    if (n > (b_.size() - at_) / sizeof(T)) fail("pipeline message: an array of {} items runs past its end", n);
+    if (n > (b_.size() - at_) / sizeof(T))
+      fail("pipeline message: an array of {} items runs past its end", n);
     out.resize(n);
     if (n) std::memcpy(out.data(), b_.data() + at_, n * sizeof(T));
     at_ += n * sizeof(T);

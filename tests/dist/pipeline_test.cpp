@@ -1,0 +1,230 @@
+// Pipeline stages (src/dist) against the model in one piece: the stages run as threads of this
+// process over the in-process transport (the MPI transport carries the same messages; the CLI
+// test runs it under mpirun). With F32 rows between stages the logits are those of the whole
+// model bit for bit, in prefill chunks, batched decode and at any split; an engine over the
+// pipeline (paged cache, prefix cache hits, speculative rollbacks, all replayed on the later
+// ranks' caches) gives the whole model's greedy answers; a later stage's error reaches rank 0.
+#include "dist/pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "../models/model_test_util.h"
+#include "dist/local_transport.h"
+#include "dist/pipeline_model.h"
+#include "dist/pipeline_split.h"
+#include "dist/stage_worker.h"
+#include "engine/engine.h"
+#include "engine/ngram_proposer.h"
+#include "ferrum/error.h"
+#include "loading/loader.h"
+#include "models/registry.h"
+#include "test_util.h"
+
+namespace ferrum::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::unique_ptr<Model> whole(const std::string& path) {
+  ModelFiles f = open_model_files(path);
+  ModelOptions o;
+  o.n_threads = 2;
+  o.max_batch = 32;
+  return create_model(std::move(f.config), std::move(f.weights), o);
+}
+
+std::unique_ptr<Model> pipelined(const std::string& path, int stages, const std::string& split = "",
+                                 bool bf16 = false) {
+  ModelOptions o;
+  o.n_threads = 1;
+  o.max_batch = 32;
+  dist::PipelineOptions p;
+  p.stages = stages;
+  p.split = split;
+  p.bf16_rows = bf16;
+  p.in_process = true;
+  return dist::load_pipeline(path, o, p);
+}
+
+// Two sequences: prompts prefilled in uneven chunks, then decoded together; every step's logits.
+std::vector<float> run(Model& m, const std::vector<int32_t>& a, const std::vector<int32_t>& b, int steps,
+                       KvLayout layout) {
+  KvOptions ko;
+  ko.layout = layout;
+  ko.capacity = 256;
+  auto kv = KvCache::for_model(m, ko);
+  const int V = m.config().n_vocab;
+  std::vector<float> out, logits(2 * V);
+  m.prefill(*kv, 0, std::span(a).first(7), nullptr);
+  m.prefill(*kv, 0, std::span(a).subspan(7), logits.data());
+  m.prefill(*kv, 1, b, logits.data() + V);
+  out.insert(out.end(), logits.begin(), logits.end());
+  for (int s = 0; s < steps; ++s) {
+    std::vector<DecodeItem> items = {{0, argmax(logits.data(), V), kv->seq_len(0)},
+                                     {1, argmax(logits.data() + V, V), kv->seq_len(1)}};
+    m.decode_batch(*kv, items, logits.data());
+    out.insert(out.end(), logits.begin(), logits.end());
+  }
+  return out;
+}
+
+class Pipeline : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::string path() const {
+    return is_family(GetParam()) ? data_dir("families/" + GetParam() + "/hf")
+                                 : model_file(GetParam(), "gguf/" + GetParam() + "-Q8_0.gguf");
+  }
+};
+
+TEST_P(Pipeline, LogitsAreTheWholeModelsBitForBit) {
+  const std::vector<int32_t> a = prompt_ids(GetParam(), "p4"), b = prompt_ids(GetParam(), "p2");
+  auto one = whole(path());
+  const int n = one->config().n_layer;
+  for (KvLayout layout : {KvLayout::Contiguous, KvLayout::Paged}) {
+    const std::vector<float> want = run(*one, a, b, 20, layout);
+    std::vector<std::pair<int, std::string>> splits = {{2, ""}, {2, std::to_string(n - 1) + ",1"}};
+    if (n >= 3) splits.push_back({3, ""});
+    for (const auto& [stages, split] : splits) {
+      auto p = pipelined(path(), stages, split);
+      const std::vector<float> got = run(*p, a, b, 20, layout);
+      ASSERT_EQ(got.size(), want.size());
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+          << GetParam() << ": " << stages << " stages, split '" << split << "', " << kv_layout_name(layout);
+    }
+  }
+  // BF16 rows between the stages: rounded, the same tokens.
+  const std::vector<float> want = run(*one, a, b, 4, KvLayout::Paged);
+  auto p = pipelined(path(), 2, "", true);
+  const std::vector<float> got = run(*p, a, b, 4, KvLayout::Paged);
+  const int V = one->config().n_vocab;
+  for (size_t r = 0; r < got.size() / V; ++r)
+    EXPECT_EQ(argmax(&got[r * V], V), argmax(&want[r * V], V)) << "row " << r;
+}
+
+// The engine's cache operations (prefix-cache reuse, releases, speculative rollbacks) reach the
+// later stages' caches: the answers are the whole model's, twice over the same prompts.
+TEST_P(Pipeline, EngineAnswersAreTheWholeModels) {
+  auto one = whole(path());
+  auto p = pipelined(path(), 2);
+  std::vector<std::vector<int32_t>> prompts = {prompt_ids(GetParam(), "p4"), prompt_ids(GetParam(), "p3"),
+                                               prompt_ids(GetParam(), "p4"), prompt_ids(GetParam(), "p2")};
+  auto answers = [&](Model& m) {
+    EngineOptions eo;
+    eo.kv.layout = KvLayout::Paged;
+    eo.kv.prefix_cache = true;
+    eo.kv.capacity = 256;
+    eo.max_num_seqs = 3;
+    eo.max_batched_tokens = 48;
+    eo.spec.proposer = std::make_shared<NgramProposer>();
+    eo.spec.draft_max = 4;
+    LoadedModel lm = load_model(path());
+    Engine eng(m, *lm.tokenizer, eo);
+    std::vector<std::vector<int32_t>> out;
+    for (int round = 0; round < 2; ++round) {
+      std::vector<std::shared_ptr<RequestHandle>> hs;
+      for (const auto& pr : prompts) {
+        RequestParams rp;
+        rp.prompt = pr;
+        rp.max_tokens = 40;
+        rp.ignore_eos = true;
+        rp.sampling.temperature = 0;
+        hs.push_back(eng.submit(rp));
+      }
+      for (auto& h : hs) {
+        std::vector<int32_t> toks;
+        for (int i = 0; i < 3000; ++i) {
+          auto e = h->next(100ms);
+          if (!e) continue;
+          toks.insert(toks.end(), e->tokens.begin(), e->tokens.end());
+          EXPECT_NE(e->finish_reason, "error") << e->error;
+          if (e->finished) break;
+        }
+        out.push_back(toks);
+      }
+    }
+    EXPECT_GT(eng.kv_usage().prefix_hits, 0);
+    return out;
+  };
+  const auto want = answers(*one), got = answers(*p);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].size(), 40u);
+    EXPECT_EQ(got[i], want[i]) << "request " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Pipeline, ::testing::Values("llama", "qwen3", "gemma3", "mistral"));
+
+TEST(PipelineErrors, ALaterStagesErrorReachesRankZero) {
+  const std::string path = model_file("llama", "gguf/llama-Q8_0.gguf");
+  ModelFiles f = open_model_files(path);
+  ModelOptions o;
+  o.n_threads = 1;
+  o.layer_begin = 1;
+  auto stage = create_model(std::move(f.config), std::move(f.weights), o);
+  dist::LocalWorld world(2);
+  std::thread worker([&] { dist::StageWorker(*stage, world.endpoint(1)).run(); });
+  dist::Transport& r0 = world.endpoint(0);
+  // A pass on a cache rank 0 never created, then one with rows of the wrong width.
+  dist::StageBatch b;
+  b.cache = 5;
+  b.items.push_back({0, 1, Want::Last, Want::None});
+  b.ids = {1};
+  b.rows.assign(stage->config().n_embd, 0.5f);
+  r0.send(1, dist::encode_forward(b));
+  dist::Bytes reply = r0.recv(1);
+  ASSERT_EQ(dist::kind_of(reply), dist::MsgKind::Error);
+  EXPECT_NE(dist::decode_error(reply).find("pipeline rank 1: "), std::string::npos)
+      << dist::decode_error(reply);
+  KvOp create;
+  create.kind = KvOp::Kind::Create;
+  create.options.capacity = 64;
+  b.cache = 0;
+  b.ops = {create};
+  b.rows.pop_back();
+  r0.send(1, dist::encode_forward(b));
+  reply = r0.recv(1);
+  ASSERT_EQ(dist::kind_of(reply), dist::MsgKind::Error);
+  EXPECT_NE(dist::decode_error(reply).find("rows"), std::string::npos) << dist::decode_error(reply);
+  // A truncated message is refused, not read past its end.
+  dist::Bytes cut = dist::encode_forward(b);
+  cut.resize(cut.size() / 2);
+  r0.send(1, cut);
+  reply = r0.recv(1);
+  ASSERT_EQ(dist::kind_of(reply), dist::MsgKind::Error);
+  EXPECT_NE(dist::decode_error(reply).find("pipeline message"), std::string::npos)
+      << dist::decode_error(reply);
+  r0.send(1, dist::encode_stop());
+  worker.join();
+}
+
+TEST(PipelineErrors, SplitsAndStageCounts) {
+  const std::string path = model_file("llama", "gguf/llama-Q8_0.gguf");
+  EXPECT_NE(error_of([&] { pipelined(path, 2, "1,2"); }).find("covers 3 layers"), std::string::npos);
+  EXPECT_NE(error_of([&] { pipelined(path, 3, "1,1"); }).find("2 stages for --pipeline 3"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { pipelined(path, 2, "x,1"); }).find("--pipeline-split 'x,1'"), std::string::npos);
+  EXPECT_NE(error_of([&] { pipelined(path, 99); }).find("one at least per stage"), std::string::npos);
+}
+
+TEST(PipelineSplit, BalancedByWeightBytes) {
+  auto ranges = dist::balanced_split({10, 10, 10, 10}, 0, 2);
+  ASSERT_EQ(ranges.size(), 2u);
+  EXPECT_EQ(ranges[0].end, 2);
+  EXPECT_EQ(ranges[1].begin, 2);
+  EXPECT_EQ(ranges[1].end, 4);
+  // A large output matrix leaves the last stage fewer layers.
+  ranges = dist::balanced_split({10, 10, 10, 10, 10, 10}, 40, 2);
+  EXPECT_EQ(ranges[0].end, 5);
+  // Every stage gets a layer at least.
+  ranges = dist::balanced_split({100, 1, 1}, 0, 3);
+  EXPECT_EQ(ranges[0].end, 1);
+  EXPECT_EQ(ranges[1].end, 2);
+  EXPECT_EQ(ranges[2].end, 3);
+}
+
+}  // namespace
+}  // namespace ferrum::test
