@@ -29,6 +29,7 @@ struct ModelFlags {
   std::string kv_layout, kv_type;  // --kv-layout / --kv-type as given (parsed by kv_options)
   std::vector<std::string> lora;  // --lora PATH[:scale], summed
   int pipeline = 1;                // --pipeline N: stages over MPI ranks
+  int pipeline_micro = 0;          // --pipeline-micro-batches (0: one per stage)
   std::string pipeline_split, pipeline_dtype = "f32";
   void add(CLI::App* app, bool model_optional);
   void add_lora(CLI::App* app);      // run, eval, bench

@@ -17,6 +17,10 @@ void ModelFlags::add_pipeline(CLI::App* app) {
   app->add_option("--pipeline-split", pipeline_split,
                   "layers of each stage, e.g. 10,14 (default: balanced by weight bytes)")
       ->check(non_empty());
+  app->add_option("--pipeline-micro-batches", pipeline_micro,
+                  "cut each pass into at most this many micro-batches, so the stages work at once")
+      ->transform(whole(1, 4096))
+      ->default_str("the number of stages");
   app->add_option("--pipeline-dtype", pipeline_dtype,
                   "hidden states between stages: f32 or bf16 (half the bytes)")
       ->check(one_of({"f32", "bf16"}));
@@ -33,6 +37,7 @@ LoadedModel ModelFlags::load(const ModelOptions& opts) const {
   p.stages = pipeline;
   p.split = pipeline_split;
   p.bf16_rows = pipeline_dtype == "bf16";
+  p.micro_batches = pipeline_micro;
   // The stages as threads of this process instead of MPI ranks (tests; checking a split).
   if (const char* v = std::getenv("FERRUM_PIPELINE_IN_PROCESS")) p.in_process = std::string(v) == "1";
   LoadedModel lm;

@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <climits>
+#include <deque>
 
 namespace ferrum::dist {
 namespace {
@@ -23,13 +24,21 @@ class MpiTransport : public Transport {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
   }
-  ~MpiTransport() override { MPI_Finalize(); }
+  ~MpiTransport() override {
+    for (Pending& p : pending_) MPI_Wait(&p.req, MPI_STATUS_IGNORE);
+    MPI_Finalize();
+  }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  // Does not wait for the receiver: a stage sends micro-batch k on and goes on with k + 1, and the
+  // last stage's answers wait for rank 0 without holding up the ranks before it.
   void send(int to, const Bytes& msg) override {
     if (msg.size() > static_cast<size_t>(INT_MAX))
       fail("MPI: a message of {} bytes is too large", msg.size());
-    MPI_Send(msg.data(), static_cast<int>(msg.size()), MPI_BYTE, to, kTag, MPI_COMM_WORLD);
+    pending_.push_back({MPI_REQUEST_NULL, msg});
+    Pending& p = pending_.back();
+    MPI_Isend(p.bytes.data(), static_cast<int>(p.bytes.size()), MPI_BYTE, to, kTag, MPI_COMM_WORLD, &p.req);
+    reap();
   }
   Bytes recv(int from) override {
     MPI_Status st;
@@ -38,11 +47,25 @@ class MpiTransport : public Transport {
     MPI_Get_count(&st, MPI_BYTE, &n);
     Bytes m(static_cast<size_t>(n));
     MPI_Recv(m.data(), n, MPI_BYTE, from, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    reap();
     return m;
   }
 
  private:
+  struct Pending {
+    MPI_Request req;
+    Bytes bytes;  // kept until the send completes
+  };
+  void reap() {  // frees the buffers of completed sends, oldest first
+    while (!pending_.empty()) {
+      int done = 0;
+      MPI_Test(&pending_.front().req, &done, MPI_STATUS_IGNORE);
+      if (!done) break;
+      pending_.pop_front();
+    }
+  }
   int rank_ = 0, size_ = 1;
+  std::deque<Pending> pending_;
 };
 
 }  // namespace

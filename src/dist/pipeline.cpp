@@ -57,8 +57,9 @@ class InProcessStages {
 // Rank 0's model over in-process stages: the stages live as long as it does.
 class InProcessPipeline : public PipelineModel {
  public:
-  InProcessPipeline(std::unique_ptr<Model> first, std::unique_ptr<InProcessStages> stages, bool bf16)
-      : PipelineModel(std::move(first), stages->rank0(), bf16), stages_(std::move(stages)) {}
+  InProcessPipeline(std::unique_ptr<Model> first, std::unique_ptr<InProcessStages> stages, bool bf16,
+                    int micro)
+      : PipelineModel(std::move(first), stages->rank0(), bf16, micro), stages_(std::move(stages)) {}
   ~InProcessPipeline() override {
     stop();
     stages_.reset();
@@ -76,11 +77,13 @@ std::unique_ptr<Model> load_pipeline(const std::string& path, const ModelOptions
   ModelFiles files = open_model_files(path);
   if (files.config.is_encoder()) fail("--pipeline: {} is an encoder; pipelines run decoders", path);
   const std::vector<StageRange> ranges = split_model(files, p.split, p.stages);
+  if (p.micro_batches < 0) fail("--pipeline-micro-batches must be positive, got {}", p.micro_batches);
+  const int micro = p.micro_batches > 0 ? p.micro_batches : p.stages;
   if (p.in_process) {
     auto stages = std::make_unique<InProcessStages>(path, opts, ranges);
     print_split(ranges, "threads of this process");
     return std::make_unique<InProcessPipeline>(load_stage(std::move(files), opts, ranges[0], false),
-                                               std::move(stages), p.bf16_rows);
+                                               std::move(stages), p.bf16_rows, micro);
   }
   Transport* t = mpi_world();
   if (!t)
@@ -97,7 +100,7 @@ std::unique_ptr<Model> load_pipeline(const std::string& path, const ModelOptions
     return nullptr;
   }
   print_split(ranges, "MPI ranks");
-  return std::make_unique<PipelineModel>(std::move(stage), *t, p.bf16_rows);
+  return std::make_unique<PipelineModel>(std::move(stage), *t, p.bf16_rows, micro);
 }
 
 }  // namespace ferrum::dist

@@ -15,6 +15,7 @@ struct PipelineOptions {
   int stages = 1;
   std::string split;       // "10,14": layers per stage; empty: balanced by weight bytes
   bool bf16_rows = false;  // hidden rows travel as BF16 (half the bytes, rounded)
+  int micro_batches = 0;   // the most a pass is cut into; 0: one per stage
   bool in_process = false;
 };
 

@@ -4,11 +4,16 @@
 #include <cstring>
 
 #include "core/fail.h"
+#include "ferrum/error.h"
 
 namespace ferrum::dist {
 
-PipelineModel::PipelineModel(std::unique_ptr<Model> first, Transport& t, bool bf16_rows)
-    : first_(std::move(first)), t_(t), opts_(first_->options()), bf16_rows_(bf16_rows) {
+PipelineModel::PipelineModel(std::unique_ptr<Model> first, Transport& t, bool bf16_rows, int micro_batches)
+    : first_(std::move(first)),
+      t_(t),
+      opts_(first_->options()),
+      bf16_rows_(bf16_rows),
+      micro_batches_(std::max(1, micro_batches)) {
   if (t_.rank() != 0 || t_.size() < 2) fail("a pipeline's model runs on rank 0 of at least 2");
   if (first_->layer_begin() != 0 || first_->options().lm_head)
     fail("a pipeline's first stage starts at layer 0 and ends before the LM head");
@@ -47,30 +52,51 @@ int PipelineModel::cache_id(const KvCache& kv) const {
   fail("pipeline: this cache was not made by KvCache::for_model for this model");
 }
 
-void PipelineModel::forward(KvCache& kv, std::span<const SeqInput> batch, ForwardOut out) {
-  if (broken_) fail("pipeline: an earlier pass failed, so the stages no longer hold the same caches");
-  if (batch.empty()) return;
-  const int64_t d = config().n_embd, V = config().n_vocab;
-  // Rank 0's layers: every position's residual row goes on. Its own cache is written here, so a
-  // batch that does not fit fails before anything is sent.
+// The batch in micro-batches of about equal token counts, items cut at token boundaries (a
+// sequence's chunks go in consecutive micro-batches, in order). Rows come out in the batch's order.
+void PipelineModel::split(std::span<const SeqInput> batch, int64_t total) {
+  const int64_t d = config().n_embd;
+  const int64_t m = std::max<int64_t>(1, std::min<int64_t>(micro_batches_, total));
+  const int64_t per = (total + m - 1) / m;
+  micro_.assign(1, {});
+  int64_t room = per;
+  for (const SeqInput& it : batch) {
+    const int64_t n = it.size(d);
+    for (int64_t at = 0; at < n;) {
+      if (room == 0) micro_.emplace_back(), room = per;
+      const int64_t k = std::min(room, n - at);
+      const bool end = at + k == n;
+      SeqInput sub = it;
+      if (!it.tokens.empty()) sub.tokens = it.tokens.subspan(at, k);
+      if (!it.embeds.empty()) sub.embeds = it.embeds.subspan(at * d, k * d);
+      if (!it.cache_ids.empty()) sub.cache_ids = it.cache_ids.subspan(at, k);
+      sub.logits = it.logits == Want::Last && !end ? Want::None : it.logits;
+      sub.hidden = it.hidden == Want::Last && !end ? Want::None : it.hidden;
+      micro_.back().push_back(sub);
+      at += k;
+      room -= k;
+    }
+  }
+}
+
+// Rank 0's layers over one micro-batch, then its rows to rank 1 (not waiting for an answer).
+void PipelineModel::send_micro(KvCache& kv, std::span<const SeqInput> items, bool with_ops) {
+  const int64_t d = config().n_embd;
   int64_t total = 0;
-  for (const SeqInput& it : batch) total += it.size(d);
-  local_.assign(batch.begin(), batch.end());
-  for (SeqInput& it : local_) {
-    if (it.lora) fail("pipeline: LoRA adapters do not run over a pipeline yet");
+  local_.assign(items.begin(), items.end());
+  for (SeqInput& it : local_) {  // every position's residual row goes on
+    total += it.size(d);
     it.logits = Want::None;
     it.hidden = Want::All;
   }
-  rows_.resize(total * d);
-  first_->forward(kv, local_, ForwardOut{nullptr, rows_.data()});
-
+  batch_.rows.resize(total * d);
+  first_->forward(kv, local_, ForwardOut{nullptr, batch_.rows.data()});
   batch_.cache = cache_id(kv);
   batch_.bf16_rows = bf16_rows_;
-  batch_.ops = journal_.take();
+  batch_.ops = with_ops ? journal_.take() : std::vector<KvOp>{};
   batch_.items.clear();
   batch_.ids.clear();
-  int64_t logit_rows = 0, hidden_rows = 0;
-  for (const SeqInput& it : batch) {
+  for (const SeqInput& it : items) {
     const int64_t n = it.size(d);
     batch_.items.push_back({it.seq, n, it.logits, it.hidden});
     if (!it.tokens.empty())
@@ -79,24 +105,56 @@ void PipelineModel::forward(KvCache& kv, std::span<const SeqInput> batch, Forwar
       batch_.ids.insert(batch_.ids.end(), it.cache_ids.begin(), it.cache_ids.end());
     else
       batch_.ids.insert(batch_.ids.end(), n, -1);
-    logit_rows += it.logits == Want::All ? n : it.logits == Want::Last;
-    hidden_rows += it.hidden == Want::All ? n : it.hidden == Want::Last;
   }
-  batch_.rows.swap(rows_);
-  broken_ = true;  // until the last stage answers
   t_.send(1, encode_forward(batch_));
-  batch_.rows.swap(rows_);
-  const Bytes reply = t_.recv(t_.size() - 1);
-  if (kind_of(reply) == MsgKind::Error) fail("{}", decode_error(reply));
-  if (kind_of(reply) != MsgKind::Result) fail("pipeline: unexpected answer from rank {}", t_.size() - 1);
-  decode_result(reply, logits_, hidden_);
-  if (static_cast<int64_t>(logits_.size()) != logit_rows * V ||
-      static_cast<int64_t>(hidden_.size()) != hidden_rows * d)
-    fail("pipeline: the last stage answered {} logit and {} hidden floats for {} and {} rows", logits_.size(),
-         hidden_.size(), logit_rows, hidden_rows);
+}
+
+void PipelineModel::forward(KvCache& kv, std::span<const SeqInput> batch, ForwardOut out) {
+  if (broken_) fail("pipeline: an earlier pass failed, so the stages no longer hold the same caches");
+  if (batch.empty()) return;
+  const int64_t d = config().n_embd, V = config().n_vocab;
+  int64_t total = 0;
+  fit_.clear();
+  for (const SeqInput& it : batch) {
+    if (it.lora) fail("pipeline: LoRA adapters do not run over a pipeline yet");
+    total += it.size(d);
+    fit_.push_back({it.seq, kv.seq_len(it.seq) + it.size(d)});
+  }
+  // All or nothing: the whole batch fits (every rank's cache holds the same) before a micro-batch runs.
+  if (!kv.can_fit(fit_))
+    throw CapacityError(fmt::format("KV cache: the {} new positions of this batch do not fit", total));
+  split(batch, total);
+  // While rank 1 runs micro-batch k, this rank runs k + 1: the stages work at once.
+  broken_ = true;  // until the last stage has answered every micro-batch
+  for (size_t m = 0; m < micro_.size(); ++m) send_micro(kv, micro_[m], m == 0);
+  std::string error;
+  int64_t logit_at = 0, hidden_at = 0;
+  for (size_t m = 0; m < micro_.size(); ++m) {
+    const Bytes reply = t_.recv(t_.size() - 1);
+    if (kind_of(reply) == MsgKind::Error) {
+      if (error.empty()) error = decode_error(reply);
+      continue;
+    }
+    if (kind_of(reply) != MsgKind::Result) fail("pipeline: unexpected answer from rank {}", t_.size() - 1);
+    decode_result(reply, logits_, hidden_);
+    int64_t lr = 0, hr = 0;
+    for (const SeqInput& it : micro_[m]) {
+      const int64_t n = it.size(d);
+      lr += it.logits == Want::All ? n : it.logits == Want::Last;
+      hr += it.hidden == Want::All ? n : it.hidden == Want::Last;
+    }
+    if (static_cast<int64_t>(logits_.size()) != lr * V || static_cast<int64_t>(hidden_.size()) != hr * d)
+      fail("pipeline: the last stage answered {} logit and {} hidden floats for {} and {} rows",
+           logits_.size(), hidden_.size(), lr, hr);
+    if (out.logits && lr)
+      std::memcpy(out.logits + logit_at * V, logits_.data(), logits_.size() * sizeof(float));
+    if (out.hidden && hr)
+      std::memcpy(out.hidden + hidden_at * d, hidden_.data(), hidden_.size() * sizeof(float));
+    logit_at += lr;
+    hidden_at += hr;
+  }
+  if (!error.empty()) fail("{}", error);
   broken_ = false;
-  if (out.logits && !logits_.empty()) std::memcpy(out.logits, logits_.data(), logits_.size() * sizeof(float));
-  if (out.hidden && !hidden_.empty()) std::memcpy(out.hidden, hidden_.data(), hidden_.size() * sizeof(float));
 }
 
 }  // namespace ferrum::dist

@@ -1,8 +1,8 @@
 // Rank 0 of a pipeline: the model the engine, the CLI and the library see. It runs the first
 // stage (the embedding and the first layers) itself, sends each pass's hidden rows on to rank 1
-// with the batch and the cache operations made since the last pass, and waits for the last rank's
-// logits (one pass in flight: the stages take turns; the point is the memory of a model larger than
-// one host, split over several).
+// with the batch and the cache operations made since the last pass, and collects the last rank's
+// logits. A pass goes in micro-batches (sequences, or chunks of one prompt, in order), so that
+// while one stage runs micro-batch k the stage before it runs k + 1.
 #pragma once
 
 #include <memory>
@@ -17,7 +17,8 @@ namespace ferrum::dist {
 class PipelineModel : public Model {
  public:
   // `first`: the stage of layers [0, b) without the LM head; t: rank 0's transport.
-  PipelineModel(std::unique_ptr<Model> first, Transport& t, bool bf16_rows);
+  // micro_batches: the most a pass is cut into (1: the stages take turns).
+  PipelineModel(std::unique_ptr<Model> first, Transport& t, bool bf16_rows, int micro_batches);
   ~PipelineModel() override;  // tells the other ranks to stop
   // Tells the other ranks to stop (once; the destructor does it too).
   void stop();
@@ -35,19 +36,24 @@ class PipelineModel : public Model {
 
  private:
   int cache_id(const KvCache& kv) const;
+  void split(std::span<const SeqInput> batch, int64_t total);
+  void send_micro(KvCache& kv, std::span<const SeqInput> items, bool with_ops);
 
   std::unique_ptr<Model> first_;
   Transport& t_;
   ModelOptions opts_;  // the whole network: layers [0, n_layer) and the LM head
   bool bf16_rows_;
+  int micro_batches_;
   bool broken_ = false, stopped_ = false;
   mutable KvJournal journal_;  // what callers did to this model's caches
   mutable std::mutex mu_;      // ids_ (caches are made on any thread)
   mutable std::vector<std::pair<const KvCache*, int>> ids_;
   mutable int next_id_ = 0;
   StageBatch batch_;
+  std::vector<std::vector<SeqInput>> micro_;
+  std::vector<std::pair<int, int64_t>> fit_;
   std::vector<SeqInput> local_;
-  std::vector<float> rows_, logits_, hidden_;
+  std::vector<float> logits_, hidden_;
 };
 
 }  // namespace ferrum::dist

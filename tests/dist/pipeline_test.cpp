@@ -37,7 +37,7 @@ std::unique_ptr<Model> whole(const std::string& path) {
 }
 
 std::unique_ptr<Model> pipelined(const std::string& path, int stages, const std::string& split = "",
-                                 bool bf16 = false) {
+                                 bool bf16 = false, int micro = 0) {
   ModelOptions o;
   o.n_threads = 1;
   o.max_batch = 32;
@@ -45,6 +45,7 @@ std::unique_ptr<Model> pipelined(const std::string& path, int stages, const std:
   p.stages = stages;
   p.split = split;
   p.bf16_rows = bf16;
+  p.micro_batches = micro;
   p.in_process = true;
   return dist::load_pipeline(path, o, p);
 }
@@ -85,14 +86,17 @@ TEST_P(Pipeline, LogitsAreTheWholeModelsBitForBit) {
   const int n = one->config().n_layer;
   for (KvLayout layout : {KvLayout::Contiguous, KvLayout::Paged}) {
     const std::vector<float> want = run(*one, a, b, 20, layout);
-    std::vector<std::pair<int, std::string>> splits = {{2, ""}, {2, std::to_string(n - 1) + ",1"}};
-    if (n >= 3) splits.push_back({3, ""});
-    for (const auto& [stages, split] : splits) {
-      auto p = pipelined(path(), stages, split);
+    // Splits, and passes cut into 1, 2 (one per stage) and 5 micro-batches (prompt chunks too).
+    std::vector<std::tuple<int, std::string, int>> splits = {
+        {2, "", 1}, {2, "", 0}, {2, std::to_string(n - 1) + ",1", 5}};
+    if (n >= 3) splits.push_back({3, "", 0});
+    for (const auto& [stages, split, micro] : splits) {
+      auto p = pipelined(path(), stages, split, false, micro);
       const std::vector<float> got = run(*p, a, b, 20, layout);
       ASSERT_EQ(got.size(), want.size());
       EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
-          << GetParam() << ": " << stages << " stages, split '" << split << "', " << kv_layout_name(layout);
+          << GetParam() << ": " << stages << " stages, split '" << split << "', " << micro
+          << " micro-batches, " << kv_layout_name(layout);
     }
   }
   // BF16 rows between the stages: rounded, the same tokens.
@@ -109,14 +113,16 @@ TEST_P(Pipeline, LogitsAreTheWholeModelsBitForBit) {
 TEST_P(Pipeline, EngineAnswersAreTheWholeModels) {
   auto one = whole(path());
   auto p = pipelined(path(), 2);
-  std::vector<std::vector<int32_t>> prompts = {prompt_ids(GetParam(), "p4"), prompt_ids(GetParam(), "p3"),
-                                               prompt_ids(GetParam(), "p4"), prompt_ids(GetParam(), "p2")};
+  // 16 requests at once (each prompt four times, answers of different lengths), twice.
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 4; ++i)
+    for (const char* pid : {"p4", "p3", "p1", "p2"}) prompts.push_back(prompt_ids(GetParam(), pid));
   auto answers = [&](Model& m) {
     EngineOptions eo;
     eo.kv.layout = KvLayout::Paged;
     eo.kv.prefix_cache = true;
     eo.kv.capacity = 256;
-    eo.max_num_seqs = 3;
+    eo.max_num_seqs = 16;
     eo.max_batched_tokens = 48;
     eo.spec.proposer = std::make_shared<NgramProposer>();
     eo.spec.draft_max = 4;
@@ -125,10 +131,10 @@ TEST_P(Pipeline, EngineAnswersAreTheWholeModels) {
     std::vector<std::vector<int32_t>> out;
     for (int round = 0; round < 2; ++round) {
       std::vector<std::shared_ptr<RequestHandle>> hs;
-      for (const auto& pr : prompts) {
+      for (size_t i = 0; i < prompts.size(); ++i) {
         RequestParams rp;
-        rp.prompt = pr;
-        rp.max_tokens = 40;
+        rp.prompt = prompts[i];
+        rp.max_tokens = 24 + static_cast<int>(i);
         rp.ignore_eos = true;
         rp.sampling.temperature = 0;
         hs.push_back(eng.submit(rp));
@@ -151,7 +157,7 @@ TEST_P(Pipeline, EngineAnswersAreTheWholeModels) {
   const auto want = answers(*one), got = answers(*p);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_EQ(got[i].size(), 40u);
+    EXPECT_EQ(got[i].size(), 24 + i % prompts.size());
     EXPECT_EQ(got[i], want[i]) << "request " << i;
   }
 }
