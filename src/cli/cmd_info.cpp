@@ -5,8 +5,10 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/format_bytes.h"
 #include "core/fail.h"
+#include "dist/pipeline_split.h"
 #include "ferrum/embeddings.h"
 #include "ferrum/kv_cache.h"
 #include "kernels/cpu/attention.h"
@@ -96,8 +98,9 @@ void print_kv_layers(const nlohmann::json& j) {
 
 Runner add_info(CLI::App& app) {
   struct Flags {
-    std::string model, tokenizer;
+    std::string model, tokenizer, pipeline_split;
     bool json = false, tensors = false, metadata = false;
+    int pipeline = 1;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand("info", "show a model's architecture, shapes, tensor types and memory");
@@ -106,6 +109,11 @@ Runner add_info(CLI::App& app) {
   sub->add_flag("--json", f->json, "print JSON");
   sub->add_flag("--tensors", f->tensors, "list every tensor");
   sub->add_flag("--metadata", f->metadata, "include GGUF metadata");
+  sub->add_option("--pipeline", f->pipeline,
+                  "show each stage's layers and weight bytes for N pipeline stages")
+      ->transform(whole(1, 1024));
+  sub->add_option("--pipeline-split", f->pipeline_split, "layers of each stage, e.g. 10,14")
+      ->check(non_empty());
   return [f] {
     ModelFiles m = open_model_files(f->model, f->tokenizer);
     nlohmann::json j = describe(m);
@@ -119,6 +127,13 @@ Runner add_info(CLI::App& app) {
         j["tensors"].push_back({{"name", name}, {"type", dtype_name(t.type)}, {"shape", t.shape_string()}, {"bytes", t.nbytes}});
     }
     if (f->metadata && m.gguf) j["metadata"] = m.gguf->metadata_json();
+    if (f->pipeline > 1) {
+      const auto ranges = dist::split_model(m, f->pipeline_split, f->pipeline);
+      const auto bytes = dist::stage_weight_bytes(m, ranges);
+      for (size_t r = 0; r < ranges.size(); ++r)
+        j["pipeline"].push_back(
+            {{"rank", r}, {"layers", {ranges[r].begin, ranges[r].end}}, {"weight_bytes", bytes[r]}});
+    }
     if (f->json) {
       std::printf("%s\n", j.dump(2).c_str());
       return 0;
@@ -155,6 +170,11 @@ Runner add_info(CLI::App& app) {
     for (const auto& [type, b] : j["kv_bytes_per_token"].items()) std::printf(" %s %zu", type.c_str(), b.get<size_t>());
     std::printf("\n");
     if (j.contains("kv_layers")) print_kv_layers(j);
+    for (const auto& st : j.value("pipeline", nlohmann::json::array()))
+      std::printf("pipeline rank %d: layers %d-%d%s, weights %s\n", st["rank"].get<int>(),
+                  st["layers"][0].get<int>(), st["layers"][1].get<int>() - 1,
+                  st["rank"].get<int>() + 1 == static_cast<int>(j["pipeline"].size()) ? " + output" : "",
+                  human_bytes(st["weight_bytes"].get<double>()).c_str());
     if (f->tensors)
       for (const auto& t : j["tensors"])
         std::printf("  %-40s %-5s %s\n", t["name"].get<std::string>().c_str(), t["type"].get<std::string>().c_str(),

@@ -140,8 +140,8 @@ void PipelineModel::forward(KvCache& kv, std::span<const SeqInput> batch, Forwar
     int64_t lr = 0, hr = 0;
     for (const SeqInput& it : micro_[m]) {
       const int64_t n = it.size(d);
-      lr += it.logits == Want::All ? n : it.logits == Want::Last;
-      hr += it.hidden == Want::All ? n : it.hidden == Want::Last;
+      lr += rows_wanted(it.logits, n);
+      hr += rows_wanted(it.hidden, n);
     }
     if (static_cast<int64_t>(logits_.size()) != lr * V || static_cast<int64_t>(hidden_.size()) != hr * d)
       fail("pipeline: the last stage answered {} logit and {} hidden floats for {} and {} rows",

@@ -54,21 +54,50 @@ std::vector<StageRange> parse_split(const std::string& text, int n_layer, int st
   return out;
 }
 
-std::vector<StageRange> split_model(const ModelFiles& files, const std::string& text, int stages) {
+namespace {
+
+// A file's weight bytes by where they live: each layer, the output side, the embedding.
+struct WeightBytes {
+  std::vector<size_t> layer;
+  size_t head = 0, embd = 0;
+};
+
+WeightBytes weight_bytes(const ModelFiles& files) {
   const int n = files.config.n_layer;
-  if (!text.empty()) return parse_split(text, n, stages);
-  std::vector<size_t> layer(n, 0);
-  size_t head = 0;
+  WeightBytes w;
+  w.layer.assign(n, 0);
   for (const auto& [name, t] : files.weights.all()) {
     int l = -1;
     if (name.rfind("blk.", 0) == 0) std::from_chars(name.data() + 4, name.data() + name.size(), l);
     if (l >= 0 && l < n)
-      layer[l] += t.nbytes;
+      w.layer[l] += t.nbytes;
     else if (name.rfind("output", 0) == 0)
-      head += t.nbytes;
+      w.head += t.nbytes;
+    else if (name == "token_embd.weight")
+      w.embd += t.nbytes;
   }
-  if (files.config.tied_embeddings) head += files.weights.get("token_embd.weight").nbytes;
-  return balanced_split(layer, head, stages);
+  if (files.config.tied_embeddings) w.head += w.embd;  // the last stage multiplies by it
+  return w;
+}
+
+}  // namespace
+
+std::vector<StageRange> split_model(const ModelFiles& files, const std::string& text, int stages) {
+  if (!text.empty()) return parse_split(text, files.config.n_layer, stages);
+  const WeightBytes w = weight_bytes(files);
+  return balanced_split(w.layer, w.head, stages);
+}
+
+std::vector<size_t> stage_weight_bytes(const ModelFiles& files, const std::vector<StageRange>& ranges) {
+  const WeightBytes w = weight_bytes(files);
+  std::vector<size_t> out;
+  for (size_t s = 0; s < ranges.size(); ++s) {
+    size_t b = s == 0 ? w.embd : 0;
+    for (int l = ranges[s].begin; l < ranges[s].end; ++l) b += w.layer[l];
+    if (s + 1 == ranges.size()) b += w.head;
+    out.push_back(b);
+  }
+  return out;
 }
 
 }  // namespace ferrum::dist

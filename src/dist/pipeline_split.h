@@ -24,5 +24,8 @@ std::vector<StageRange> balanced_split(const std::vector<size_t>& layer_bytes, s
 std::vector<StageRange> parse_split(const std::string& text, int n_layer, int stages);
 // The split of a loaded file: parse_split when `text` is set, else balanced by its tensors' bytes.
 std::vector<StageRange> split_model(const ModelFiles& files, const std::string& text, int stages);
+// The weight bytes each stage of a split holds: its layers; the first also the embedding, the last
+// the final norm and the output matrix (the embedding too when they are tied).
+std::vector<size_t> stage_weight_bytes(const ModelFiles& files, const std::vector<StageRange>& ranges);
 
 }  // namespace ferrum::dist

@@ -15,6 +15,11 @@ namespace ferrum::dist {
 
 enum class MsgKind : uint8_t { Forward = 1, Stop = 2, Error = 3, Result = 4 };
 
+// Output rows an item of n positions asks for.
+inline int64_t rows_wanted(Want w, int64_t n) {
+  return w == Want::All ? n : w == Want::Last ? 1 : 0;
+}
+
 struct StageItem {
   int32_t seq = 0;
   int64_t n = 0;

@@ -87,8 +87,8 @@ void StageWorker::forward(StageBatch& b) {
   int64_t total = 0, logit_rows = 0, hidden_rows = 0;
   for (const StageItem& it : b.items) {
     total += it.n;
-    logit_rows += it.logits == Want::All ? it.n : it.logits == Want::Last;
-    hidden_rows += it.hidden == Want::All ? it.n : it.hidden == Want::Last;
+    logit_rows += rows_wanted(it.logits, it.n);
+    hidden_rows += rows_wanted(it.hidden, it.n);
   }
   if (static_cast<int64_t>(b.rows.size()) != total * d || static_cast<int64_t>(b.ids.size()) != total)
     fail("pipeline message: {} rows and {} ids for {} positions", b.rows.size() / d, b.ids.size(), total);

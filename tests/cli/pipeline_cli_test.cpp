@@ -3,9 +3,12 @@
 // answer is the one-process answer; with the stages as threads (FERRUM_PIPELINE_IN_PROCESS=1) too;
 // without the ranks it asks for, one clean error line.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "test_util.h"
@@ -63,6 +66,35 @@ TEST(PipelineCli, MpiRanksGiveTheOneProcessAnswer) {
   EXPECT_EQ(slurp(dir + "/out"), one.out) << slurp(dir + "/err");
 }
 
+// A rank that dies mid-run ends the job: mpirun (and rank 0 with it) exits non-zero within 10 s.
+TEST(PipelineCli, ARankKilledMidRunEndsTheJob) {
+  if (kSanitized) GTEST_SKIP() << "sanitized build (Open MPI is not built for the sanitizers)";
+  if (std::system("command -v mpirun > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no mpirun (Debian: openmpi-bin)";
+  if (run_ferrum(kRun + " --pipeline 2").err.find("built without MPI") != std::string::npos)
+    GTEST_SKIP() << "ferrum built without MPI";
+  const std::string dir = temp_dir(), bin = FERRUM_BINARY;
+  // A long benchmark through 2 ranks; rank 1 (found by the rank Open MPI gives it) is killed.
+  const std::string script =
+      "(mpirun --allow-run-as-root --oversubscribe -np 2 '" + bin +
+      "' bench -p 0 -n 200 -r 500 -t 1 --pipeline 2 > '" + dir + "/out' 2> '" + dir +
+      "/err' < /dev/null; echo $? > '" + dir +
+      "/rc') &\n"
+      "for i in $(seq 100); do\n"
+      "  for p in $(pgrep -f -- \"bench -p 0 -n 200 -r 500 -t 1 --pipeline 2\"); do\n"
+      "    if tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1; then\n"
+      "      sleep 1; kill -9 $p; exit 0; fi\n"
+      "  done; sleep 0.1\n"
+      "done\n"
+      "exit 1\n";
+  std::ofstream(dir + "/kill.sh") << script;
+  ASSERT_EQ(std::system(("bash '" + dir + "/kill.sh'").c_str()), 0) << "rank 1 never started";
+  double waited = 0;
+  for (; waited < 10 && slurp(dir + "/rc").empty(); waited += 0.1) usleep(100000);
+  ASSERT_FALSE(slurp(dir + "/rc").empty()) << "the job still runs 10 s after rank 1 was killed";
+  EXPECT_NE(std::stoi(slurp(dir + "/rc")), 0);
+}
+
 TEST(PipelineCli, TooFewRanksIsOneCleanError) {
   const RunResult r = run_ferrum(kRun + " --pipeline 2");
   EXPECT_EQ(r.exit_code, 1);
@@ -73,6 +105,28 @@ TEST(PipelineCli, TooFewRanksIsOneCleanError) {
   const RunResult split = run_ferrum(kRun + " --pipeline-split 2,3");
   EXPECT_EQ(split.exit_code, 1);
   EXPECT_NE(split.err.find("--pipeline-split needs --pipeline N"), std::string::npos) << split.err;
+}
+
+// `ferrum info --pipeline N`: each stage's layers and weight bytes; together they cover the file.
+TEST(PipelineCli, InfoShowsEachStagesShare) {
+  const std::string model = std::string("'") + FERRUM_SOURCE_DIR + "/models/stories260K.gguf'";
+  const RunResult r = run_ferrum("info --json --pipeline 2 " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["pipeline"].size(), 2u);
+  const auto& a = j["pipeline"][0];
+  const auto& b = j["pipeline"][1];
+  EXPECT_EQ(a["layers"][0], 0);
+  EXPECT_EQ(a["layers"][1], b["layers"][0]);
+  EXPECT_EQ(b["layers"][1], j["n_layer"]);
+  const size_t total = j["weight_bytes"].get<size_t>(), sa = a["weight_bytes"].get<size_t>(),
+               sb = b["weight_bytes"].get<size_t>();
+  EXPECT_GT(sa, 0u);
+  EXPECT_GT(sb, 0u);
+  EXPECT_GE(sa + sb, total);  // a tied embedding is on both ends
+  EXPECT_LT(std::max(sa, sb), total);
+  const RunResult text = run_ferrum("info --pipeline 2 --pipeline-split 1,4 " + model);
+  EXPECT_NE(text.out.find("pipeline rank 1: layers 1-4 + output"), std::string::npos) << text.out;
 }
 
 }  // namespace
