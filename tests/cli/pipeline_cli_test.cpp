@@ -64,6 +64,22 @@ TEST(PipelineCli, MpiRanksGiveTheOneProcessAnswer) {
       (mpirun + kRun + " --pipeline 2 > '" + dir + "/out' 2> '" + dir + "/err' < /dev/null").c_str());
   EXPECT_EQ(rc, 0) << slurp(dir + "/err");
   EXPECT_EQ(slurp(dir + "/out"), one.out) << slurp(dir + "/err");
+  // Three ranks, and `eval`'s logits (every position's, as .npy) bit for bit.
+  const std::string mpirun3 =
+      "mpirun --allow-run-as-root --oversubscribe -np 3 '" + std::string(FERRUM_BINARY) + "' ";
+  EXPECT_EQ(
+      std::system((mpirun3 + kRun + " --pipeline 3 > '" + dir + "/out3' 2> /dev/null < /dev/null").c_str()),
+      0);
+  EXPECT_EQ(slurp(dir + "/out3"), one.out);
+  const std::string eval = "eval '" + std::string(FERRUM_SOURCE_DIR) +
+                           "/models/stories260K.gguf' -p 'Once upon a time there was' -t 1 --out '" + dir +
+                           "/e.json' --logits-npy '";
+  ASSERT_EQ(run_ferrum(eval + dir + "/one.npy'").exit_code, 0);
+  EXPECT_EQ(
+      std::system((mpirun + eval + dir + "/two.npy' --pipeline 2 > /dev/null 2>&1 < /dev/null").c_str()), 0);
+  const std::string a = slurp(dir + "/one.npy"), b = slurp(dir + "/two.npy");
+  EXPECT_GT(a.size(), 1000u);
+  EXPECT_TRUE(a == b) << "eval's logits through 2 ranks differ from one process's";
 }
 
 // A rank that dies mid-run ends the job: mpirun (and rank 0 with it) exits non-zero within 10 s.
