@@ -162,7 +162,8 @@ TEST_P(Pipeline, EngineAnswersAreTheWholeModels) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, Pipeline, ::testing::Values("llama", "qwen3", "gemma3", "mistral"));
+INSTANTIATE_TEST_SUITE_P(Models, Pipeline,
+                         ::testing::Values("llama", "qwen3", "qwen3moe", "gemma3", "mistral"));
 
 TEST(PipelineErrors, ALaterStagesErrorReachesRankZero) {
   const std::string path = model_file("llama", "gguf/llama-Q8_0.gguf");
