@@ -195,7 +195,6 @@ void KvCache::reserve(std::span<const std::pair<int, int64_t>> requests) {
 // Storage for positions up to new_len (the room was checked).
 void KvCache::grow(Seq& s, int64_t new_len) {
   const int64_t bt = opts_.block_tokens, len = s.tokens.size();
-  int64_t reserved = INT64_MAX;
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     const int g = static_cast<int>(gi);
     std::vector<int32_t>& table = s.tables[g];
@@ -211,7 +210,6 @@ void KvCache::grow(Seq& s, int64_t new_len) {
         contiguous_rows_ += rows - s.reserved_rows;
         s.reserved_rows = rows;
       }
-      reserved = std::min(reserved, rows);
       continue;
     }
     if (new_len > len && len % bt != 0) make_writable(s, g, len);
@@ -219,9 +217,17 @@ void KvCache::grow(Seq& s, int64_t new_len) {
         std::max<int64_t>(0, (new_len + bt - 1) / bt - static_cast<int64_t>(table.size())));
     const bool ok = allocs_[g].allocate(more, table);
     FERRUM_ASSERT(ok, "block allocation failed after the free check");
-    reserved = std::min(reserved, static_cast<int64_t>(table.size()) * bt);
   }
-  s.reserved = reserved;
+  s.reserved = rows_with_storage(s);
+}
+
+// Positions every layer has storage for: the private rows (contiguous group 0) and each paged
+// group's blocks.
+int64_t KvCache::rows_with_storage(const Seq& s) const {
+  int64_t rows = paged(0) ? static_cast<int64_t>(s.tables[0].size()) * opts_.block_tokens : s.reserved_rows;
+  for (size_t g = 1; g < groups_.size(); ++g)
+    rows = std::min(rows, static_cast<int64_t>(s.tables[g].size()) * opts_.block_tokens);
+  return rows;
 }
 
 void KvCache::make_writable(Seq& s, int g, int64_t pos) {
@@ -415,9 +421,7 @@ void KvCache::truncate(int seq, int64_t new_len) {
       if (table.back() >= 0) allocs_[g].decref(table.back());
     s.dropped[g] = std::min<int64_t>(s.dropped[g], static_cast<int64_t>(table.size()));
   }
-  s.reserved = paged(0) ? static_cast<int64_t>(s.tables[0].size()) * bt : s.reserved_rows;
-  for (size_t g = 1; g < groups_.size(); ++g)
-    s.reserved = std::min(s.reserved, static_cast<int64_t>(s.tables[g].size()) * bt);
+  s.reserved = rows_with_storage(s);
   if (opts_.prefix_cache && s.registered > new_len / bt) {
     // Recompute the chain of the blocks that stay registered.
     s.chain = s.ns;

@@ -143,6 +143,7 @@ class KvCache {
   int32_t blocks_needed(const Seq* s, int g, int64_t new_len) const;
   bool fits(std::span<const std::pair<int, int64_t>> requests, bool evict);
   void grow(Seq& s, int64_t new_len);
+  int64_t rows_with_storage(const Seq& s) const;
   void make_writable(Seq& s, int g, int64_t pos);
   void register_blocks(Seq& s);
   void drop_passed(Seq& s);  // windowed groups: the blocks no query to come needs
