@@ -57,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)server::parse_completion_request(b, *m.tok, names);
     else
       (void)server::parse_chat_request(b, *m.tok, *m.prompt, names,
-                                       /*special_tokens_in_messages=*/(mode & 4) != 0);
+                                       {/*special_tokens_in_messages=*/(mode & 4) != 0, (mode & 8) != 0});
   } catch (const Error&) {
   }
   return 0;

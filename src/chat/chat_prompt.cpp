@@ -77,6 +77,7 @@ ChatPrompt::ChatPrompt(const Tokenizer& tok, const std::string& chat_template) :
     tpl_ = std::make_unique<ChatTemplate>(source);
     kind_ = "model";
     tool_style_ = detect_tool_style(source);
+    reasoning_ = template_reasoning(source, tok);
   } else {
     const FallbackTemplate fb = fallback_template(tok);
     tpl_ = std::make_unique<ChatTemplate>(fb.source, fb.kind);
@@ -157,8 +158,9 @@ ChatPrompt::Rendered ChatPrompt::render(const json& messages, const json& tools,
 }
 
 std::vector<int32_t> ChatPrompt::tokens(const json& messages, const json& tools, const json& template_kwargs,
-                                        bool special_tokens_in_messages) const {
+                                        bool special_tokens_in_messages, PromptReasoning* reasoning) const {
   const Rendered r = render(messages, tools, template_kwargs, special_tokens_in_messages);
+  if (reasoning) *reasoning = reasoning_ ? prompt_reasoning(r.text, *reasoning_) : PromptReasoning::None;
   // Templates that write the BOS text themselves get no second BOS (a user's literal one does not count).
   const std::string bos = tok_.bos_text();
   const bool template_bos =

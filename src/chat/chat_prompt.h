@@ -13,6 +13,7 @@
 
 #include "chat/chat_error.h"
 #include "chat/chat_literal.h"
+#include "chat/reasoning.h"
 #include "chat/tools.h"
 #include "core/fail.h"
 #include "ferrum/tokenizer.h"
@@ -40,15 +41,18 @@ class ChatPrompt {
   // Throws ChatError for a malformed message or a template that raises.
   Rendered render(const nlohmann::json& messages, const nlohmann::json& tools,
                   const nlohmann::json& template_kwargs, bool special_tokens_in_messages = false) const;
-  // render() tokenized, with a BOS unless the template wrote one itself.
+  // render() tokenized, with a BOS unless the template wrote one itself; `reasoning` (when given and
+  // the template thinks) is set to where the rendered prompt leaves the reasoning.
   std::vector<int32_t> tokens(const nlohmann::json& messages, const nlohmann::json& tools,
-                              const nlohmann::json& template_kwargs,
-                              bool special_tokens_in_messages = false) const;
+                              const nlohmann::json& template_kwargs, bool special_tokens_in_messages = false,
+                              PromptReasoning* reasoning = nullptr) const;
   const std::string& kind() const { return kind_; }  // "model", "chatml", "plain"
   // How the template writes tool calls (Default for the ChatML and plain fallbacks).
   ToolStyle tool_style() const { return tool_style_; }
   // Whether the template writes a system message's content (Phi-3's drops system messages).
   bool system_role() const { return system_role_; }
+  // The reasoning markers of a template that thinks (reasoning.h); nullopt otherwise.
+  const std::optional<ReasoningMarkers>& reasoning() const { return reasoning_; }
 
  private:
   nlohmann::ordered_json checked_messages(const nlohmann::json& messages, bool mark) const;
@@ -59,6 +63,7 @@ class ChatPrompt {
   std::string kind_;
   ToolStyle tool_style_ = ToolStyle::Default;
   bool system_role_ = true;
+  std::optional<ReasoningMarkers> reasoning_;
 };
 
 }  // namespace ferrum::chat

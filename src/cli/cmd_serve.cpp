@@ -28,6 +28,7 @@ struct ServeFlags {
   bool layout_given = false;
   std::string pooling;             // /v1/embeddings; empty: the encoder's own setting, last for a decoder
   std::string chat_template_file;  // in place of the model's chat template
+  std::string reasoning_format = "auto";
 };
 
 std::string read_template(const std::string& path) {
@@ -112,6 +113,7 @@ int serve(ServeFlags& f) {
   f.engine.kv = f.model.kv_options();
   if (!f.layout_given && std::getenv("FERRUM_KV_LAYOUT") == nullptr) f.engine.kv.layout = KvLayout::Paged;
   if (!f.chat_template_file.empty()) f.http.chat_template = read_template(f.chat_template_file);
+  f.http.reasoning = f.reasoning_format != "none";
   LoadedModel lm = f.model.load(mo);
   if (f.http.model_name.empty()) f.http.model_name = std::filesystem::path(lm.path).stem().string();
   SpecSetup spec = make_spec(f.spec, f.model, lm);
@@ -156,6 +158,11 @@ Runner add_serve(CLI::App& app) {
       "read control-token texts in chat messages as tokens (trusted clients only; default: as text)");
   sub->add_option("--chat-template-file", f->chat_template_file,
                   "Jinja chat template to use instead of the model's (its tool-call style comes with it)");
+  sub->add_option(
+         "--reasoning-format", f->reasoning_format,
+         "auto: a thinking model's reasoning (<think>...</think>) is returned apart, as "
+         "reasoning_content; none: left in the content (requests may choose with \"reasoning_format\")")
+      ->check(CLI::IsMember({"auto", "none", "deepseek"}));
   sub->add_option("--model-name", f->http.model_name, "model id reported by /v1/models (default: file name)");
   sub->add_option("--served-model-alias", f->http.model_aliases,
                   "more names requests may give as \"model\", for clients with a fixed model name (one or "

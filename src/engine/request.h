@@ -34,6 +34,12 @@ struct RequestParams {
   bool speculative = true;    // false: no speculative decoding for this request (when the engine has it)
   // Constrained decoding: the output must match this grammar (grammar/grammar_cache.h); null: free.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  // A thinking model's answer that begins inside its reasoning (the prompt opened it), which ends
+  // with the text `reasoning_end` (e.g. "</think>"; empty: no reasoning). The grammar constrains
+  // only what follows it; reasoning_budget >= 0 ends the reasoning after that many tokens by
+  // writing "\n" + reasoning_end in the model's place.
+  std::string reasoning_end;
+  int reasoning_budget = -1;
   // A LoRA adapter loaded for the engine's model (ferrum/lora.h); null: the base model.
   std::shared_ptr<const LoraAdapter> lora;
 };

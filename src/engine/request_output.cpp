@@ -36,7 +36,38 @@ RequestOutput::RequestOutput(const Tokenizer& tok, const RequestParams& p, int n
       sampler_(p.sampling, n_vocab),
       dec_(tok, /*skip_special=*/true, p.at_text_start),
       stop_(p.stop) {
-  if (p.grammar) mask_ = std::make_unique<grammar::TokenMask>(p.grammar, p.at_text_start);
+  reasoning_ = !p.reasoning_end.empty();
+  if (p.grammar && !reasoning_) mask_ = std::make_unique<grammar::TokenMask>(p.grammar, p.at_text_start);
+  if (reasoning_ && p.reasoning_budget == 0) track_reasoning(-1);
+}
+
+bool RequestOutput::next_forced(int32_t& id) {
+  if (forced_.empty()) return false;
+  id = forced_.front();
+  forced_.pop_front();
+  return true;
+}
+
+// Follows the reasoning (token `id` just emitted; -1: none yet): its end starts the grammar, and
+// the budget spent queues the end marker's tokens.
+void RequestOutput::track_reasoning(int32_t id) {
+  if (!reasoning_) return;
+  const std::string& end = p_.reasoning_end;
+  if (id >= 0) {
+    // The vocabulary's own piece: the decoder leaves out control tokens, which a marker may be.
+    reasoning_tail_ += tok_.token_to_piece(id);
+    if (reasoning_tail_.find(end) != std::string::npos) {
+      reasoning_ = false;
+      if (p_.grammar) mask_ = std::make_unique<grammar::TokenMask>(p_.grammar, /*at_text_start=*/true);
+      return;
+    }
+    if (reasoning_tail_.size() > end.size()) reasoning_tail_.erase(0, reasoning_tail_.size() - end.size());
+    ++n_reasoning_;
+  }
+  if (p_.reasoning_budget >= 0 && n_reasoning_ == p_.reasoning_budget && forced_.empty()) {
+    const auto ids = tok_.encode("\n" + end, /*add_special=*/false, /*parse_special=*/true);
+    forced_.assign(ids.begin(), ids.end());
+  }
 }
 
 const float* RequestOutput::constrained(const float* logits) {
@@ -78,9 +109,12 @@ RequestEvent RequestOutput::on_logits(const float* logits, std::vector<int32_t>&
   RequestEvent ev;
   // A grammar error (its output nesting past the matcher's bound) ends this request alone.
   try {
-    const float* from = allowed(logits);
-    if (!from) return grammar_end(std::move(ev));
-    const int32_t id = sampler_.sample(from, tokens);
+    int32_t id;
+    if (!next_forced(id)) {
+      const float* from = allowed(logits);
+      if (!from) return grammar_end(std::move(ev));
+      id = sampler_.sample(from, tokens);
+    }
     if (!grammar_accepts(id)) return excluded(std::move(ev), id);
     emit(id, logits, tokens, context, ev);
   } catch (const Error& e) {
@@ -97,15 +131,18 @@ RequestEvent RequestOutput::on_verify(const float* rows, std::span<const int32_t
   try {
     for (size_t i = 0; i <= draft.size(); ++i) {
       const float* row = rows + i * static_cast<size_t>(n_vocab_);
-      // The grammar has seen the tokens emitted so far (never a rejected draft): no rollback.
-      const float* from = allowed(row);
-      if (!from) return grammar_end(std::move(ev));
-      const std::span<const TokenProb> p = sampler_.distribution(from, tokens);
       const bool last = i == draft.size();  // every draft accepted: the model's own next token
-      const int32_t id = last ? sampler_.draw(p)
-                              : sampler_.verify(p, draft[i],
-                                                i < q.size() ? std::span<const TokenProb>(q[i])
-                                                             : std::span<const TokenProb>());
+      int32_t id;
+      if (!next_forced(id)) {
+        // The grammar has seen the tokens emitted so far (never a rejected draft): no rollback.
+        const float* from = allowed(row);
+        if (!from) return grammar_end(std::move(ev));
+        const std::span<const TokenProb> p = sampler_.distribution(from, tokens);
+        id = last ? sampler_.draw(p)
+                  : sampler_.verify(
+                        p, draft[i],
+                        i < q.size() ? std::span<const TokenProb>(q[i]) : std::span<const TokenProb>());
+      }
       if (!grammar_accepts(id)) return excluded(std::move(ev), id);
       const bool ok = !last && id == draft[i];
       accepted += ok;
@@ -148,6 +185,7 @@ bool RequestOutput::emit(int32_t id, const float* logits, std::vector<int32_t>& 
   ev.tokens.push_back(id);
   const bool eog = !p_.ignore_eos && tok_.is_eog(id);
   if (!eog) ev.text += stop_.push(dec_.push(id));
+  track_reasoning(id);
   std::string reason;
   if (stop_.stopped() || eog || (mask_ && mask_->done()))
     reason = "stop";

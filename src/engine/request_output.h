@@ -4,10 +4,13 @@
 // With a grammar, the tokens it does not allow get -inf logits before the sampler's chain (so
 // every sampling setting applies to the allowed ones), end-of-generation is allowed only where
 // the grammar may end, and a completed grammar finishes the request ("stop"). Log-probabilities
-// stay those of the raw logits.
+// stay those of the raw logits. A request whose answer begins with reasoning
+// (RequestParams::reasoning_end) gets its grammar only once the reasoning has ended, and its
+// reasoning budget enforced by writing the end marker's tokens.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <span>
 #include <string>
@@ -55,6 +58,8 @@ class RequestOutput {
   bool grammar_accepts(int32_t id);
   RequestEvent failed(RequestEvent ev, const std::string& message);  // finish_reason "error"
   RequestEvent excluded(RequestEvent ev, int32_t id);                // the mask excluded the choice
+  bool next_forced(int32_t& id);  // a token written in the model's place (the reasoning's end)
+  void track_reasoning(int32_t id);
 
   const Tokenizer& tok_;
   const RequestParams& p_;
@@ -66,6 +71,10 @@ class RequestOutput {
   std::unique_ptr<grammar::TokenMask> mask_;
   std::vector<uint64_t> allowed_;
   std::vector<float> masked_;
+  bool reasoning_ = false;      // the answer is still inside its reasoning
+  std::string reasoning_tail_;  // its last characters, where the end marker is looked for
+  int n_reasoning_ = 0;
+  std::deque<int32_t> forced_;
 };
 
 // Log-probability of the chosen token and the n best alternatives under the raw logits.

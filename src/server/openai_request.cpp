@@ -214,10 +214,42 @@ void parse_common(const json& b, const Tokenizer& tok, ParsedRequest& r) {
   }
 }
 
+// `reasoning_format` ("auto" or llama.cpp's "deepseek": kept apart; "none": left in the content)
+// and `reasoning_budget` (most tokens of reasoning; -1: no limit).
+bool parse_reasoning_fields(const json& b, bool on, ParsedRequest& r) {
+  if (has(b, "reasoning_format")) {
+    const json& f = b["reasoning_format"];
+    if (!f.is_string() || (f != "none" && f != "auto" && f != "deepseek"))
+      bad("reasoning_format", "'reasoning_format' must be \"auto\", \"deepseek\" or \"none\"");
+    on = f != "none";
+  }
+  if (has(b, "reasoning_budget"))
+    r.params.reasoning_budget = static_cast<int>(get_int(b, "reasoning_budget", -1, 1 << 30));
+  return on;
+}
+
+// Keeps a thinking template's reasoning apart: the grammar of `response_format` or a forced tool
+// call, and the budget, apply once the reasoning has ended, so the answer must begin inside it.
+void setup_reasoning(const chat::ChatPrompt& prompt, const Tokenizer& tok, chat::PromptReasoning where,
+                     ParsedRequest& r) {
+  using chat::PromptReasoning;
+  if (!prompt.reasoning() || where == PromptReasoning::Closed) return;
+  const chat::ReasoningMarkers& m = *prompt.reasoning();
+  r.reasoning = m;
+  const bool after = (r.grammar && r.grammar_param != "grammar") || r.params.reasoning_budget >= 0;
+  if (where == PromptReasoning::None && after) {  // open it as the model itself would
+    const auto open = tok.encode(m.start + "\n", /*add_special=*/false, /*parse_special=*/true);
+    r.params.prompt.insert(r.params.prompt.end(), open.begin(), open.end());
+    where = PromptReasoning::Open;
+  }
+  r.reasoning_open = where == PromptReasoning::Open;
+  if (r.reasoning_open && r.grammar_param != "grammar") r.params.reasoning_end = m.end;
+}
+
 }  // namespace
 
 ParsedRequest parse_chat_request(const json& b, const Tokenizer& tok, const chat::ChatPrompt& prompt,
-                                 const std::vector<std::string>& names, bool special_tokens_in_messages) {
+                                 const std::vector<std::string>& names, const ChatParseOptions& opt) {
   if (!b.is_object()) bad("", "the request body must be a JSON object");
   ParsedRequest r;
   check_model(b, names, r);
@@ -233,15 +265,18 @@ ParsedRequest parse_chat_request(const json& b, const Tokenizer& tok, const chat
   const json kwargs = b.contains("chat_template_kwargs") ? b["chat_template_kwargs"] : json();
   if (!kwargs.is_null() && !kwargs.is_object())
     bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+  const bool reasoning = parse_reasoning_fields(b, opt.reasoning, r);
+  chat::PromptReasoning where = chat::PromptReasoning::None;
   try {
     r.tools = chat::parse_tool_request(b);
     r.tool_style = prompt.tool_style();
     const chat::ToolPrompt tp = chat::tool_prompt(r.tool_style, b["messages"], r.tools, prompt.system_role());
-    r.params.prompt = prompt.tokens(tp.messages, tp.tools, kwargs, special_tokens_in_messages);
+    r.params.prompt = prompt.tokens(tp.messages, tp.tools, kwargs, opt.special_tokens_in_messages, &where);
     if (r.tools.forced()) parse_forced_tool_call(r);
   } catch (const chat::ChatError& e) {
     bad(e.param, e.what());
   }
+  if (reasoning) setup_reasoning(prompt, tok, where, r);
   r.params.at_text_start = true;
   return r;
 }

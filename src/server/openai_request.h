@@ -29,13 +29,27 @@ struct ParsedRequest {
   // Chat `tools`: the answer is parsed for calls in the template's style when tools.active().
   chat::ToolRequest tools;
   chat::ToolStyle tool_style = chat::ToolStyle::Default;
+  // The answer's reasoning kept apart as `reasoning_content` (chat/reasoning.h): the markers when
+  // the template thinks and neither the server nor the request turned it off; reasoning_open: the
+  // answer begins inside the reasoning (the prompt opened it).
+  std::optional<chat::ReasoningMarkers> reasoning;
+  bool reasoning_open = false;
 };
 
-// `served_names`: model ids this server answers to (an unknown `model` is a 404).
-// `special_tokens_in_messages`: control-token texts in messages are tokens, not text (trusted clients).
+struct ChatParseOptions {
+  // Control-token texts in messages are tokens, not text (trusted clients).
+  bool special_tokens_in_messages = false;
+  // --reasoning-format auto (true) or none: the default of a request's `reasoning_format`.
+  bool reasoning = true;
+};
+
+// `served_names`: model ids this server answers to (an unknown `model` is a 404). With reasoning
+// kept apart, `response_format` and forced tool calls constrain the answer after the reasoning (the
+// prompt is opened with the start marker when the template left the choice to the model);
+// llama.cpp's raw `grammar` constrains the whole output, reasoning markers included.
 ParsedRequest parse_chat_request(const nlohmann::json& body, const Tokenizer& tok,
                                  const chat::ChatPrompt& prompt, const std::vector<std::string>& served_names,
-                                 bool special_tokens_in_messages = false);
+                                 const ChatParseOptions& opt = {});
 ParsedRequest parse_completion_request(const nlohmann::json& body, const Tokenizer& tok,
                                        const std::vector<std::string>& served_names);
 

@@ -69,12 +69,21 @@ void Collected::add(RequestEvent& e) {
   }
 }
 
+std::string answer_content(const ParsedRequest& pr, const std::string& text, json& message) {
+  if (!pr.reasoning) return text;
+  chat::ReasoningSplit s = chat::split_reasoning(text, *pr.reasoning, pr.reasoning_open, /*partial=*/false);
+  if (!s.reasoning.empty()) message["reasoning_content"] = std::move(s.reasoning);
+  return std::move(s.content);
+}
+
 json full_answer(const AnswerHeader& h, const ParsedRequest& pr, const Tokenizer& tok, const Collected& c) {
   json choice = {{"index", 0}, {"finish_reason", c.finish_reason}, {"logprobs", nullptr}};
   if (h.chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    json& message = choice["message"] = {{"role", "assistant"}};
+    const std::string content = answer_content(pr, c.text, message);
+    message["content"] = content;
     if (pr.tools.active()) {
-      const ToolAnswer a = tool_answer(pr.tool_style, pr.tools, c.text, c.finish_reason);
+      const ToolAnswer a = tool_answer(pr.tool_style, pr.tools, content, c.finish_reason);
       choice["message"]["content"] = a.content;
       if (a.called()) choice["message"]["tool_calls"] = a.tool_calls;
       choice["finish_reason"] = tool_finish_reason(a, c.finish_reason);
@@ -100,7 +109,29 @@ SseAnswer::SseAnswer(AnswerHeader h, ParsedRequest pr, const Tokenizer& tok,
       pr_(std::move(pr)),
       tok_(tok),
       handle_(std::move(handle)),
-      splitter_(pr_.tool_style, pr_.tools.forced()) {}
+      splitter_(pr_.tool_style, pr_.tools.forced()) {
+  if (h_.chat && pr_.reasoning) reasoning_.emplace(*pr_.reasoning, pr_.reasoning_open);
+}
+
+// Moves the event's reasoning into a delta.reasoning_content chunk (with the step's logprobs),
+// leaving its content in e.text.
+void SseAnswer::reasoning_chunk(std::string& out, RequestEvent& e) {
+  chat::ReasoningSplit d = reasoning_->push(e.text);
+  if (e.finished) {
+    const chat::ReasoningSplit rest = reasoning_->finish();
+    d.reasoning += rest.reasoning;
+    d.content += rest.content;
+  }
+  e.text = std::move(d.content);
+  if (d.reasoning.empty()) return;
+  json c = {{"index", 0},
+            {"delta", {{"reasoning_content", d.reasoning}}},
+            {"logprobs", nullptr},
+            {"finish_reason", nullptr}};
+  if (pr_.logprobs && !e.logprobs.empty()) c["logprobs"] = chat_logprobs(tok_, e.logprobs);
+  e.logprobs.clear();
+  chunk(out, json::array({c}), nullptr);
+}
 
 void SseAnswer::chunk(std::string& out, json choices, json usage) const {
   json j = {{"id", h_.id},
@@ -127,6 +158,7 @@ bool SseAnswer::next(std::string& out) {
   auto e = handle_->next(kPoll);
   if (!e) return true;
   completion_tokens_ += static_cast<int>(e->tokens.size());
+  if (reasoning_) reasoning_chunk(out, *e);
   if (h_.chat && pr_.tools.active()) return tool_chunks(out, *e);
   if (e->finished && e->finish_reason == "error")
     out += "data: " + body_text(error_json(e->error, "server_error", "", "")) + "\n\n";

@@ -5,9 +5,11 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "chat/reasoning.h"
 #include "chat/tool_stream.h"
 #include "engine/request.h"
 #include "ferrum/tokenizer.h"
@@ -31,6 +33,9 @@ struct Collected {
   void add(RequestEvent& e);
 };
 
+// The chat answer's text without its reasoning, which goes to `message` as reasoning_content.
+std::string answer_content(const ParsedRequest& pr, const std::string& text, nlohmann::json& message);
+
 nlohmann::json full_answer(const AnswerHeader& h, const ParsedRequest& pr, const Tokenizer& tok,
                            const Collected& c);
 
@@ -47,6 +52,7 @@ class SseAnswer {
  private:
   void chunk(std::string& out, nlohmann::json choices, nlohmann::json usage) const;
   bool tool_chunks(std::string& out, RequestEvent& e);
+  void reasoning_chunk(std::string& out, RequestEvent& e);
   AnswerHeader h_;
   ParsedRequest pr_;
   const Tokenizer& tok_;
@@ -54,6 +60,7 @@ class SseAnswer {
   bool started_ = false, finished_ = false;
   int completion_tokens_ = 0;
   size_t text_offset_ = 0;
+  std::optional<chat::ReasoningStream> reasoning_;  // a thinking template's reasoning kept apart
   chat::ToolStreamSplitter splitter_;  // with tools: the answer so far, and how much was sent
   std::vector<TokenLogprob> held_logprobs_;
 };

@@ -279,9 +279,10 @@ Server::Prepared Server::prepare(const json& body, bool chat) {
                    "invalid_request_error", "model", "model_not_supported");
   const Tokenizer& tok = engine_->tokenizer();
   const std::vector<std::string> names = served_names();
-  Prepared p{chat ? parse_chat_request(body, tok, *chat_, names, opt_.special_tokens_in_messages)
-                  : parse_completion_request(body, tok, names),
-             nullptr};
+  Prepared p{
+      chat ? parse_chat_request(body, tok, *chat_, names, {opt_.special_tokens_in_messages, opt_.reasoning})
+           : parse_completion_request(body, tok, names),
+      nullptr};
   ParsedRequest& pr = p.pr;
   // "model" naming an adapter: the request runs with it (it keeps the adapter alive).
   p.lora = lora_ && !pr.model.empty() ? lora_->find(pr.model) : nullptr;

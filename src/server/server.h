@@ -55,6 +55,9 @@ struct ServerOptions {
   std::vector<std::string> lora_modules;
   bool allow_runtime_lora = false;  // POST /v1/load_lora_adapter, /v1/unload_lora_adapter
   std::string chat_template;  // Jinja text used instead of the model's chat template ("" = the model's)
+  // --reasoning-format auto (true): a thinking template's reasoning comes back as
+  // `reasoning_content`, apart from `content`; none (false): left in `content`. Per request too.
+  bool reasoning = true;
 };
 
 class Server {

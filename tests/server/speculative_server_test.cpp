@@ -105,5 +105,43 @@ TEST(SpeculativeServer, EightConcurrentCompletionsEqualPlainGreedy) {
   EXPECT_NE(r->body.find("speculative"), std::string::npos) << r->body;
 }
 
+// The reasoning budget's forced end and the grammar that starts after it take the speculative
+// path too (drafts checked against the forced tokens): the answer equals the one without drafts.
+TEST(SpeculativeServer, ReasoningBudgetAndSchemaEqualWithoutDrafts) {
+  ModelOptions o;
+  o.n_threads = 2;
+  LoadedModel draft = load_model(fixture("Q4_0"), o);
+  EngineOptions eo;
+  eo.spec.draft_max = 4;
+  eo.spec.proposer = std::make_shared<DraftModelProposer>(*draft.model, draft.model->config().n_vocab);
+  server::ServerOptions so;
+  so.chat_template =
+      "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+      "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}{# <think> #}";
+  test::TestServer ts(fixture("Q8_0"), so, eo, 512);
+  auto c = ts.client();
+  for (int budget : {0, 3, 9}) {
+    json body = {{"messages", json::array({{{"role", "user"}, {"content", "one two three one two"}}})},
+                 {"max_tokens", 60},
+                 {"temperature", 0},
+                 {"reasoning_budget", budget},
+                 {"response_format", {{"type", "json_object"}}}};
+    int status = 0;
+    const uint64_t before = ts.engine->stats().spec_proposed;
+    const json with = test::post_json(c, "/v1/chat/completions", body, &status);
+    ASSERT_EQ(status, 200) << with.dump();
+    EXPECT_GT(ts.engine->stats().spec_proposed, before);
+    body["speculative"] = false;
+    const json without = test::post_json(c, "/v1/chat/completions", body, &status);
+    ASSERT_EQ(status, 200) << without.dump();
+    EXPECT_EQ(with["choices"][0]["message"], without["choices"][0]["message"]) << budget;
+    EXPECT_EQ(with["usage"], without["usage"]);
+    // The prompt was opened with "<think>\n" (this random model's reasoning is whitespace, trimmed).
+    body["reasoning_format"] = "none";
+    const json raw = test::post_json(c, "/v1/chat/completions", body, &status);
+    EXPECT_LT(raw["usage"]["prompt_tokens"], with["usage"]["prompt_tokens"]);
+  }
+}
+
 }  // namespace
 }  // namespace ferrum
