@@ -73,6 +73,7 @@ FallbackTemplate fallback_template(const Tokenizer& tok) {
 
 ChatPrompt::ChatPrompt(const Tokenizer& tok, const std::string& chat_template) : tok_(tok), literal_(tok) {
   const std::string& source = chat_template.empty() ? tok.chat_template() : chat_template;
+  source_ = source.empty() ? fallback_template(tok).source : source;
   if (!source.empty()) {
     tpl_ = std::make_unique<ChatTemplate>(source);
     kind_ = "model";

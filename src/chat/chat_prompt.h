@@ -47,6 +47,7 @@ class ChatPrompt {
                               const nlohmann::json& template_kwargs, bool special_tokens_in_messages = false,
                               PromptReasoning* reasoning = nullptr) const;
   const std::string& kind() const { return kind_; }  // "model", "chatml", "plain"
+  const std::string& source() const { return source_; }  // the template's Jinja text
   // How the template writes tool calls (Default for the ChatML and plain fallbacks).
   ToolStyle tool_style() const { return tool_style_; }
   // Whether the template writes a system message's content (Phi-3's drops system messages).
@@ -60,7 +61,7 @@ class ChatPrompt {
   const Tokenizer& tok_;
   ChatLiteral literal_;
   std::unique_ptr<ChatTemplate> tpl_;
-  std::string kind_;
+  std::string kind_, source_;
   ToolStyle tool_style_ = ToolStyle::Default;
   bool system_role_ = true;
   std::optional<ReasoningMarkers> reasoning_;

@@ -29,6 +29,7 @@ struct ServeFlags {
   std::string pooling;             // /v1/embeddings; empty: the encoder's own setting, last for a decoder
   std::string chat_template_file;  // in place of the model's chat template
   std::string reasoning_format = "auto";
+  std::string log_format = "text";
 };
 
 std::string read_template(const std::string& path) {
@@ -114,8 +115,12 @@ int serve(ServeFlags& f) {
   if (!f.layout_given && std::getenv("FERRUM_KV_LAYOUT") == nullptr) f.engine.kv.layout = KvLayout::Paged;
   if (!f.chat_template_file.empty()) f.http.chat_template = read_template(f.chat_template_file);
   f.http.reasoning = f.reasoning_format != "none";
+  f.http.request_log = f.log_format == "json"   ? server::RequestLogFormat::Json
+                       : f.log_format == "text" ? server::RequestLogFormat::Text
+                                                : server::RequestLogFormat::Off;
   LoadedModel lm = f.model.load(mo);
   if (f.http.model_name.empty()) f.http.model_name = std::filesystem::path(lm.path).stem().string();
+  f.http.model_path = lm.path;
   SpecSetup spec = make_spec(f.spec, f.model, lm);
   f.engine.spec = spec.options;
   Engine engine(*lm.model, *lm.tokenizer, f.engine);
@@ -163,6 +168,10 @@ Runner add_serve(CLI::App& app) {
          "auto: a thinking model's reasoning (<think>...</think>) is returned apart, as "
          "reasoning_content; none: left in the content (requests may choose with \"reasoning_format\")")
       ->check(CLI::IsMember({"auto", "none", "deepseek"}));
+  sub->add_option("--log-format", f->log_format,
+                  "request log on stderr, one line per request (client, route, status, tokens, time to first "
+                  "token, total time): text, json or off")
+      ->check(CLI::IsMember({"text", "json", "off"}));
   sub->add_option("--model-name", f->http.model_name, "model id reported by /v1/models (default: file name)");
   sub->add_option("--served-model-alias", f->http.model_aliases,
                   "more names requests may give as \"model\", for clients with a fixed model name (one or "

@@ -62,11 +62,23 @@ struct RequestEvent {
   int prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
 };
 
+// A request's counts and timing so far, for logs and metrics.
+struct RequestUsage {
+  std::chrono::steady_clock::time_point submitted, first_token;  // first_token: set when has_first
+  bool has_first = false;
+  bool finished = false;
+  int prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;  // those of the final event
+};
+
 // Shared between the engine thread (producer) and the caller (consumer).
 class RequestHandle {
  public:
-  explicit RequestHandle(uint64_t id) : id_(id) {}
+  explicit RequestHandle(uint64_t id) : id_(id) { usage_.submitted = std::chrono::steady_clock::now(); }
   uint64_t id() const { return id_; }
+  RequestUsage usage() const {
+    std::lock_guard lk(mu_);
+    return usage_;
+  }
 
   // Waits up to `timeout` for the next event; nullopt on timeout.
   std::optional<RequestEvent> next(std::chrono::milliseconds timeout) {
@@ -83,6 +95,16 @@ class RequestHandle {
   void push(RequestEvent e) {
     {
       std::lock_guard lk(mu_);
+      if (!usage_.has_first && !e.tokens.empty()) {
+        usage_.has_first = true;
+        usage_.first_token = std::chrono::steady_clock::now();
+      }
+      if (e.finished) {
+        usage_.finished = true;
+        usage_.prompt_tokens = e.prompt_tokens;
+        usage_.completion_tokens = e.completion_tokens;
+        usage_.cached_tokens = e.cached_tokens;
+      }
       events_.push_back(std::move(e));
     }
     cv_.notify_all();
@@ -90,7 +112,8 @@ class RequestHandle {
 
  private:
   uint64_t id_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
+  RequestUsage usage_;
   std::condition_variable cv_;
   std::deque<RequestEvent> events_;
   std::atomic<bool> cancelled_{false};

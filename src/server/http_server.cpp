@@ -1,5 +1,6 @@
 #include "server/http_server.h"
 
+#include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <poll.h>
@@ -67,6 +68,16 @@ int client_fd(MHD_Connection* c) {
 
 void log_nothing(void*, const char*, va_list) {}
 
+std::string client_address(MHD_Connection* c) {
+  const MHD_ConnectionInfo* ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  if (!ci || !ci->client_addr) return "-";
+  char host[NI_MAXHOST];
+  const sockaddr* sa = ci->client_addr;
+  const socklen_t len = sa->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  if (getnameinfo(sa, len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0) return "-";
+  return host;
+}
+
 // A streamed body as the library pulls it: the producer's bytes are handed out as asked.
 struct StreamCtx {
   HttpStream stream;
@@ -114,6 +125,11 @@ struct HttpGlue {
   struct Call {
     HttpRequest req;
     size_t counted = 0;  // body bytes counted in HttpServer::inflight_body_
+    // For the request log:
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    std::chrono::system_clock::time_point arrived = std::chrono::system_clock::now();
+    int status = 499;  // until an answer is queued
+    std::function<void(HttpLogFields&)> log;
   };
 
   static MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char* method,
@@ -134,7 +150,7 @@ struct HttpGlue {
           },
           &call->req);
       HttpResponse res;
-      if (early_answer(srv, *call, res)) return queue(srv, c, res);
+      if (early_answer(srv, *call, res)) return queue(srv, c, res, *call);
       return MHD_YES;  // the body (if any) follows
     }
     if (*upload_size > 0) {
@@ -163,8 +179,9 @@ struct HttpGlue {
       res.body = srv.error_body_(500, "internal error");
     }
     release_body(srv, *call);
+    call->log = std::move(res.log);
     if (res.abort) return MHD_NO;
-    return queue(srv, c, res);
+    return queue(srv, c, res, *call);
   }
 
   // Answers decided on the headers alone: too many connections, a body above the limit, the gate.
@@ -200,7 +217,7 @@ struct HttpGlue {
     std::string().swap(call.req.body);
   }
 
-  static MHD_Result queue(const HttpServer& srv, MHD_Connection* c, HttpResponse& res) {
+  static MHD_Result queue(const HttpServer& srv, MHD_Connection* c, HttpResponse& res, Call& call) {
     MHD_Response* r = nullptr;
     if (res.stream.next) {
       const auto every = std::chrono::milliseconds(static_cast<int64_t>(srv.limits_.idle_timeout_s) * 500);
@@ -217,13 +234,30 @@ struct HttpGlue {
     for (const auto& [k, v] : res.headers) MHD_add_response_header(r, k.c_str(), v.c_str());
     const MHD_Result ok = MHD_queue_response(c, static_cast<unsigned>(res.status), r);
     MHD_destroy_response(r);
+    if (ok == MHD_YES) call.status = res.status;
     return ok;
   }
 
-  static void on_completed(void* cls, MHD_Connection*, void** con_cls, MHD_RequestTerminationCode) {
+  static void on_completed(void* cls, MHD_Connection* c, void** con_cls, MHD_RequestTerminationCode code) {
     auto* call = static_cast<Call*>(*con_cls);
     if (!call) return;
-    release_body(*static_cast<HttpServer*>(cls), *call);
+    auto& srv = *static_cast<HttpServer*>(cls);
+    release_body(srv, *call);
+    if (srv.log_) {
+      HttpLogEntry e;
+      e.arrived = call->arrived;
+      e.client = client_address(c);
+      e.method = call->req.method;
+      e.path = call->req.path;
+      e.status = code == MHD_REQUEST_TERMINATED_COMPLETED_OK ? call->status : 499;
+      e.total_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - call->start).count();
+      if (call->log) call->log(e.fields);
+      try {
+        srv.log_(e);
+      } catch (...) {  // a log that cannot be written does not take the server down
+      }
+    }
     delete call;
     *con_cls = nullptr;
   }

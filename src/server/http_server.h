@@ -16,6 +16,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -56,6 +57,12 @@ struct HttpStream {
   std::string keepalive;
 };
 
+// What the application adds to a request's log line once the answer is complete (-1: unknown).
+struct HttpLogFields {
+  int prompt_tokens = -1, completion_tokens = -1, cached_tokens = -1;
+  double first_token_ms = -1;  // from the request's start (its submission to the engine)
+};
+
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
@@ -63,7 +70,19 @@ struct HttpResponse {
   std::vector<std::pair<std::string, std::string>> headers;
   HttpStream stream;   // set `stream.next` for a chunked, streamed body
   bool abort = false;  // close the connection without an answer (the client is gone)
+  std::function<void(HttpLogFields&)> log;  // fills the log line's fields when the answer is done
 };
+
+// One finished request as the log sees it. status 499: the client went away before the answer
+// was complete (nginx's code for it).
+struct HttpLogEntry {
+  std::chrono::system_clock::time_point arrived;
+  std::string client, method, path;
+  int status = 0;
+  double total_ms = 0;
+  HttpLogFields fields;
+};
+using HttpLog = std::function<void(const HttpLogEntry&)>;
 
 // Lets a long-running handler notice that its client disconnected.
 class ClientProbe {
@@ -91,6 +110,8 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
+  // Called once per request when its answer is done (before start(); none by default).
+  void set_log(HttpLog log) { log_ = std::move(log); }
   // Binds host:port (port 0: any free port) and starts serving on the library's threads.
   // Returns the port. Throws ferrum::Error when the address cannot be bound.
   int start(const std::string& host, int port);
@@ -107,6 +128,7 @@ class HttpServer {
   HttpGate gate_;
   HttpHandler handler_;
   HttpErrorBody error_body_;
+  HttpLog log_;
   MHD_Daemon* daemon_ = nullptr;
   int listen_fd_ = -1;
   std::atomic<int> connections_{0};

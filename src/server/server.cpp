@@ -13,6 +13,7 @@
 #include "server/api_key.h"
 #include "server/embeddings.h"
 #include "server/error_answers.h"
+#include "server/helper_routes.h"
 #include "server/http_server.h"
 #include "server/json_body.h"
 #include "server/lora_registry.h"
@@ -104,6 +105,12 @@ Server::Server(Engine* engine, Embedder* embedder, ServerOptions opt)
       [](int status, const std::string& msg) {
         return body_text(error_json(msg, error_type_for(status), "", ""));
       });
+  if (opt_.request_log != RequestLogFormat::Off) {
+    auto write = opt_.log_line ? opt_.log_line
+                               : [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+    http_->set_log(
+        [write, format = opt_.request_log](const HttpLogEntry& e) { write(request_log_line(e, format)); });
+  }
 }
 
 Server::~Server() {
@@ -199,6 +206,8 @@ void Server::route(const HttpRequest& req, HttpResponse& res, const ClientProbe&
   } else if (p == "/embeddings") {
     require_json_post(req);
     embeddings(req, res);
+  } else if (p == "/tokenize" || p == "/detokenize" || p == "/apply-template" || p == "/props") {
+    helper(req, res, p);
   } else {
     throw ApiError(404, fmt::format("no route for {} {}", req.method, req.path), "not_found_error");
   }
@@ -363,6 +372,7 @@ void stream_answer(HttpResponse& res, std::shared_ptr<Stream> s, std::shared_ptr
 void Server::generate(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe, bool chat) {
   Prepared p = prepare(parse_json_body(req.body), chat);
   auto handle = submit(p);
+  res.log = usage_log(handle);
   const Tokenizer& tok = engine_->tokenizer();
   AnswerHeader h{new_id(chat ? "chatcmpl" : "cmpl"), p.lora ? p.lora->name : opt_.model_name,
                  static_cast<int64_t>(std::time(nullptr)), chat};
@@ -386,6 +396,7 @@ void Server::messages(const HttpRequest& req, HttpResponse& res, const ClientPro
   }
   const int n_prompt = static_cast<int>(p.pr.params.prompt.size());
   auto handle = submit(p);
+  res.log = usage_log(handle);
   AnswerHeader h{new_id("msg"), p.lora ? p.lora->name : opt_.model_name,
                  static_cast<int64_t>(std::time(nullptr)), true};
   if (p.pr.stream) {
@@ -442,6 +453,36 @@ void Server::lora_admin(const HttpRequest& req, HttpResponse& res, bool load) {
     res.body = fmt::format("Success: LoRA adapter '{}' removed successfully.", name);
   }
   res.content_type = "text/plain";
+}
+
+// llama-server's helper routes (helper_routes.h), for a decoder model.
+void Server::helper(const HttpRequest& req, HttpResponse& res, std::string_view route) {
+  if (!engine_)
+    throw ApiError(400, fmt::format("{} needs a decoder model; this server serves an encoder", route),
+                   "invalid_request_error", "", "model_not_supported");
+  const Tokenizer& tok = engine_->tokenizer();
+  if (route == "/props") {
+    require_method(req, "GET");
+    PropsFacts f;
+    f.model_name = opt_.model_name;
+    f.model_path = opt_.model_path;
+    f.chat_template = chat_->source();
+    f.bos_token = tok.bos_text();
+    f.eos_token = tok.eos_text();
+    f.n_ctx = engine_->kv_capacity();
+    f.total_slots = engine_->options().max_num_seqs;
+    f.sampling = {{"temperature", 1.0}, {"top_p", 1.0}, {"top_k", 0}, {"min_p", 0.0}, {"max_tokens", -1}};
+    res.body = body_text(props_answer(f));
+    return;
+  }
+  require_json_post(req);
+  const json body = parse_json_body(req.body);
+  if (route == "/tokenize")
+    res.body = body_text(tokenize_answer(body, tok));
+  else if (route == "/detokenize")
+    res.body = body_text(detokenize_answer(body, tok));
+  else
+    res.body = body_text(apply_template_answer(body, *chat_, opt_.special_tokens_in_messages));
 }
 
 // Ollama's API: chat and generate on the engine paths, embed through the Embedder, the served model
@@ -501,6 +542,7 @@ void Server::ollama(const HttpRequest& req, HttpResponse& res, const ClientProbe
   t.start = Clock::now();
   Prepared pp = prepare(openai_body_of_ollama(body, chat, &completion), !completion);
   auto handle = submit(pp);
+  res.log = usage_log(handle);
   const std::string model = pp.lora ? pp.lora->name : opt_.model_name;
   if (pp.pr.stream) {
     auto s = std::make_shared<OllamaStream>(model, chat, std::move(pp.pr), handle);

@@ -2,7 +2,8 @@
 // limits: http_server.h). Routes, each also without the /v1 prefix: POST /v1/chat/completions,
 // POST /v1/completions, POST /v1/embeddings, GET /v1/models, GET /v1/models/{id}; Anthropic's
 // POST /v1/messages and /v1/messages/count_tokens (anthropic_messages.h); Ollama's /api/chat,
-// /api/generate, /api/embed, /api/show, /api/tags, /api/ps, /api/version (ollama_api.h); and GET /health,
+// /api/generate, /api/embed, /api/show, /api/tags, /api/ps, /api/version (ollama_api.h); llama-server's
+// POST /tokenize, /detokenize, /apply-template and GET /props (helper_routes.h); and GET /health,
 // GET /metrics (Prometheus text); LoRA adapters as models of their own (POST
 // /v1/load_lora_adapter and /v1/unload_lora_adapter when allowed). With an API key every route but /health
 // needs it (/metrics too, unless public_metrics). POST bodies must be JSON: a Content-Type other than
@@ -18,6 +19,7 @@
 #include "engine/engine.h"
 #include "grammar/grammar_cache.h"
 #include "server/openai_request.h"
+#include "server/request_log.h"
 
 namespace ferrum::chat {
 class ChatPrompt;
@@ -40,6 +42,7 @@ struct ServerOptions {
   std::string api_key;          // non-empty: every route but /health needs "Authorization: Bearer <key>"
   bool public_metrics = false;  // /metrics answers without the key
   std::string model_name;       // id reported by /v1/models (also accepted: "ferrum", the file name)
+  std::string model_path;       // the served file or directory, as /props reports it
   // More names requests may give as "model" (vLLM's further --served-model-name values), for
   // clients with a fixed model name; /v1/models lists each, answers name model_name.
   std::vector<std::string> model_aliases;
@@ -58,6 +61,9 @@ struct ServerOptions {
   // --reasoning-format auto (true): a thinking template's reasoning comes back as
   // `reasoning_content`, apart from `content`; none (false): left in `content`. Per request too.
   bool reasoning = true;
+  // One line per finished request (request_log.h), written by `log_line` (default: to stderr).
+  RequestLogFormat request_log = RequestLogFormat::Off;
+  std::function<void(const std::string&)> log_line;
 };
 
 class Server {
@@ -98,6 +104,7 @@ class Server {
   void embeddings(const HttpRequest& req, HttpResponse& res);
   void models(const std::string& id, HttpResponse& res);
   void lora_admin(const HttpRequest& req, HttpResponse& res, bool load);
+  void helper(const HttpRequest& req, HttpResponse& res, std::string_view route);
   std::vector<std::string> served_names() const;  // the base model's ids and the adapters' names
   Engine* engine_;
   Embedder* embedder_;
