@@ -172,6 +172,10 @@ Runner add_serve(CLI::App& app) {
                   "request log on stderr, one line per request (client, route, status, tokens, time to first "
                   "token, total time): text, json or off")
       ->check(CLI::IsMember({"text", "json", "off"}));
+  sub->add_option("--responses-ttl", f->http.responses_ttl_s,
+                  "seconds a Responses API answer is kept for previous_response_id and GET /v1/responses/ID "
+                  "(0: none kept)")
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--model-name", f->http.model_name, "model id reported by /v1/models (default: file name)");
   sub->add_option("--served-model-alias", f->http.model_aliases,
                   "more names requests may give as \"model\", for clients with a fixed model name (one or "

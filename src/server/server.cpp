@@ -21,6 +21,8 @@
 #include "server/ollama_api.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "server/response_store.h"
+#include "server/stream_answer.h"
 
 namespace ferrum::server {
 namespace {
@@ -80,6 +82,9 @@ Server::Server(Engine* engine, Embedder* embedder, ServerOptions opt)
   if (engine_) chat_ = std::make_unique<chat::ChatPrompt>(engine_->tokenizer(), opt_.chat_template);
   if (engine_) grammars_ = std::make_unique<grammar::GrammarCache>(engine_->tokenizer());
   if (engine_) lora_ = std::make_unique<LoraRegistry>(engine_->model());
+  if (opt_.responses_ttl_s < 0) fail("--responses-ttl must be >= 0 seconds (got {})", opt_.responses_ttl_s);
+  responses_ =
+      std::make_shared<ResponseStore>(std::chrono::seconds(opt_.responses_ttl_s), opt_.responses_max);
   for (const std::string& m : opt_.lora_modules) {
     const size_t eq = m.find('=');
     if (eq == std::string::npos || eq == 0)
@@ -206,6 +211,8 @@ void Server::route(const HttpRequest& req, HttpResponse& res, const ClientProbe&
   } else if (p == "/embeddings") {
     require_json_post(req);
     embeddings(req, res);
+  } else if (p == "/responses" || p.starts_with("/responses/")) {
+    responses(req, res, probe, p);
   } else if (p == "/tokenize" || p == "/detokenize" || p == "/apply-template" || p == "/props") {
     helper(req, res, p);
   } else {
@@ -274,11 +281,6 @@ void Server::check_model(const json& body) const {
                      "invalid_request_error", "model", "model_not_found");
   }
 }
-
-struct Server::Prepared {
-  ParsedRequest pr;
-  std::shared_ptr<const LoraEntry> lora;  // the adapter "model" names, if it names one
-};
 
 // A chat or completion body checked and made into engine parameters: the model or LoRA adapter it
 // names (with lora_scale), its grammar compiled.
@@ -353,20 +355,6 @@ bool Server::collect(RequestHandle& handle, const ClientProbe& probe, Collected&
   if (lora && lora->counters) lora->counters->completion_tokens += c.completion_tokens;
   if (c.finish_reason == "error") throw ApiError(500, c.error, "server_error");
   return true;
-}
-
-// Hands a stream to the transport: `next` fills it, and a client gone first cancels the request.
-template <typename Stream>
-void stream_answer(HttpResponse& res, std::shared_ptr<Stream> s, std::shared_ptr<LoraCounters> counters,
-                   std::string keepalive, const char* content_type = "text/event-stream") {
-  res.content_type = content_type;
-  res.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
-  res.stream.next = [s](std::string& out) { return s->next(out); };
-  res.stream.keepalive = std::move(keepalive);
-  res.stream.closed = [s, counters](bool) {
-    if (!s->finished()) s->handle().cancel();  // the client went away first
-    if (counters) counters->completion_tokens += s->completion_tokens();
-  };
 }
 
 void Server::generate(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe, bool chat) {

@@ -3,7 +3,8 @@
 // POST /v1/completions, POST /v1/embeddings, GET /v1/models, GET /v1/models/{id}; Anthropic's
 // POST /v1/messages and /v1/messages/count_tokens (anthropic_messages.h); Ollama's /api/chat,
 // /api/generate, /api/embed, /api/show, /api/tags, /api/ps, /api/version (ollama_api.h); llama-server's
-// POST /tokenize, /detokenize, /apply-template and GET /props (helper_routes.h); and GET /health,
+// POST /tokenize, /detokenize, /apply-template and GET /props (helper_routes.h); the Responses API's
+// POST /v1/responses, GET and DELETE /v1/responses/{id} (responses_request.h); and GET /health,
 // GET /metrics (Prometheus text); LoRA adapters as models of their own (POST
 // /v1/load_lora_adapter and /v1/unload_lora_adapter when allowed). With an API key every route but /health
 // needs it (/metrics too, unless public_metrics). POST bodies must be JSON: a Content-Type other than
@@ -33,6 +34,7 @@ struct HttpRequest;
 struct HttpResponse;
 class ClientProbe;
 class LoraRegistry;
+class ResponseStore;
 struct LoraEntry;
 struct Collected;
 
@@ -63,6 +65,10 @@ struct ServerOptions {
   bool reasoning = true;
   // One line per finished request (request_log.h), written by `log_line` (default: to stderr).
   RequestLogFormat request_log = RequestLogFormat::Off;
+  // Responses API: answers kept this long for previous_response_id and GET /v1/responses/{id}
+  // (0: none kept), at most responses_max of them.
+  int responses_ttl_s = 3600;
+  size_t responses_max = 1024;
   std::function<void(const std::string&)> log_line;
 };
 
@@ -89,7 +95,10 @@ class Server {
   bool gate(const HttpRequest& req, HttpResponse& res);
   void handle(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe);
   void route(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe);
-  struct Prepared;
+  struct Prepared {
+    ParsedRequest pr;
+    std::shared_ptr<const LoraEntry> lora;  // the adapter "model" names, if it names one
+  };
   Prepared prepare(const nlohmann::json& body, bool chat);
   std::shared_ptr<RequestHandle> submit(Prepared& p);
   // Waits for the end of a non-streamed request (first_token: when its first token came).
@@ -105,6 +114,7 @@ class Server {
   void models(const std::string& id, HttpResponse& res);
   void lora_admin(const HttpRequest& req, HttpResponse& res, bool load);
   void helper(const HttpRequest& req, HttpResponse& res, std::string_view route);
+  void responses(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe, std::string_view route);
   std::vector<std::string> served_names() const;  // the base model's ids and the adapters' names
   Engine* engine_;
   Embedder* embedder_;
@@ -114,6 +124,7 @@ class Server {
   std::unique_ptr<chat::ChatPrompt> chat_;
   std::unique_ptr<grammar::GrammarCache> grammars_;  // compiled response_format / grammar, LRU
   std::unique_ptr<LoraRegistry> lora_;               // decoders only
+  std::shared_ptr<ResponseStore> responses_;         // the Responses API's stored answers
   int port_ = -1;
   std::atomic<uint64_t> http_requests_{0}, http_errors_{0};
   int64_t created_ = 0;

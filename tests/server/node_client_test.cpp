@@ -93,6 +93,23 @@ TEST(NodeOpenAIClient, ToolLoopDefaultFormat) {
   run_tools_client("");
 }
 
+// The Responses API and reasoning_content through the official OpenAI client
+// (tests/server-node/openai_responses_test.mjs), stories260K serving Qwen3's (thinking) template.
+TEST(NodeOpenAIClient, ResponsesApiAndReasoning) {
+  ensure_node();
+  if (testing::Test::IsSkipped() || testing::Test::HasFatalFailure()) return;
+  server::ServerOptions so;
+  std::ifstream f(test::data_path("chat/templates/Qwen-Qwen3-0.6B.jinja"), std::ios::binary);
+  so.chat_template.assign(std::istreambuf_iterator<char>(f), {});
+  test::TestServer ts(test::stories_gguf(), so, {}, 2048);
+  std::string out;
+  const int rc = sh(
+      "timeout 300 node '" + (kDir / "openai_responses_test.mjs").string() + "' " + ts.url() + " test-model",
+      &out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("ALL OK"), std::string::npos) << out;
+}
+
 // The official Anthropic SDK against /v1/messages (tests/server-node/anthropic_client_test.mjs), with
 // the key sent as x-api-key.
 TEST(NodeAnthropicClient, MessagesStreamToolUseAndCountTokens) {
