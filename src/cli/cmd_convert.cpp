@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
+#include "cli/progress.h"
 #include "core/fail.h"
 #include "formats/convert_hf.h"
 #include "formats/convert_llama2c.h"
@@ -15,7 +16,7 @@ namespace ferrum::cli {
 Runner add_convert(CLI::App& app) {
   struct Flags {
     std::string in, out, tokenizer;
-    bool allow_requantize = false;
+    bool allow_requantize = false, quiet = false;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand("convert", "convert a llama2.c checkpoint or a Hugging Face directory to GGUF");
@@ -24,17 +25,21 @@ Runner add_convert(CLI::App& app) {
   sub->add_option("--tokenizer", f->tokenizer, "llama2.c tokenizer.bin (default: beside the checkpoint)");
   sub->add_flag("--allow-requantize", f->allow_requantize,
                 "GPTQ act-order layers: write them requantized (not exact) instead of refusing");
+  sub->add_flag("-q,--quiet", f->quiet, "print nothing but errors (no progress)");
   return [f] {
+    ProgressDisplay progress(f->quiet);
     const ModelFormat fmt = detect_format(f->in);
-    if (fmt == ModelFormat::Gguf) fail("{}: is already a GGUF file (use `ferrum quantize` to change its type)", f->in);
+    if (fmt == ModelFormat::Gguf)
+      fail("{}: is already a GGUF file (use `ferrum quantize` to change its type)", f->in);
     if (fmt == ModelFormat::Llama2c) {
-      convert_llama2c_to_gguf(f->in, llama2c_tokenizer_path(f->in, f->tokenizer), f->out);
+      convert_llama2c_to_gguf(f->in, llama2c_tokenizer_path(f->in, f->tokenizer), f->out, progress.fn());
     } else {
       HfConvertOptions opt;
       opt.allow_requantize = f->allow_requantize;
+      opt.progress = progress.fn();
       convert_hf_to_gguf(f->in, f->out, opt);
     }
-    std::fprintf(stderr, "wrote %s\n", f->out.c_str());
+    progress.message("wrote " + f->out);
     return 0;
   };
 }
@@ -43,6 +48,7 @@ Runner add_quantize(CLI::App& app) {
   struct Flags {
     std::string in, out, type;
     int threads = 0;
+    bool quiet = false;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand("quantize", "rewrite a GGUF model with its weights in another type");
@@ -56,14 +62,11 @@ Runner add_quantize(CLI::App& app) {
   sub->add_option("-t,--threads", f->threads, "worker threads")
       ->transform(whole(1, ModelFlags::kMaxThreads))
       ->default_str("all cores");
+  sub->add_flag("-q,--quiet", f->quiet, "print nothing but errors (no progress)");
   return [f] {
-    // One line per tensor on stderr, as llama-quantize prints them.
-    const int n = quantize_model(f->in, f->out, f->type, f->threads,
-                                 [](int i, int count, const std::string& name, DType from, DType to) {
-                                   std::fprintf(stderr, "[%4d/%4d] %-40s %6s -> %s\n", i, count, name.c_str(),
-                                                dtype_name(from), dtype_name(to));
-                                 });
-    std::fprintf(stderr, "wrote %s (%d tensors converted)\n", f->out.c_str(), n);
+    ProgressDisplay progress(f->quiet);
+    const int n = quantize_model(f->in, f->out, f->type, f->threads, progress.fn());
+    progress.message(fmt::format("wrote {} ({} tensors converted)", f->out, n));
     return 0;
   };
 }

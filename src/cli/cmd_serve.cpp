@@ -167,15 +167,15 @@ Runner add_serve(CLI::App& app) {
          "--reasoning-format", f->reasoning_format,
          "auto: a thinking model's reasoning (<think>...</think>) is returned apart, as "
          "reasoning_content; none: left in the content (requests may choose with \"reasoning_format\")")
-      ->check(CLI::IsMember({"auto", "none", "deepseek"}));
+      ->check(one_of({"auto", "none", "deepseek"}));
   sub->add_option("--log-format", f->log_format,
                   "request log on stderr, one line per request (client, route, status, tokens, time to first "
                   "token, total time): text, json or off")
-      ->check(CLI::IsMember({"text", "json", "off"}));
+      ->check(one_of({"text", "json", "off"}));
   sub->add_option("--responses-ttl", f->http.responses_ttl_s,
                   "seconds a Responses API answer is kept for previous_response_id and GET /v1/responses/ID "
                   "(0: none kept)")
-      ->check(CLI::NonNegativeNumber);
+      ->transform(whole(0, 365 * 24 * 3600));
   sub->add_option("--model-name", f->http.model_name, "model id reported by /v1/models (default: file name)");
   sub->add_option("--served-model-alias", f->http.model_aliases,
                   "more names requests may give as \"model\", for clients with a fixed model name (one or "

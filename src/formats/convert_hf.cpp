@@ -268,7 +268,7 @@ void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf, 
   write_model_config(w, m);
   if (opt.tokenizer) hf::add_tokenizer_metadata(w, hf_dir, cfg, n_vocab);
   sink.add_to(w);
-  w.write(out_gguf);
+  w.write(out_gguf, opt.progress);
 }
 
 }  // namespace ferrum

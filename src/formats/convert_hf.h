@@ -11,6 +11,8 @@
 
 #include <string>
 
+#include "core/progress.h"
+
 namespace ferrum {
 
 struct HfConvertOptions {
@@ -18,6 +20,7 @@ struct HfConvertOptions {
   bool tokenizer = true;  // add tokenizer.ggml.* from tokenizer.json when present
   // GPTQ/AWQ act-order layers: requantize them (not exact) instead of refusing.
   bool allow_requantize = false;
+  ProgressFn progress;  // as the GGUF file is written
 };
 
 void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf,

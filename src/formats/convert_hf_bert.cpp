@@ -214,7 +214,7 @@ void convert_bert(const hf::Config& cfg, const ModelConfig& m, const std::string
     add_bert_tokenizer(w, hf_dir, n_tokens);
   }
   sink.add_to(w);
-  w.write(out_gguf);
+  w.write(out_gguf, opt.progress);
 }
 
 }  // namespace ferrum::hfconv

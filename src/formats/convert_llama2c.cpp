@@ -38,7 +38,7 @@ std::string gguf_token_text(const std::string& t) {
 }  // namespace
 
 void convert_llama2c_to_gguf(const std::string& checkpoint, const std::string& tokenizer_bin,
-                             const std::string& out_gguf) {
+                             const std::string& out_gguf, const ProgressFn& progress) {
   const auto ck = llama2c::Checkpoint::open(checkpoint);
   const auto& cfg = ck.config();
   const auto tok = llama2c::read_tokenizer(tokenizer_bin, cfg.vocab_size);
@@ -98,7 +98,7 @@ void convert_llama2c_to_gguf(const std::string& checkpoint, const std::string& t
   }
   add("output_norm.weight", ck.rms_final());
   if (!cfg.shared_classifier) add("output.weight", ck.wcls());
-  w.write(out_gguf);
+  w.write(out_gguf, progress);
 }
 
 }  // namespace ferrum

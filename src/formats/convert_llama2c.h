@@ -4,9 +4,11 @@
 
 #include <string>
 
+#include "core/progress.h"
+
 namespace ferrum {
 
 void convert_llama2c_to_gguf(const std::string& checkpoint, const std::string& tokenizer_bin,
-                             const std::string& out_gguf);
+                             const std::string& out_gguf, const ProgressFn& progress = {});
 
 }  // namespace ferrum

@@ -177,7 +177,7 @@ size_t Writer::alignment() const {
   return a;
 }
 
-void Writer::write(const std::string& path) const {
+void Writer::write(const std::string& path, const ProgressFn& progress) const {
   const size_t align = alignment();
   std::string head;
   head.append("GGUF", 4);
@@ -207,9 +207,14 @@ void Writer::write(const std::string& path) const {
   if (!f) fail("{}: cannot create: {}", tmp, std::strerror(errno));
   bool ok = std::fwrite(head.data(), 1, head.size(), f) == head.size();
   static const char zeros[256] = {};
+  ProgressUpdate up{"write", 0, 0, 0, static_cast<int>(tensors_.size())};
+  for (const auto& t : tensors_) up.total += t.nbytes;
   for (const auto& t : tensors_) {
     if (!ok) break;
     ok = t.nbytes == 0 || std::fwrite(t.data, 1, t.nbytes, f) == t.nbytes;
+    up.done += t.nbytes;
+    ++up.items;
+    if (ok && progress) progress(up);
     size_t pad = (align - t.nbytes % align) % align;
     while (ok && pad) {
       const size_t n = std::min(pad, sizeof(zeros));

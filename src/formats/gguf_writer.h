@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/progress.h"
 #include "core/tensor.h"
 #include "ferrum/dtype.h"
 #include "formats/gguf.h"
@@ -53,8 +54,9 @@ class Writer {
   void add_tensor(const TensorView& t);  // same name/type/shape/data as the view
   size_t tensor_count() const { return tensors_.size(); }
 
-  // Writes the file (GGUF v3). Throws ferrum::Error naming the path on I/O errors.
-  void write(const std::string& path) const;
+  // Writes the file (GGUF v3), reporting each tensor written (stage "write"). Throws ferrum::Error
+  // naming the path on I/O errors.
+  void write(const std::string& path, const ProgressFn& progress = {}) const;
 
  private:
   struct Kv {

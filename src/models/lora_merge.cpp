@@ -60,7 +60,7 @@ void add_deltas(const LoraSiteWeights& w, int64_t row0, int64_t rows, float* dst
 }  // namespace
 
 int export_lora(const std::string& base_gguf, std::span<const LoraSpec> specs, const std::string& out,
-                std::optional<DType> out_type) {
+                std::optional<DType> out_type, const ProgressFn& progress) {
   auto g = gguf::File::open(base_gguf);
   const ModelConfig c = config_from_gguf(*g);
   if (c.arch == Arch::Bert) fail("{}: LoRA adapters are for decoders; this is an encoder", base_gguf);
@@ -98,7 +98,7 @@ int export_lora(const std::string& base_gguf, std::span<const LoraSpec> specs, c
       wr.add_tensor(t.name, merged_type[t.name], ne, m->second.data(), m->second.size());
     }
   }
-  wr.write(out);
+  wr.write(out, progress);
   return static_cast<int>(merged.size());
 }
 

@@ -12,7 +12,7 @@
 namespace ferrum {
 
 int quantize_model(const std::string& in_path, const std::string& out_path, const std::string& preset_name,
-                   int n_threads, const QuantizeProgress& progress) {
+                   int n_threads, const ProgressFn& progress) {
   const QuantPreset& preset = find_quant_preset(preset_name);
   auto in = gguf::File::open(in_path);
   QuantRecipe recipe(preset, recipe_model(*in));
@@ -21,14 +21,20 @@ int quantize_model(const std::string& in_path, const std::string& out_path, cons
   ThreadPool pool(n_threads);
   std::vector<std::vector<uint8_t>> buffers;
   buffers.reserve(in->tensors().size());
-  int converted = 0, index = 0;
-  const int count = static_cast<int>(in->tensors().size());
+  int converted = 0;
+  ProgressUpdate up{"quantize", 0, 0, 0, static_cast<int>(in->tensors().size())};
+  for (const TensorView& t : in->tensors()) up.total += t.nbytes;
+  auto step = [&](const TensorView& t) {
+    up.done += t.nbytes;
+    ++up.items;
+    if (progress) progress(up);
+  };
   for (const TensorView& t : in->tensors()) {
     std::vector<int64_t> ne(t.ne.begin(), t.ne.begin() + t.n_dims);
     const DType to = recipe.type_of(t);
-    if (progress) progress(++index, count, t.name, t.type, to);
     if (to == t.type) {
       w.add_tensor(t);
+      step(t);
       continue;
     }
     const int64_t cols = t.ne[0], rows = t.rows();
@@ -44,9 +50,10 @@ int quantize_model(const std::string& in_path, const std::string& out_path, cons
     });
     w.add_tensor(t.name, to, ne, dst, out_row * rows);
     ++converted;
+    step(t);
   }
   w.set_u32("general.file_type", preset.file_type);
-  w.write(out_path);
+  w.write(out_path, progress);
   return converted;
 }
 
