@@ -25,6 +25,7 @@ install_test_packages() {
     python3-jsonschema        # independent JSON Schema validator of the grammar tests
     libclang-rt-16-dev        # sanitizer runtimes (ASan/UBSan and TSan builds of test.sh, tsan.sh)
     llvm-16                   # llvm-symbolizer: source lines in sanitizer reports
+    chromium                  # headless browser of the chat page's test (tests/server-node/webui_test.mjs)
   )
   # Node.js + npm run the OpenAI-client test (tests/server-node); any existing install will do.
   command -v node >/dev/null 2>&1 || packages+=(nodejs)

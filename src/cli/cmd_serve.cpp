@@ -30,6 +30,7 @@ struct ServeFlags {
   std::string chat_template_file;  // in place of the model's chat template
   std::string reasoning_format = "auto";
   std::string log_format = "text";
+  bool no_webui = false;
 };
 
 std::string read_template(const std::string& path) {
@@ -115,6 +116,7 @@ int serve(ServeFlags& f) {
   if (!f.layout_given && std::getenv("FERRUM_KV_LAYOUT") == nullptr) f.engine.kv.layout = KvLayout::Paged;
   if (!f.chat_template_file.empty()) f.http.chat_template = read_template(f.chat_template_file);
   f.http.reasoning = f.reasoning_format != "none";
+  f.http.webui = !f.no_webui;
   f.http.request_log = f.log_format == "json"   ? server::RequestLogFormat::Json
                        : f.log_format == "text" ? server::RequestLogFormat::Text
                                                 : server::RequestLogFormat::Off;
@@ -168,6 +170,7 @@ Runner add_serve(CLI::App& app) {
          "auto: a thinking model's reasoning (<think>...</think>) is returned apart, as "
          "reasoning_content; none: left in the content (requests may choose with \"reasoning_format\")")
       ->check(one_of({"auto", "none", "deepseek"}));
+  sub->add_flag("--no-webui", f->no_webui, "do not serve the chat page at /");
   sub->add_option("--log-format", f->log_format,
                   "request log on stderr, one line per request (client, route, status, tokens, time to first "
                   "token, total time): text, json or off")

@@ -23,6 +23,7 @@
 #include "server/openai_response.h"
 #include "server/response_store.h"
 #include "server/stream_answer.h"
+#include "server/web_assets.h"
 
 namespace ferrum::server {
 namespace {
@@ -134,7 +135,8 @@ void Server::stop() {
 // Authentication, decided on the headers before the body is read.
 bool Server::gate(const HttpRequest& req, HttpResponse& res) {
   ++http_requests_;
-  if (opt_.api_key.empty() || req.path == "/health" || (opt_.public_metrics && req.path == "/metrics"))
+  if (opt_.api_key.empty() || req.path == "/health" || (opt_.public_metrics && req.path == "/metrics") ||
+      (opt_.webui && find_web_asset(req.path)))
     return false;
   const std::string auth = req.header("Authorization");
   if (bearer_matches(auth, opt_.api_key)) return false;
@@ -194,6 +196,17 @@ void Server::route(const HttpRequest& req, HttpResponse& res, const ClientProbe&
     if (lora_) res.body += lora_metrics_text(lora_->list());
     return;
   }
+  if (opt_.webui)
+    if (const WebAsset* a = find_web_asset(req.path)) {
+      require_method(req, "GET");
+      res.content_type = std::string(a->content_type);
+      res.body = std::string(a->body);
+      res.headers = {
+          {"Cache-Control", "no-cache"},
+          {"X-Content-Type-Options", "nosniff"},
+          {"Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'"}};
+      return;
+    }
   if (req.path.starts_with("/api/")) return ollama(req, res, probe, req.path);
   const std::string_view p = api_path(req.path);
   if (p == "/models" || p.starts_with("/models/")) {

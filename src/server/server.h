@@ -4,7 +4,8 @@
 // POST /v1/messages and /v1/messages/count_tokens (anthropic_messages.h); Ollama's /api/chat,
 // /api/generate, /api/embed, /api/show, /api/tags, /api/ps, /api/version (ollama_api.h); llama-server's
 // POST /tokenize, /detokenize, /apply-template and GET /props (helper_routes.h); the Responses API's
-// POST /v1/responses, GET and DELETE /v1/responses/{id} (responses_request.h); and GET /health,
+// POST /v1/responses, GET and DELETE /v1/responses/{id} (responses_request.h); the chat page at GET /
+// (web_assets.h); and GET /health,
 // GET /metrics (Prometheus text); LoRA adapters as models of their own (POST
 // /v1/load_lora_adapter and /v1/unload_lora_adapter when allowed). With an API key every route but /health
 // needs it (/metrics too, unless public_metrics). POST bodies must be JSON: a Content-Type other than
@@ -67,6 +68,7 @@ struct ServerOptions {
   RequestLogFormat request_log = RequestLogFormat::Off;
   // Responses API: answers kept this long for previous_response_id and GET /v1/responses/{id}
   // (0: none kept), at most responses_max of them.
+  bool webui = true;  // the chat page at / (web_assets.h; no key needed to load the page itself)
   int responses_ttl_s = 3600;
   size_t responses_max = 1024;
   std::function<void(const std::string&)> log_line;

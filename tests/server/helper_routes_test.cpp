@@ -95,6 +95,33 @@ TEST(HelperRoutes, NeedTheApiKey) {
   EXPECT_EQ(c.Get("/props", h)->status, 200);
 }
 
+TEST(WebPage, ServedAtTheRootWithoutTheKeyAndOffWithNoWebui) {
+  server::ServerOptions so;
+  so.api_key = "sekret";
+  TestServer ts(stories_gguf(), so);
+  auto c = ts.client();
+  auto r = c.Get("/");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_NE(r->body.find("<title>ferrum</title>"), std::string::npos);
+  EXPECT_NE(r->get_header_value("Content-Security-Policy").find("default-src 'self'"), std::string::npos);
+  for (const char* asset : {"/webui/app.js", "/webui/markdown.js", "/webui/style.css", "/index.html"}) {
+    auto a = c.Get(asset);
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->status, 200) << asset;
+    EXPECT_GT(a->body.size(), 500u) << asset;
+  }
+  EXPECT_EQ(c.Get("/webui/app.js")->get_header_value("Content-Type"), "text/javascript; charset=utf-8");
+  EXPECT_EQ(c.Get("/v1/models")->status, 401);  // the API itself still needs the key
+  EXPECT_EQ(c.Post("/", "{}", "application/json")->status, 405);
+
+  so.webui = false;
+  TestServer off(stories_gguf(), so);
+  auto c2 = off.client();
+  EXPECT_EQ(c2.Get("/", httplib::Headers{{"Authorization", "Bearer sekret"}})->status, 404);
+}
+
 // Collects the log's lines; waits for n of them (the line is written once the answer is sent).
 struct LogLines {
   std::mutex mu;

@@ -110,6 +110,27 @@ TEST(NodeOpenAIClient, ResponsesApiAndReasoning) {
   EXPECT_NE(out.find("ALL OK"), std::string::npos) << out;
 }
 
+// The chat page in headless Chromium (tests/server-node/webui_test.mjs); skipped without a Chromium
+// (scripts/setup.sh's test packages install Debian's). The screenshot is left in the build tree.
+TEST(WebUi, ChatStopReloadInHeadlessChromium) {
+  ensure_node();
+  if (testing::Test::IsSkipped() || testing::Test::HasFatalFailure()) return;
+  std::string chromium;
+  for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"})
+    if (fs::exists(p)) chromium = p;
+  if (const char* e = std::getenv("FERRUM_CHROMIUM")) chromium = e;
+  if (chromium.empty())
+    GTEST_SKIP() << "no Chromium found (apt-get install chromium, or set FERRUM_CHROMIUM)";
+  test::TestServer ts(test::stories_gguf(), {}, {}, 32768);
+  const std::string shot = (fs::current_path() / "webui-screenshot.png").string();
+  std::string out;
+  const int rc = sh("timeout 300 node '" + (kDir / "webui_test.mjs").string() + "' " + ts.url() + " '" +
+                        chromium + "' '" + shot + "'",
+                    &out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("ALL OK"), std::string::npos) << out;
+}
+
 // The official Anthropic SDK against /v1/messages (tests/server-node/anthropic_client_test.mjs), with
 // the key sent as x-api-key.
 TEST(NodeAnthropicClient, MessagesStreamToolUseAndCountTokens) {
