@@ -50,6 +50,10 @@ const char* http_reason(int status) {
       return "Method Not Allowed";
     case 413:
       return "Content Too Large";
+    case 414:
+      return "URI Too Long";
+    case 431:
+      return "Request Header Fields Too Large";
     case 500:
       return "Internal Server Error";
     case 503:
@@ -67,6 +71,10 @@ int client_fd(MHD_Connection* c) {
 }
 
 void log_nothing(void*, const char*, va_list) {}
+
+// How much of a body past the limits is read and dropped before the connection is cut instead of
+// answered.
+constexpr size_t kDropBytes = 8u << 20;
 
 std::string client_address(MHD_Connection* c) {
   const MHD_ConnectionInfo* ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
@@ -124,11 +132,17 @@ void free_stream(void* cls) {
 struct HttpGlue {
   struct Call {
     HttpRequest req;
-    size_t counted = 0;  // body bytes counted in HttpServer::inflight_body_
+    size_t counted = 0;      // body bytes counted in HttpServer::inflight_body_
+    size_t query_bytes = 0;  // the URI's query arguments (the library hands the path alone)
     // For the request log:
     std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
     std::chrono::system_clock::time_point arrived = std::chrono::system_clock::now();
     int status = 499;  // until an answer is queued
+    // A body past the limits: the rest is read and dropped, then refused (the library cannot
+    // answer while a body is arriving). refuse_status 0: none.
+    int refuse_status = 0;
+    std::string refuse_message;
+    size_t dropped = 0;
     std::function<void(HttpLogFields&)> log;
   };
 
@@ -149,6 +163,13 @@ struct HttpGlue {
             return MHD_YES;
           },
           &call->req);
+      MHD_get_connection_values(
+          c, MHD_GET_ARGUMENT_KIND,
+          [](void* n, MHD_ValueKind, const char* k, const char* v) {
+            *static_cast<size_t*>(n) += (k ? std::strlen(k) : 0) + (v ? std::strlen(v) : 0) + 2;
+            return MHD_YES;
+          },
+          &call->query_bytes);
       HttpResponse res;
       if (early_answer(srv, *call, res)) return queue(srv, c, res, *call);
       return MHD_YES;  // the body (if any) follows
@@ -156,14 +177,23 @@ struct HttpGlue {
     if (*upload_size > 0) {
       const size_t n = *upload_size;
       *upload_size = 0;
-      // A chunked body (no Content-Length) growing past the limits: the response cannot be queued
-      // while a body is arriving, so the connection is closed.
-      if (call->req.body.size() + n > srv.limits_.max_body_bytes) return MHD_NO;
+      // A chunked body (no Content-Length) growing past the limits is dropped as it arrives and
+      // answered (413 or 503) once complete; one that goes on past kDropBytes more is cut off.
+      if (call->refuse_status) {
+        call->dropped += n;
+        return call->dropped > kDropBytes ? MHD_NO : MHD_YES;
+      }
+      if (call->req.body.size() + n > srv.limits_.max_body_bytes) {
+        refuse(srv, *call, n, 413,
+               "request body too large (limit " + std::to_string(srv.limits_.max_body_bytes) + " bytes)");
+        return MHD_YES;
+      }
       if (call->req.body.size() + n > call->counted) {
         const size_t extra = call->req.body.size() + n - call->counted;
         if (srv.inflight_body_.fetch_add(extra) + extra > srv.limits_.max_inflight_body_bytes) {
           srv.inflight_body_.fetch_sub(extra);
-          return MHD_NO;
+          refuse(srv, *call, n, 503, "too many request bodies in flight; retry later");
+          return MHD_YES;
         }
         call->counted += extra;
       }
@@ -171,6 +201,12 @@ struct HttpGlue {
       return MHD_YES;
     }
     HttpResponse res;
+    if (call->refuse_status) {
+      res.status = call->refuse_status;
+      res.body = srv.error_body_(res.status, call->refuse_message);
+      res.headers.emplace_back("Connection", "close");
+      return queue(srv, c, res, *call);
+    }
     try {
       srv.handler_(call->req, res, ClientProbe(client_fd(c)));
     } catch (...) {
@@ -184,6 +220,13 @@ struct HttpGlue {
     return queue(srv, c, res, *call);
   }
 
+  static void refuse(HttpServer& srv, Call& call, size_t n, int status, std::string msg) {
+    call.dropped = call.req.body.size() + n;
+    release_body(srv, call);
+    call.refuse_status = status;
+    call.refuse_message = std::move(msg);
+  }
+
   // Answers decided on the headers alone: too many connections, a body above the limit, the gate.
   static bool early_answer(HttpServer& srv, Call& call, HttpResponse& res) {
     auto reject = [&](int status, const std::string& msg) {
@@ -194,6 +237,14 @@ struct HttpGlue {
     };
     if (srv.connections_.load() > srv.limits_.max_connections)
       return reject(503, "too many connections; retry later");
+    if (call.req.path.size() + call.query_bytes > srv.limits_.max_uri_bytes)
+      return reject(414,
+                    "request URI too long (limit " + std::to_string(srv.limits_.max_uri_bytes) + " bytes)");
+    size_t header_bytes = call.req.method.size() + call.req.path.size() + call.query_bytes + 4;
+    for (const auto& [k, v] : call.req.headers) header_bytes += k.size() + v.size() + 4;
+    if (header_bytes > srv.limits_.max_header_bytes)
+      return reject(431, "request headers too large (limit " + std::to_string(srv.limits_.max_header_bytes) +
+                             " bytes)");
     const std::string cl = call.req.header("Content-Length");
     if (!cl.empty()) {
       char* end = nullptr;
@@ -323,9 +374,9 @@ int HttpServer::start(const std::string& host, int port) {
       MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(limits_.max_connections + kOverflowConnections),
       MHD_OPTION_CONNECTION_TIMEOUT, static_cast<unsigned>(limits_.idle_timeout_s),
       MHD_OPTION_PER_IP_CONNECTION_LIMIT, static_cast<unsigned>(limits_.max_connections_per_ip),
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, limits_.max_header_bytes, MHD_OPTION_NOTIFY_COMPLETED,
-      &HttpGlue::on_completed, this, MHD_OPTION_NOTIFY_CONNECTION, &HttpGlue::on_connection, this,
-      MHD_OPTION_END);
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, limits_.max_header_bytes * kHardHeaderFactor,
+      MHD_OPTION_NOTIFY_COMPLETED, &HttpGlue::on_completed, this, MHD_OPTION_NOTIFY_CONNECTION,
+      &HttpGlue::on_connection, this, MHD_OPTION_END);
   if (!daemon_) {
     ::close(fd);
     fail("cannot start the HTTP server on {}:{}", host, bound);

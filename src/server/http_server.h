@@ -3,10 +3,13 @@
 // the OpenAI API or models (server.cpp routes and answers).
 //
 // Limits enforced here, before any application code sees a request:
-//  - request line + headers: at most `max_header_bytes` per connection (431/413 from the library);
+//  - request line + headers: at most `max_header_bytes` (431), the URI at most `max_uri_bytes` (414),
+//    answered in the API's JSON shape; past kHardHeaderFactor times that the library itself refuses
+//    them (its own 431/414 page), as it does a malformed chunked encoding (400);
 //  - body: `max_body_bytes` for every transfer encoding (a Content-Length above it gets a 413 before
-//    the body is read; a chunked body that grows past it closes the connection), and at most
-//    `max_inflight_body_bytes` buffered over all connections at once (503);
+//    the body is read; a chunked body that grows past it is dropped as it arrives and gets a 413 once
+//    complete, or is cut off 8 MiB later), and at most `max_inflight_body_bytes` buffered over all
+//    connections at once (503);
 //  - connections: above `max_connections` a new connection gets an immediate 503 and is closed;
 //    `max_connections` + kOverflowConnections is the hard limit, beyond which the library refuses;
 //    optionally at most `max_connections_per_ip` from one client address;
@@ -32,6 +35,7 @@ struct HttpLimits {
   size_t max_body_bytes = 8 << 20;
   size_t max_inflight_body_bytes = 256u << 20;
   size_t max_header_bytes = 32 << 10;
+  size_t max_uri_bytes = 8 << 10;
   int max_connections = 512;
   int max_connections_per_ip = 0;  // 0: no per-address limit; beyond it the library closes new connections
   int idle_timeout_s = 15;
@@ -104,6 +108,7 @@ using HttpErrorBody = std::function<std::string(int status, const std::string& m
 class HttpServer {
  public:
   static constexpr int kOverflowConnections = 64;
+  static constexpr size_t kHardHeaderFactor = 4;  // the library's per-connection memory: 4x the header limit
 
   HttpServer(HttpLimits limits, HttpGate gate, HttpHandler handler, HttpErrorBody error_body);
   ~HttpServer();

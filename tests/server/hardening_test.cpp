@@ -169,6 +169,22 @@ TEST(ServerHardening, BodyLimitHoldsForEveryTransferEncoding) {
   EXPECT_LT(rss_kb() - rss0, 100 * 1024) << "server memory grew by more than 100 MB";
   auto c = ts.client();
   EXPECT_TRUE(healthy(c));
+  // A chunked body past the limit that ends gets a 413 in the API's JSON shape.
+  {
+    RawConn k(ts.port);
+    const std::string big(100 * 1024, ' ');
+    ASSERT_TRUE(
+        k.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               "Transfer-Encoding: chunked\r\n\r\n" +
+               fmt::format("{:x}\r\n{}\r\n0\r\n\r\n", big.size(), big)));
+    const std::string resp = k.recv_all(5s);
+    EXPECT_EQ(status_of(resp), 413) << resp;
+    const size_t b = resp.find("\r\n\r\n");
+    ASSERT_NE(b, std::string::npos) << resp;
+    const json j = json::parse(resp.substr(b + 4), nullptr, false);
+    EXPECT_NE(j.value("/error/message"_json_pointer, std::string()).find("too large"), std::string::npos)
+        << resp;
+  }
   // Within the limit, chunked bodies work.
   RawConn k(ts.port);
   const std::string body = R"({"prompt":"Once","max_tokens":2})";
@@ -177,6 +193,32 @@ TEST(ServerHardening, BodyLimitHoldsForEveryTransferEncoding) {
              "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
              fmt::format("{:x}\r\n{}\r\n0\r\n\r\n", body.size(), body)));
   EXPECT_EQ(status_of(k.recv_all(10s)), 200);
+}
+
+// Oversized headers and URIs get 431 and 414 in the API's JSON shape, not the HTTP library's page.
+TEST(ServerHardening, OversizedHeadersAndUrisAnswerJson) {
+  TestServer ts(test::stories_gguf());
+  auto answer = [&](const std::string& request) {
+    RawConn k(ts.port);
+    EXPECT_TRUE(k.send(request));
+    const std::string resp = k.recv_all(5s);
+    const size_t b = resp.find("\r\n\r\n");
+    return std::make_pair(status_of(resp),
+                          b == std::string::npos ? json() : json::parse(resp.substr(b + 4), nullptr, false));
+  };
+  auto [st, j] = answer("GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Big: " +
+                        std::string(40 << 10, 'a') + "\r\n\r\n");
+  EXPECT_EQ(st, 431);
+  EXPECT_NE(j.value("/error/message"_json_pointer, std::string()).find("headers too large"),
+            std::string::npos)
+      << j;
+  std::tie(st, j) = answer("GET /v1/models?q=" + std::string(10 << 10, 'a') +
+                           " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(st, 414);
+  EXPECT_NE(j.value("/error/message"_json_pointer, std::string()).find("URI too long"), std::string::npos)
+      << j;
+  auto c = ts.client();
+  EXPECT_TRUE(healthy(c));
 }
 
 TEST(ServerHardening, IdleAndPartialClientsDoNotBlockOthers) {
