@@ -8,10 +8,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ferrum/kv_cache.h"
@@ -39,6 +40,9 @@ struct ModelOptions {
   int layer_begin = 0;
   int layer_end = -1;
   bool lm_head = true;  // false: backbone only (final hidden states out, no output matrix)
+  // Called after each layer's weights are ready (checked, packed) while the model is built: the
+  // layers done of `n_layers`, and their weight bytes of all the layers' (for progress displays).
+  std::function<void(int layers_done, int n_layers, uint64_t bytes_done, uint64_t bytes_total)> load_progress;
 };
 
 // Which new positions of a sequence an output is wanted for.

@@ -1,10 +1,12 @@
 // Loading a command's model: in this process, or as the first stage of a pipeline whose other
 // stages run on other MPI ranks (--pipeline).
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
+#include "cli/progress.h"
 #include "core/fail.h"
 #include "dist/pipeline.h"
 
@@ -26,11 +28,33 @@ void ModelFlags::add_pipeline(CLI::App* app) {
       ->check(one_of({"f32", "bf16"}));
 }
 
+namespace {
+
+// A model's bytes on disk (a file, or a Hugging Face directory's files); 0 when unknown.
+uint64_t bytes_on_disk(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) return std::filesystem::file_size(path, ec);
+  uint64_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(path, ec))
+    if (e.is_regular_file(ec)) n += e.file_size(ec);
+  return n;
+}
+
+constexpr uint64_t kShowLoadProgress = 1ull << 30;  // files from 1 GiB on show their loading
+
+}  // namespace
+
 LoadedModel ModelFlags::load(const ModelOptions& opts) const {
   const std::string path = model_path();
   if (pipeline <= 1) {
     if (!pipeline_split.empty()) fail("--pipeline-split needs --pipeline N");
-    return load_model(path, opts, tokenizer);
+    if (bytes_on_disk(path) < kShowLoadProgress) return load_model(path, opts, tokenizer);
+    ProgressDisplay progress(false);
+    ModelOptions o = opts;
+    o.load_progress = [&progress](int layers, int n_layers, uint64_t done, uint64_t total) {
+      progress.update({"load", done, total, layers, n_layers, "layers"});
+    };
+    return load_model(path, o, tokenizer);
   }
   if (!lora.empty()) fail("--lora: adapters do not run over a pipeline yet");
   dist::PipelineOptions p;

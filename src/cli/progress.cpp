@@ -25,8 +25,8 @@ void ProgressDisplay::end_line() {
 
 std::string ProgressDisplay::status(const ProgressUpdate& u, double seconds) const {
   const double rate = seconds > 0 ? u.done / seconds : 0;
-  std::string s =
-      fmt::format("{} of {}, {}/{} tensors", human_bytes(u.done), human_bytes(u.total), u.items, u.n_items);
+  std::string s = fmt::format("{} of {}, {}/{} {}", human_bytes(u.done), human_bytes(u.total), u.items,
+                              u.n_items, u.unit);
   if (rate > 0) {
     s += fmt::format(", {}/s", human_bytes(rate));
     if (u.done < u.total) s += fmt::format(", {:.0f} s left", std::ceil((u.total - u.done) / rate));

@@ -13,6 +13,7 @@ struct ProgressUpdate {
   std::string_view stage;  // "quantize", "write", ...
   uint64_t done = 0, total = 0;
   int items = 0, n_items = 0;
+  std::string_view unit = "tensors";  // what items counts
 };
 using ProgressFn = std::function<void(const ProgressUpdate&)>;
 

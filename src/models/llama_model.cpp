@@ -80,7 +80,16 @@ void LlamaModel::bind_weights() {
   if (cfg_.longrope.long_factors.empty() != cfg_.longrope.short_factors.empty())
     fail("{}: LongRoPE needs both rope_factors_long.weight and rope_factors_short.weight", weights_.source());
   layers_.resize(opts_.layer_end - opts_.layer_begin);
-  for (int l = opts_.layer_begin; l < opts_.layer_end; ++l) bind_layer(l);
+  std::vector<uint64_t> layer_bytes;
+  uint64_t total = 0, done = 0;
+  for (int l = opts_.layer_begin; l < opts_.layer_end; ++l)
+    total += layer_bytes.emplace_back(weights_.bytes_with_prefix(fmt::format("blk.{}.", l)));
+  for (int l = opts_.layer_begin; l < opts_.layer_end; ++l) {
+    bind_layer(l);
+    done += layer_bytes[l - opts_.layer_begin];
+    if (opts_.load_progress)
+      opts_.load_progress(l - opts_.layer_begin + 1, opts_.layer_end - opts_.layer_begin, done, total);
+  }
   // The packed copies are what the products read; the file pages of those tensors would only
   // double the resident memory (the embedding lookup re-reads the few rows it needs).
   if (head) weights_.release_packed(output_);

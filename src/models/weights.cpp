@@ -69,4 +69,11 @@ size_t WeightSet::total_bytes() const {
   return n;
 }
 
+size_t WeightSet::bytes_with_prefix(const std::string& prefix) const {
+  size_t n = 0;
+  for (auto it = tensors_.lower_bound(prefix); it != tensors_.end() && it->first.starts_with(prefix); ++it)
+    n += it->second.nbytes;
+  return n;
+}
+
 }  // namespace ferrum

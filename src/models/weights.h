@@ -32,6 +32,8 @@ class WeightSet {
   uint8_t* allocate(size_t n);
 
   size_t total_bytes() const;
+  // The bytes of the tensors whose names start with `prefix` (e.g. "blk.3.").
+  size_t bytes_with_prefix(const std::string& prefix) const;
 
   // Marks [begin, end) as a read-only private file mapping (a GGUF file) that the weights point into.
   void set_file_mapping(const uint8_t* begin, const uint8_t* end) { map_begin_ = begin, map_end_ = end; }

@@ -8,6 +8,7 @@
 #include <regex>
 #include <sstream>
 
+#include "loading/loader.h"
 #include "test_util.h"
 
 namespace ferrum {
@@ -75,6 +76,27 @@ TEST(Progress, TerminalRedrawsOneLineAndQuietPrintsNothing) {
   }
   EXPECT_EQ(std::ftell(g), 0);
   std::fclose(g);
+}
+
+// The model reports each layer's weights as they are made ready: n_layer calls, bytes rising to
+// the layers' total.
+TEST(Progress, ModelLoadReportsEveryLayer) {
+  ModelOptions o;
+  o.n_threads = 1;
+  std::vector<std::array<uint64_t, 4>> calls;
+  o.load_progress = [&](int l, int n, uint64_t done, uint64_t total) {
+    calls.push_back({uint64_t(l), uint64_t(n), done, total});
+  };
+  LoadedModel lm = load_model(test::data_path("models/qwen3/gguf/qwen3-Q8_0.gguf"), o);
+  const int n_layer = lm.model->config().n_layer;
+  ASSERT_EQ(calls.size(), size_t(n_layer));
+  for (int i = 0; i < n_layer; ++i) {
+    EXPECT_EQ(calls[i][0], uint64_t(i + 1));
+    EXPECT_EQ(calls[i][1], uint64_t(n_layer));
+    if (i > 0) EXPECT_GT(calls[i][2], calls[i - 1][2]);
+  }
+  EXPECT_EQ(calls.back()[2], calls.back()[3]);
+  EXPECT_GT(calls.back()[3], 0u);
 }
 
 }  // namespace
