@@ -112,6 +112,20 @@ json tool_choice_of(const json& c, json& chat) {
   bad("tool_choice.type", fmt::format("tool_choice type '{}' is not known (auto, any, tool or none)", type));
 }
 
+// `thinking`: {"type": "enabled", "budget_tokens": N} lets a thinking template think, at most N
+// tokens; {"type": "disabled"} turns its thinking off (chat_template_kwargs.enable_thinking).
+void add_thinking(const json& t, json& chat) {
+  const std::string type = t.is_object() && t.contains("type") && t["type"].is_string() ? t["type"] : "";
+  if (type != "enabled" && type != "disabled")
+    bad("thinking.type", "'thinking.type' must be \"enabled\" or \"disabled\"");
+  chat["chat_template_kwargs"] = {{"enable_thinking", type == "enabled"}};
+  if (type == "enabled" && t.contains("budget_tokens")) {
+    if (!t["budget_tokens"].is_number_integer() || t["budget_tokens"].get<int64_t>() < 0)
+      bad("thinking.budget_tokens", "'thinking.budget_tokens' must be a whole number");
+    chat["reasoning_budget"] = t["budget_tokens"];
+  }
+}
+
 }  // namespace
 
 json chat_body_of_messages(const json& b, bool count_tokens) {
@@ -142,6 +156,7 @@ json chat_body_of_messages(const json& b, bool count_tokens) {
   }
   if (b.contains("tool_choice") && !b["tool_choice"].is_null())
     chat["tool_choice"] = tool_choice_of(b["tool_choice"], chat);
+  if (b.contains("thinking") && !b["thinking"].is_null()) add_thinking(b["thinking"], chat);
   return chat;
 }
 
@@ -184,14 +199,21 @@ json usage_of(int prompt_tokens, int completion_tokens, int cached_tokens) {
 json message_answer(const AnswerHeader& h, const ParsedRequest& pr, const Collected& c) {
   json content = json::array();
   bool called = false;
+  std::string text = c.text;
+  if (pr.reasoning) {  // a thinking template's reasoning as a thinking block
+    chat::ReasoningSplit s = chat::split_reasoning(c.text, *pr.reasoning, pr.reasoning_open, false);
+    if (!s.reasoning.empty())
+      content.push_back({{"type", "thinking"}, {"thinking", s.reasoning}, {"signature", ""}});
+    text = std::move(s.content);
+  }
   if (pr.tools.active()) {
-    const ToolAnswer a = tool_answer(pr.tool_style, pr.tools, c.text, c.finish_reason);
+    const ToolAnswer a = tool_answer(pr.tool_style, pr.tools, text, c.finish_reason);
     if (a.content.is_string() && !a.content.get<std::string>().empty())
       content.push_back({{"type", "text"}, {"text", a.content}});
     for (const json& call : a.tool_calls) content.push_back(tool_use_block(call));
     called = a.called() && c.finish_reason != "length";
-  } else if (!c.text.empty()) {
-    content.push_back({{"type", "text"}, {"text", c.text}});
+  } else if (!text.empty()) {
+    content.push_back({{"type", "text"}, {"text", text}});
   }
   json m = {{"id", h.id},
             {"type", "message"},
@@ -217,10 +239,25 @@ MessageStream::MessageStream(AnswerHeader h, ParsedRequest pr, std::shared_ptr<R
       pr_(std::move(pr)),
       handle_(std::move(handle)),
       prompt_tokens_(prompt_tokens),
-      splitter_(pr_.tool_style, pr_.tools.forced()) {}
+      splitter_(pr_.tool_style, pr_.tools.forced()) {
+  if (pr_.reasoning) reasoning_.emplace(*pr_.reasoning, pr_.reasoning_open);
+}
+
+void MessageStream::thinking(std::string& out, const std::string& s) {
+  if (s.empty()) return;
+  if (!thinking_open_) {
+    event(
+        out, "content_block_start",
+        {{"index", index_}, {"content_block", {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}}});
+    thinking_open_ = true;
+  }
+  event(out, "content_block_delta",
+        {{"index", index_}, {"delta", {{"type", "thinking_delta"}, {"thinking", s}}}});
+}
 
 void MessageStream::text(std::string& out, const std::string& s) {
   if (s.empty()) return;
+  if (thinking_open_) close_block(out);
   if (!text_open_) {
     event(out, "content_block_start",
           {{"index", index_}, {"content_block", {{"type", "text"}, {"text", ""}}}});
@@ -230,9 +267,9 @@ void MessageStream::text(std::string& out, const std::string& s) {
 }
 
 void MessageStream::close_block(std::string& out) {
-  if (!text_open_) return;
+  if (!text_open_ && !thinking_open_) return;
   event(out, "content_block_stop", {{"index", index_++}});
-  text_open_ = false;
+  text_open_ = thinking_open_ = false;
 }
 
 bool MessageStream::next(std::string& out) {
@@ -253,7 +290,18 @@ bool MessageStream::next(std::string& out) {
   auto e = handle_->next(kPoll);
   if (!e) return true;
   completion_tokens_ += static_cast<int>(e->tokens.size());
-  text(out, pr_.tools.active() ? splitter_.push(e->text) : e->text);
+  std::string piece = e->text;
+  if (reasoning_) {
+    chat::ReasoningSplit d = reasoning_->push(e->text);
+    if (e->finished) {
+      const chat::ReasoningSplit rest = reasoning_->finish();
+      d.reasoning += rest.reasoning;
+      d.content += rest.content;
+    }
+    thinking(out, d.reasoning);
+    piece = std::move(d.content);
+  }
+  text(out, pr_.tools.active() ? splitter_.push(piece) : piece);
   if (!e->finished) return true;
   return finish(out, *e);
 }

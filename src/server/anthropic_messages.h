@@ -7,8 +7,10 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
+#include "chat/reasoning.h"
 #include "chat/tool_stream.h"
 #include "engine/request.h"
 #include "server/openai_request.h"
@@ -18,7 +20,8 @@ namespace ferrum::server {
 
 // The OpenAI chat body of an Anthropic Messages body (system, messages with text / tool_use /
 // tool_result blocks, max_tokens, stop_sequences, temperature, top_p, top_k, tools, tool_choice,
-// stream). Throws ApiError naming the field. count_tokens: max_tokens is not required.
+// stream, thinking). Throws ApiError naming the field. count_tokens: max_tokens is not required.
+// A thinking template's reasoning comes back as `thinking` blocks (streamed as thinking_delta).
 nlohmann::json chat_body_of_messages(const nlohmann::json& body, bool count_tokens = false);
 
 // Anthropic's stop_reason for an answer: end_turn, max_tokens, stop_sequence or tool_use.
@@ -44,6 +47,7 @@ class MessageStream {
 
  private:
   void text(std::string& out, const std::string& s);  // into the open text block (opened if needed)
+  void thinking(std::string& out, const std::string& s);  // into the open thinking block
   void close_block(std::string& out);
   bool finish(std::string& out, const RequestEvent& e);
   AnswerHeader h_;
@@ -51,7 +55,8 @@ class MessageStream {
   std::shared_ptr<RequestHandle> handle_;
   int prompt_tokens_ = 0, completion_tokens_ = 0;
   int index_ = 0;  // the next content block's index
-  bool started_ = false, finished_ = false, text_open_ = false;
+  bool started_ = false, finished_ = false, text_open_ = false, thinking_open_ = false;
+  std::optional<chat::ReasoningStream> reasoning_;  // a thinking template's reasoning kept apart
   chat::ToolStreamSplitter splitter_;  // with tools: the answer so far, and how much was sent
 };
 

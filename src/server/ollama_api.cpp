@@ -101,6 +101,14 @@ json openai_body_of_ollama(const json& b, bool chat, bool* completion) {
       b.contains("stream") && !b["stream"].is_null() ? b["stream"] : json(true);  // Ollama's default
   add_options(b, out);
   add_format(b, out);
+  // `think`: true (or a level) lets a thinking template think, false turns it off; its reasoning
+  // comes back as `thinking`.
+  if (b.contains("think") && !b["think"].is_null()) {
+    const json& t = b["think"];
+    if (!t.is_boolean() && !(t.is_string() && (t == "low" || t == "medium" || t == "high")))
+      bad("think", "'think' must be true, false, \"low\", \"medium\" or \"high\"");
+    out["chat_template_kwargs"] = {{"enable_thinking", !t.is_boolean() || t.get<bool>()}};
+  }
   *completion = false;
   if (chat) {
     if (!b.contains("messages")) bad("messages", "'messages' is required");
@@ -168,7 +176,14 @@ json ollama_calls(const json& calls) {
   return out;
 }
 
-// The message of a finished chat answer: content, and tool_calls when the answer called tools.
+// A thinking template's answer split into its reasoning and the rest.
+chat::ReasoningSplit split_answer(const ParsedRequest& pr, const std::string& text) {
+  if (!pr.reasoning) return {"", text};
+  return chat::split_reasoning(text, *pr.reasoning, pr.reasoning_open, /*partial=*/false);
+}
+
+// The message of a finished chat answer (its reasoning already taken out): content, and tool_calls
+// when the answer called tools.
 json chat_message(const ParsedRequest& pr, const std::string& text, const std::string& finish_reason) {
   json m = {{"role", "assistant"}, {"content", text}};
   if (!pr.tools.active()) return m;
@@ -183,10 +198,14 @@ json chat_message(const ParsedRequest& pr, const std::string& text, const std::s
 json ollama_answer(const std::string& model, bool chat, const ParsedRequest& pr, const Collected& c,
                    const OllamaTiming& t) {
   json j = {{"model", model}, {"created_at", ollama_time_now()}};
-  if (chat)
-    j["message"] = chat_message(pr, c.text, c.finish_reason);
-  else
-    j["response"] = c.text;
+  const chat::ReasoningSplit s = split_answer(pr, c.text);
+  if (chat) {
+    j["message"] = chat_message(pr, s.content, c.finish_reason);
+    if (!s.reasoning.empty()) j["message"]["thinking"] = s.reasoning;
+  } else {
+    j["response"] = s.content;
+    if (!s.reasoning.empty()) j["thinking"] = s.reasoning;
+  }
   add_counts(j, c.finish_reason, c.prompt_tokens, c.completion_tokens, t);
   return j;
 }
@@ -199,6 +218,7 @@ OllamaStream::OllamaStream(std::string model, bool chat, ParsedRequest pr,
       handle_(std::move(handle)),
       splitter_(pr_.tool_style, pr_.tools.forced()) {
   timing_.start = Clock::now();
+  if (pr_.reasoning) reasoning_.emplace(*pr_.reasoning, pr_.reasoning_open);
 }
 
 void OllamaStream::line(std::string& out, json j) const {
@@ -215,7 +235,16 @@ bool OllamaStream::next(std::string& out) {
   }
   completion_tokens_ += static_cast<int>(e->tokens.size());
   const bool tools = chat_ && pr_.tools.active();
-  const std::string piece = tools ? splitter_.push(e->text) : e->text;
+  chat::ReasoningSplit d{"", e->text};
+  if (reasoning_) {
+    d = reasoning_->push(e->text);
+    if (e->finished) {
+      const chat::ReasoningSplit rest = reasoning_->finish();
+      d.reasoning += rest.reasoning;
+      d.content += rest.content;
+    }
+  }
+  const std::string piece = tools ? splitter_.push(d.content) : d.content;
   auto object = [&](const std::string& text) {
     json j = {{"model", model_}, {"created_at", ollama_time_now()}};
     if (chat_)
@@ -224,6 +253,15 @@ bool OllamaStream::next(std::string& out) {
       j["response"] = text;
     return j;
   };
+  if (!d.reasoning.empty()) {  // Ollama's thinking field, beside an empty content
+    json j = object("");
+    if (chat_)
+      j["message"]["thinking"] = d.reasoning;
+    else
+      j["thinking"] = d.reasoning;
+    j["done"] = false;
+    line(out, std::move(j));
+  }
   if (!piece.empty()) {
     json j = object(piece);
     j["done"] = false;

@@ -9,8 +9,10 @@
 #include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
+#include "chat/reasoning.h"
 #include "chat/tool_stream.h"
 #include "engine/request.h"
 #include "server/openai_request.h"
@@ -58,6 +60,7 @@ class OllamaStream {
   int completion_tokens_ = 0;
   OllamaTiming timing_;
   chat::ToolStreamSplitter splitter_;  // with tools: the answer so far, and how much was sent
+  std::optional<chat::ReasoningStream> reasoning_;  // a thinking template's reasoning, as `thinking`
 };
 
 }  // namespace ferrum::server

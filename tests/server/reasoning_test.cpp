@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "server_fixture.h"
 #include "test_util.h"
@@ -169,6 +170,77 @@ TEST(Reasoning, PromptOpenedReasoningIsAllReasoningUntilItsEnd) {
   r = chat(c, {{"max_tokens", 40}, {"seed", 5}, {"reasoning_budget", 3}});
   EXPECT_FALSE(r["choices"][0]["message"]["content"].get<std::string>().empty()) << r.dump();
   EXPECT_EQ(r["choices"][0]["message"]["content"].get<std::string>().find("</think>"), std::string::npos);
+}
+
+// Ollama's `think` and `thinking`, streamed (NDJSON) and not.
+TEST(Reasoning, OllamaThinkingField) {
+  TestServer ts(stories_gguf(), with_template(kOpenTemplate));
+  auto c = ts.client();
+  const json body = {{"model", "test-model"},
+                     {"messages", kMessages},
+                     {"think", true},
+                     {"stream", false},
+                     {"options", {{"num_predict", 10}, {"temperature", 0}}}};
+  int status = 0;
+  const json r = post_json(c, "/api/chat", body, &status);
+  ASSERT_EQ(status, 200) << r.dump();
+  const std::string thinking = r["message"].value("thinking", "");
+  EXPECT_FALSE(thinking.empty()) << r.dump();
+  EXPECT_EQ(r["message"]["content"], "");
+  json streamed = body;
+  streamed["stream"] = true;
+  auto s = c.Post("/api/chat", streamed.dump(), "application/json");
+  ASSERT_TRUE(s && s->status == 200);
+  std::string st, sc;
+  std::istringstream in(s->body);
+  for (std::string l; std::getline(in, l);) {
+    const json j = json::parse(l);
+    st += j["message"].value("thinking", "");
+    sc += j["message"].value("content", "");
+  }
+  EXPECT_EQ(st, thinking);
+  EXPECT_EQ(sc, "");
+  json bad = body;
+  bad["think"] = "maybe";
+  post_json(c, "/api/chat", bad, &status);
+  EXPECT_EQ(status, 400);
+}
+
+// Anthropic's `thinking` (its budget ends the reasoning) answered with a thinking block first.
+TEST(Reasoning, AnthropicThinkingBlocks) {
+  TestServer ts(stories_gguf(), with_template(qwen3_template()), {}, 512);
+  auto c = ts.client();
+  const json body = {{"max_tokens", 60},
+                     {"messages", kMessages},
+                     {"temperature", 0},
+                     {"thinking", {{"type", "enabled"}, {"budget_tokens", 6}}}};
+  int status = 0;
+  const json r = post_json(c, "/v1/messages", body, &status);
+  ASSERT_EQ(status, 200) << r.dump();
+  ASSERT_GE(r["content"].size(), 1u) << r.dump();
+  ASSERT_EQ(r["content"][0]["type"], "thinking") << r.dump();  // greedy: the same every run
+  json streamed = body;
+  streamed["stream"] = true;
+  auto s = c.Post("/v1/messages", streamed.dump(), "application/json");
+  ASSERT_TRUE(s && s->status == 200);
+  std::string thinking, text;
+  size_t pos = 0;
+  while ((pos = s->body.find("data: ", pos)) != std::string::npos) {
+    const size_t end = s->body.find("\n\n", pos);
+    const json j = json::parse(s->body.substr(pos + 6, end - pos - 6));
+    pos = end;
+    if (j["type"] == "content_block_delta" && j["delta"]["type"] == "thinking_delta")
+      thinking += j["delta"]["thinking"];
+    if (j["type"] == "content_block_delta" && j["delta"]["type"] == "text_delta") text += j["delta"]["text"];
+  }
+  EXPECT_FALSE(thinking.empty());
+  EXPECT_EQ(thinking, r["content"][0]["thinking"].get<std::string>());
+  EXPECT_EQ(text, r["content"].back()["text"].get<std::string>());
+  EXPECT_EQ(text.find("think>"), std::string::npos) << text;
+  json bad = body;
+  bad["thinking"] = {{"type", "sometimes"}};
+  post_json(c, "/v1/messages", bad, &status);
+  EXPECT_EQ(status, 400);
 }
 
 }  // namespace
