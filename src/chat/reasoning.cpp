@@ -83,4 +83,15 @@ ReasoningSplit ReasoningStream::finish() {
   return delta(split_reasoning(text_, m_, open_, /*partial=*/false));
 }
 
+ReasoningSplit stream_piece(std::optional<ReasoningStream>& r, std::string_view piece, bool last) {
+  if (!r) return {"", std::string(piece)};
+  ReasoningSplit d = r->push(piece);
+  if (last) {
+    const ReasoningSplit rest = r->finish();
+    d.reasoning += rest.reasoning;
+    d.content += rest.content;
+  }
+  return d;
+}
+
 }  // namespace ferrum::chat

@@ -55,4 +55,8 @@ class ReasoningStream {
   size_t sent_reasoning_ = 0, sent_content_ = 0;
 };
 
+// One piece of a streamed answer through `r` (none: nothing kept apart, all of it content);
+// `last`: the answer ends with it, so what was held comes out too.
+ReasoningSplit stream_piece(std::optional<ReasoningStream>& r, std::string_view piece, bool last);
+
 }  // namespace ferrum::chat

@@ -290,18 +290,9 @@ bool MessageStream::next(std::string& out) {
   auto e = handle_->next(kPoll);
   if (!e) return true;
   completion_tokens_ += static_cast<int>(e->tokens.size());
-  std::string piece = e->text;
-  if (reasoning_) {
-    chat::ReasoningSplit d = reasoning_->push(e->text);
-    if (e->finished) {
-      const chat::ReasoningSplit rest = reasoning_->finish();
-      d.reasoning += rest.reasoning;
-      d.content += rest.content;
-    }
-    thinking(out, d.reasoning);
-    piece = std::move(d.content);
-  }
-  text(out, pr_.tools.active() ? splitter_.push(piece) : piece);
+  const chat::ReasoningSplit d = chat::stream_piece(reasoning_, e->text, e->finished);
+  thinking(out, d.reasoning);
+  text(out, pr_.tools.active() ? splitter_.push(d.content) : d.content);
   if (!e->finished) return true;
   return finish(out, *e);
 }

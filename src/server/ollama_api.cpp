@@ -235,15 +235,7 @@ bool OllamaStream::next(std::string& out) {
   }
   completion_tokens_ += static_cast<int>(e->tokens.size());
   const bool tools = chat_ && pr_.tools.active();
-  chat::ReasoningSplit d{"", e->text};
-  if (reasoning_) {
-    d = reasoning_->push(e->text);
-    if (e->finished) {
-      const chat::ReasoningSplit rest = reasoning_->finish();
-      d.reasoning += rest.reasoning;
-      d.content += rest.content;
-    }
-  }
+  const chat::ReasoningSplit d = chat::stream_piece(reasoning_, e->text, e->finished);
   const std::string piece = tools ? splitter_.push(d.content) : d.content;
   auto object = [&](const std::string& text) {
     json j = {{"model", model_}, {"created_at", ollama_time_now()}};

@@ -116,12 +116,7 @@ SseAnswer::SseAnswer(AnswerHeader h, ParsedRequest pr, const Tokenizer& tok,
 // Moves the event's reasoning into a delta.reasoning_content chunk (with the step's logprobs),
 // leaving its content in e.text.
 void SseAnswer::reasoning_chunk(std::string& out, RequestEvent& e) {
-  chat::ReasoningSplit d = reasoning_->push(e.text);
-  if (e.finished) {
-    const chat::ReasoningSplit rest = reasoning_->finish();
-    d.reasoning += rest.reasoning;
-    d.content += rest.content;
-  }
+  chat::ReasoningSplit d = chat::stream_piece(reasoning_, e.text, e.finished);
   e.text = std::move(d.content);
   if (d.reasoning.empty()) return;
   json c = {{"index", 0},

@@ -235,15 +235,7 @@ bool ResponseStream::next(std::string& out) {
   auto e = handle_->next(kPoll);
   if (!e) return true;
   completion_tokens_ += static_cast<int>(e->tokens.size());
-  chat::ReasoningSplit d{"", e->text};
-  if (reasoning_) {
-    d = reasoning_->push(e->text);
-    if (e->finished) {
-      const chat::ReasoningSplit rest = reasoning_->finish();
-      d.reasoning += rest.reasoning;
-      d.content += rest.content;
-    }
-  }
+  const chat::ReasoningSplit d = chat::stream_piece(reasoning_, e->text, e->finished);
   reasoning_text(out, d.reasoning);
   message_text(out, pr_.tools.active() ? splitter_.push(d.content) : d.content);
   if (e->finished) return finish(out, *e);

@@ -139,15 +139,20 @@ struct LogLines {
   }
 };
 
-TEST(RequestLog, OneJsonLinePerRequestWithStatusAndTokens) {
-  auto log = std::make_shared<LogLines>();
+// Server options whose log goes to `log`.
+server::ServerOptions logged_to(std::shared_ptr<LogLines> log, server::RequestLogFormat format) {
   server::ServerOptions so;
-  so.request_log = server::RequestLogFormat::Json;
+  so.request_log = format;
   so.log_line = [log](const std::string& l) {
     std::lock_guard lk(log->mu);
     log->lines.push_back(l);
   };
-  TestServer ts(stories_gguf(), so);
+  return so;
+}
+
+TEST(RequestLog, OneJsonLinePerRequestWithStatusAndTokens) {
+  auto log = std::make_shared<LogLines>();
+  TestServer ts(stories_gguf(), logged_to(log, server::RequestLogFormat::Json));
   auto c = ts.client();
   int status = 0;
   const json plain = post_json(c, "/v1/completions", {{"prompt", "Once upon"}, {"max_tokens", 7}}, &status);
@@ -185,13 +190,7 @@ TEST(RequestLog, OneJsonLinePerRequestWithStatusAndTokens) {
 
 TEST(RequestLog, TextLines) {
   auto log = std::make_shared<LogLines>();
-  server::ServerOptions so;
-  so.request_log = server::RequestLogFormat::Text;
-  so.log_line = [log](const std::string& l) {
-    std::lock_guard lk(log->mu);
-    log->lines.push_back(l);
-  };
-  TestServer ts(stories_gguf(), so);
+  TestServer ts(stories_gguf(), logged_to(log, server::RequestLogFormat::Text));
   auto c = ts.client();
   int status = 0;
   post_json(c, "/v1/completions", {{"prompt", "Once upon"}, {"max_tokens", 3}}, &status);
