@@ -126,6 +126,8 @@ TEMPLATES = [
     ("phi-3.jinja", "default", "<s>", "<|endoftext|>", {}, False),
     ("microsoft-Phi-3.5-mini-instruct.jinja", "default", "<s>", "<|endoftext|>", {}, True),
     ("google-gemma-2-2b-it.jinja", "default", "<bos>", "<eos>", {}, False),
+    ("google-gemma-3-1b-it.jinja", "default", "<bos>", "<eos>", {}, True),
+    ("microsoft-Phi-4-mini-instruct.jinja", "default", "<|endoftext|>", "<|endoftext|>", {}, True),
 ]
 
 
@@ -134,9 +136,9 @@ def main():
     for name, style, bos, eos, extra, system_role in TEMPLATES:
         src = open(os.path.join(HERE, "templates", name), encoding="utf-8").read()
         tpl = gen_jinja_cases.env.from_string(src)
-        # Mistral Nemo's template has no system turn of its own before the last user message; Gemma's
-        # raises on a system message.
-        conv = CONVERSATION[1:] if style == "mistral" or "gemma" in name else CONVERSATION
+        # Mistral Nemo's template has no system turn of its own before the last user message; Gemma 2's
+        # raises on a system message (Gemma 3's puts it in front of the first user turn).
+        conv = CONVERSATION[1:] if style == "mistral" or "gemma-2" in name else CONVERSATION
         if style == "default":
             msgs, tools = default_format(conv, TOOLS, system_role), None
         else:
