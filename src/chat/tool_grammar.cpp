@@ -42,6 +42,10 @@ std::string tool_call_gbnf(ToolStyle style, const ToolRequest& req) {
       return "root ::= call\n" + rules;
     case ToolStyle::Mistral:
       return fmt::format("root ::= \"[\" call {}\"]\"\n", req.parallel ? "(\", \" call)* " : "") + rules;
+    case ToolStyle::Phi4:
+      return fmt::format("root ::= \"<|tool_call|>[\" call {}\"]<|/tool_call|>\"\n",
+                         req.parallel ? "(\", \" call)* " : "") +
+             rules;
     case ToolStyle::Hermes:
     case ToolStyle::Default:
       break;

@@ -160,6 +160,26 @@ ParsedAnswer parse_mistral(std::string_view text, bool cut) {
   return a;
 }
 
+// <|tool_call|>[{...}, ...]<|/tool_call|>, the closing marker optional; the markers are tokens a
+// detokenizer may leave out, so an answer that is only such an array counts too.
+ParsedAnswer parse_phi4(std::string_view text, bool cut) {
+  constexpr std::string_view open = "<|tool_call|>", close = "<|/tool_call|>";
+  const size_t at = text.find(open);
+  const std::string_view before = at == std::string_view::npos ? std::string_view{} : text.substr(0, at);
+  std::string_view body = trim(at == std::string_view::npos ? text : text.substr(at + open.size()));
+  if (const size_t end = body.find(close); end != std::string_view::npos) body = trim(body.substr(0, end));
+  auto j = body.starts_with("[") ? parse_json(body) : std::nullopt;
+  if (!j && cut && body.starts_with("[")) j = finished_objects(body);  // cut inside the array
+  if (!j || !j->is_array() || j->empty()) return {std::string(text), {}};
+  ParsedAnswer a{std::string(rtrim(before)), {}};
+  for (const json& c : *j) {
+    auto call = call_of(c, "arguments");
+    if (!call) return {std::string(text), {}};
+    a.calls.push_back(std::move(*call));
+  }
+  return a;
+}
+
 }  // namespace
 
 ParsedAnswer parse_tool_answer(ToolStyle style, std::string_view text, bool cut) {
@@ -168,6 +188,8 @@ ParsedAnswer parse_tool_answer(ToolStyle style, std::string_view text, bool cut)
       return parse_llama3(text);
     case ToolStyle::Mistral:
       return parse_mistral(text, cut);
+    case ToolStyle::Phi4:
+      return parse_phi4(text, cut);
     case ToolStyle::Hermes:
     case ToolStyle::Default:
       break;

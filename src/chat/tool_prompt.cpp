@@ -79,6 +79,33 @@ json prepended(const std::string& text, const json& content) {
   return parts;
 }
 
+// Phi-4-mini's call text: <|tool_call|>[{"name": ..., "arguments": {...}}, ...]<|/tool_call|>.
+std::string phi4_calls_text(const json& calls) {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();  // name first, as the model writes
+  for (const json& c : calls) {
+    nlohmann::ordered_json o;
+    o["name"] = c["function"]["name"];
+    o["arguments"] = c["function"]["arguments"];
+    list.push_back(std::move(o));
+  }
+  return "<|tool_call|>" + list.dump() + "<|/tool_call|>";
+}
+
+// The function descriptions Phi-4-mini reads between <|tool|> and <|/tool|>: a JSON list of
+// {name, description, parameters}.
+std::string phi4_tools_text(const json& tools) {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const json& t : tools) {
+    const json& f = t["function"];
+    nlohmann::ordered_json o;
+    o["name"] = f["name"];
+    if (f.contains("description")) o["description"] = f["description"];
+    if (f.contains("parameters")) o["parameters"] = f["parameters"];
+    list.push_back(std::move(o));
+  }
+  return list.dump();
+}
+
 // Earlier calls and results as text, for a template that knows nothing of them.
 json as_default_text(const json& m) {
   json out = m;
@@ -132,7 +159,22 @@ ToolPrompt tool_prompt(ToolStyle style, const json& messages, const ToolRequest&
     if (role_of(m) == "tool" && m.contains("tool_call_id") && !m["tool_call_id"].is_string())
       bad(fmt::format("messages[{}].tool_call_id", i),
           fmt::format("messages[{}].tool_call_id must be a string", i));
+    if (style == ToolStyle::Phi4 && role_of(m) == "assistant" && m.contains("tool_calls")) {
+      m["content"] =
+          appended(m.contains("content") ? m["content"] : json(), phi4_calls_text(m["tool_calls"]), "");
+      m.erase("tool_calls");
+    }
     p.messages.push_back(style == ToolStyle::Default && m.is_object() ? as_default_text(m) : m);
+  }
+  if (style == ToolStyle::Phi4) {  // the tools in the system message's `tools`, which the template writes
+    p.tools = nullptr;
+    if (!req.active() || p.messages.empty()) return p;
+    if (role_of(p.messages[0]) != "system")
+      p.messages.insert(
+          p.messages.begin(),
+          json{{"role", "system"}, {"content", "You are a helpful assistant with some tools."}});
+    p.messages[0]["tools"] = phi4_tools_text(req.tools);
+    return p;
   }
   if (style != ToolStyle::Default || !req.active() || p.messages.empty()) return p;
   const std::string text = default_tools_text(req.tools);

@@ -31,8 +31,11 @@ size_t ToolStreamSplitter::releasable() const {
   const std::string_view t = text_;
   if (style_ == ToolStyle::Llama3)  // the call is the whole answer
     return may_start_with(t, "{") || may_start_with(t, "<|python_tag|>") ? 0 : t.size();
-  if (style_ == ToolStyle::Mistral && may_start_with(t, "[")) return 0;  // maybe a bare call array
-  const std::string_view marker = style_ == ToolStyle::Mistral ? "[TOOL_CALLS]" : "<tool_call>";
+  const bool array = style_ == ToolStyle::Mistral || style_ == ToolStyle::Phi4;
+  if (array && may_start_with(t, "[")) return 0;  // maybe a bare call array
+  const std::string_view marker = style_ == ToolStyle::Mistral ? "[TOOL_CALLS]"
+                                  : style_ == ToolStyle::Phi4  ? "<|tool_call|>"
+                                                               : "<tool_call>";
   size_t end = possible_marker(t, marker, released_);
   if (end == std::string_view::npos) end = t.size();
   const size_t last = t.substr(0, end).find_last_not_of(kSpace);

@@ -106,6 +106,8 @@ void order_tool_call_keys(nlohmann::ordered_json& calls) {
 ToolStyle detect_tool_style(std::string_view t) {
   if (t.find("<tool_call>") != std::string_view::npos) return ToolStyle::Hermes;
   if (t.find("[TOOL_CALLS]") != std::string_view::npos) return ToolStyle::Mistral;
+  if (t.find("<|tool|>") != std::string_view::npos && t.find("<|/tool|>") != std::string_view::npos)
+    return ToolStyle::Phi4;
   if (t.find("<|start_header_id|>") != std::string_view::npos && t.find("ipython") != std::string_view::npos)
     return ToolStyle::Llama3;
   return ToolStyle::Default;
@@ -119,6 +121,8 @@ const char* tool_style_name(ToolStyle s) {
       return "llama3";
     case ToolStyle::Mistral:
       return "mistral";
+    case ToolStyle::Phi4:
+      return "phi4";
     case ToolStyle::Default:
       break;
   }

@@ -7,6 +7,9 @@
 //            {"name": ..., "parameters": {...}}, optionally after <|python_tag|>;
 //   Mistral  the template writes [TOOL_CALLS] (Mistral Nemo): [TOOL_CALLS][{"name": ...,
 //            "arguments": {...}}, ...];
+//   Phi4     the template writes a system message's `tools` between <|tool|> and <|/tool|>
+//            (Phi-4-mini): the tools go there as JSON text, calls are <|tool_call|>[{"name": ...,
+//            "arguments": {...}}, ...]<|/tool_call|> (the closing marker often left out);
 //   Default  no tool support in the template (or no template): the tools go into the system
 //            prompt (tool_prompt.h) and calls are written as in Hermes.
 #pragma once
@@ -17,7 +20,7 @@
 
 namespace ferrum::chat {
 
-enum class ToolStyle { Hermes, Llama3, Mistral, Default };
+enum class ToolStyle { Hermes, Llama3, Mistral, Phi4, Default };
 
 // The style of a chat template's text ("" for no template).
 ToolStyle detect_tool_style(std::string_view chat_template);

@@ -32,6 +32,10 @@ TEST(ToolStream, ReleasedTextIsAPrefixOfTheParsedContent) {
       {ToolStyle::Mistral, "[{\"name\": \"f\", \"arguments\": {}}]", ""},
       {ToolStyle::Mistral, "[1] is a footnote", ""},
       {ToolStyle::Mistral, "No calls here.", "No calls here."},
+      {ToolStyle::Phi4, "Checking <|tool_call|>[{\"name\": \"f\", \"arguments\": {}}]<|/tool_call|>",
+       "Checking"},
+      {ToolStyle::Phi4, "[{\"name\": \"f\", \"arguments\": {}}]", ""},
+      {ToolStyle::Phi4, "A <|tool text that is not a call", "A <|tool text that is not a call"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(tool_style_name(c.style)) + ": " + c.answer);

@@ -100,6 +100,8 @@ TEST(ToolStyle, ChosenFromTheTemplate) {
             ToolStyle::Mistral);
   EXPECT_EQ(detect_tool_style(template_text("llama3-tokenizer_config.jinja")), ToolStyle::Default);
   EXPECT_EQ(detect_tool_style(template_text("phi-3.jinja")), ToolStyle::Default);
+  EXPECT_EQ(detect_tool_style(template_text("microsoft-Phi-4-mini-instruct.jinja")), ToolStyle::Phi4);
+  EXPECT_EQ(detect_tool_style(template_text("google-gemma-3-1b-it.jinja")), ToolStyle::Default);
   EXPECT_EQ(detect_tool_style(""), ToolStyle::Default);
 }
 
@@ -170,6 +172,22 @@ TEST(ToolParser, Mistral) {
     expect_calls(parse_tool_answer(ToolStyle::Mistral, bad), bad, {});
 }
 
+TEST(ToolParser, Phi4) {
+  expect_calls(
+      parse_tool_answer(
+          ToolStyle::Phi4,
+          R"(Sure.<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]<|/tool_call|>)"),
+      "Sure.", {{"get_weather", R"({"city":"Paris"})"}});
+  // The closing marker left out, and the markers dropped by a detokenizer: still calls.
+  expect_calls(parse_tool_answer(ToolStyle::Phi4, R"(<|tool_call|>[{"name": "a", "arguments": {}}])"), "",
+               {{"a", "{}"}});
+  expect_calls(parse_tool_answer(ToolStyle::Phi4,
+                                 R"([{"name": "a", "arguments": {}}, {"name": "b", "arguments": {"k": 1}}])"),
+               "", {{"a", "{}"}, {"b", R"({"k":1})"}});
+  for (const std::string bad : {"Hello", "[1, 2]", "<|tool_call|>oops", "<|tool_call|>[{\"name\": \"a\"}]"})
+    expect_calls(parse_tool_answer(ToolStyle::Phi4, bad), bad, {});
+}
+
 // An answer stopped by max_tokens inside its second call: the first, finished, stands; only a cut
 // answer drops an unfinished call (one that ended on its own keeps all of it as content).
 TEST(ToolParser, CutAnswerKeepsFinishedCalls) {
@@ -236,6 +254,10 @@ TEST(ToolGrammar, ForcedCallsParseBackAndFollowTheSchema) {
       {ToolStyle::Mistral, R"([{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}])",
        R"([{"name": "get_weather", "arguments": {"city": "Paris", "extra": 1}}])",
        R"([{"name": "x", "arguments": {}}])"},
+      {ToolStyle::Phi4,
+       R"(<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}]<|/tool_call|>)",
+       R"(<|tool_call|>[{"name": "get_weather", "arguments": {"city": 1}}]<|/tool_call|>)",
+       R"(<|tool_call|>[{"name": "x", "arguments": {}}]<|/tool_call|>)"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(tool_style_name(c.style));

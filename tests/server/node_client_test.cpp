@@ -89,6 +89,9 @@ TEST(NodeOpenAIClient, ToolLoopLlama3Template) {
 TEST(NodeOpenAIClient, ToolLoopMistralTemplate) {
   run_tools_client("mistralai-Mistral-Nemo-Instruct-2407.jinja");
 }
+TEST(NodeOpenAIClient, ToolLoopPhi4MiniTemplate) {
+  run_tools_client("microsoft-Phi-4-mini-instruct.jinja");
+}
 TEST(NodeOpenAIClient, ToolLoopDefaultFormat) {
   run_tools_client("");
 }

@@ -113,6 +113,33 @@ def default_format(messages, tools, system_role):
     return out
 
 
+def phi4_format(messages, tools):
+    """Phi-4-mini's convention (its model card): the tools as a JSON list of {name, description,
+    parameters} in the system message's `tools`, earlier calls written as
+    <|tool_call|>[{"name", "arguments"}]<|/tool_call|> in the assistant's content."""
+    out = []
+    for m in sorted_keys(copy.deepcopy(messages)):
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            calls = [{"name": c["function"]["name"], "arguments": sorted_keys(json.loads(c["function"]["arguments"]))}
+                     for c in m["tool_calls"]]
+            m = {"role": "assistant",
+                 "content": (m.get("content") or "") + "<|tool_call|>" +
+                 json.dumps(calls, separators=(",", ":"), ensure_ascii=False) + "<|/tool_call|>"}
+        out.append(m)
+    listed = []
+    for t in tools:
+        f = t["function"]
+        o = {"name": f["name"]}
+        for k in ("description", "parameters"):
+            if k in f:
+                o[k] = sorted_keys(f[k])
+        listed.append(o)
+    if out[0]["role"] != "system":
+        out.insert(0, {"role": "system", "content": "You are a helpful assistant with some tools."})
+    out[0]["tools"] = json.dumps(listed, separators=(",", ":"), ensure_ascii=False)
+    return out
+
+
 # (template file, style, bos, eos, extra variables, whether the template writes system messages)
 TEMPLATES = [
     ("Qwen-Qwen2.5-7B-Instruct.jinja", "hermes", "", "<|im_end|>", {}, True),
@@ -127,7 +154,7 @@ TEMPLATES = [
     ("microsoft-Phi-3.5-mini-instruct.jinja", "default", "<s>", "<|endoftext|>", {}, True),
     ("google-gemma-2-2b-it.jinja", "default", "<bos>", "<eos>", {}, False),
     ("google-gemma-3-1b-it.jinja", "default", "<bos>", "<eos>", {}, True),
-    ("microsoft-Phi-4-mini-instruct.jinja", "default", "<|endoftext|>", "<|endoftext|>", {}, True),
+    ("microsoft-Phi-4-mini-instruct.jinja", "phi4", "<|endoftext|>", "<|endoftext|>", {}, True),
 ]
 
 
@@ -141,6 +168,8 @@ def main():
         conv = CONVERSATION[1:] if style == "mistral" or "gemma-2" in name else CONVERSATION
         if style == "default":
             msgs, tools = default_format(conv, TOOLS, system_role), None
+        elif style == "phi4":
+            msgs, tools = phi4_format(conv, TOOLS), None
         else:
             msgs, tools = for_template(conv), tool_order(sorted_keys(TOOLS))
         variables = {"messages": msgs, "tools": tools, "add_generation_prompt": True,
