@@ -147,9 +147,9 @@ int32_t KvCache::blocks_needed(const Seq* s, int g, int64_t new_len) const {
   return static_cast<int32_t>(need);
 }
 
-// Whether the requests fit (evict: then makes room, evicting unused prefix-cache blocks).
-bool KvCache::fits(std::span<const std::pair<int, int64_t>> requests, bool evict) {
-  thread_local std::vector<int64_t> need;
+// The blocks of each group the requests need (into `need`); false when they do not fit, even with
+// the unused prefix-cache blocks evicted.
+bool KvCache::blocks_for(std::span<const std::pair<int, int64_t>> requests, std::vector<int64_t>& need) const {
   need.assign(groups_.size(), 0);
   int64_t new_seqs = 0;
   for (const auto& [seq, new_len] : requests) {
@@ -162,16 +162,14 @@ bool KvCache::fits(std::span<const std::pair<int, int64_t>> requests, bool evict
   if (!paged(0) && static_cast<int64_t>(seqs_.size()) + new_seqs > max_contiguous_seqs_) return false;
   for (size_t g = 0; g < groups_.size(); ++g)
     if (need[g] > allocs_[g].free_count() + prefix_.evictable(static_cast<int>(g))) return false;
-  if (evict)
-    for (size_t g = 0; g < groups_.size(); ++g)
-      if (need[g] > 0) prefix_.make_free(static_cast<int>(g), static_cast<int32_t>(need[g]));
   return true;
 }
 
 bool KvCache::can_reserve(std::span<const std::pair<int, int64_t>> requests) const {
   for (const auto& r : requests)
     if (r.second > opts_.seq_capacity) return false;
-  return const_cast<KvCache*>(this)->fits(requests, false);  // evict = false changes nothing
+  thread_local std::vector<int64_t> need;
+  return blocks_for(requests, need);
 }
 
 void KvCache::reserve(std::span<const std::pair<int, int64_t>> requests) {
@@ -180,7 +178,8 @@ void KvCache::reserve(std::span<const std::pair<int, int64_t>> requests) {
       throw CapacityError(
           fmt::format("sequence {}: {} tokens exceed the KV capacity of {} tokens per sequence", seq, new_len,
                       opts_.seq_capacity));
-  if (!fits(requests, true)) {
+  thread_local std::vector<int64_t> need;
+  if (!blocks_for(requests, need)) {
     if (!paged(0))
       throw CapacityError(
           fmt::format("KV cache is full: {} sequences of {} tokens already held (pool of {} tokens)",
@@ -188,6 +187,8 @@ void KvCache::reserve(std::span<const std::pair<int, int64_t>> requests) {
     throw CapacityError(fmt::format("KV pool exhausted: {} free blocks of {} tokens are not enough",
                                     allocs_[0].free_count(), opts_.block_tokens));
   }
+  for (size_t g = 0; g < groups_.size(); ++g)  // room made by evicting unused prefix-cache blocks
+    if (need[g] > 0) prefix_.make_free(static_cast<int>(g), static_cast<int32_t>(need[g]));
   for (const auto& [seq, new_len] : requests) grow(create(seq), new_len);
   peak_held_ = std::max(peak_held_, held_bytes());
 }

@@ -141,7 +141,7 @@ class KvCache {
   const Seq& get(int seq) const;
   Seq& create(int seq);
   int32_t blocks_needed(const Seq* s, int g, int64_t new_len) const;
-  bool fits(std::span<const std::pair<int, int64_t>> requests, bool evict);
+  bool blocks_for(std::span<const std::pair<int, int64_t>> requests, std::vector<int64_t>& need) const;
   void grow(Seq& s, int64_t new_len);
   int64_t rows_with_storage(const Seq& s) const;
   void make_writable(Seq& s, int g, int64_t pos);
