@@ -176,7 +176,7 @@ async function send(text) {
       headers: headers(),
       signal: controller.signal,
       body: JSON.stringify({
-        messages, stream: true, stream_options: { include_usage: true },
+        model: modelName || undefined, messages, stream: true, stream_options: { include_usage: true },
         temperature: +settings.temperature, top_p: +settings.top_p, max_tokens: +settings.max_tokens,
       }),
     });
@@ -232,13 +232,19 @@ function applyTheme(theme) {
   store.set('theme', theme);
 }
 
+// The served models (the base model, its aliases and LoRA adapters) in the model menu.
 async function loadModel() {
+  let ids = [];
   try {
     const r = await fetch('/v1/models', { headers: headers() });
     const j = await r.json();
-    modelName = j.data?.[0]?.id ?? '';
-  } catch { modelName = ''; }
-  $('model-name').textContent = modelName;
+    ids = (j.data ?? []).map((m) => m.id);
+  } catch { ids = []; }
+  const select = $('model-name');
+  select.replaceChildren(...ids.map((id) => new Option(id, id)));
+  const saved = store.get('model', '');
+  modelName = ids.includes(saved) ? saved : (ids[0] ?? '');
+  select.value = modelName;
 }
 
 function init() {
@@ -248,6 +254,7 @@ function init() {
   bindSetting('max-tokens', 'max_tokens');
   bindSetting('api-key', 'api_key');
   $('api-key').addEventListener('change', loadModel);
+  $('model-name').addEventListener('change', (e) => { modelName = e.target.value; store.set('model', modelName); });
   applyTheme(store.get('theme', matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light'));
   $('theme-toggle').onclick = () => applyTheme(document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark');
   $('settings-toggle').onclick = () => {

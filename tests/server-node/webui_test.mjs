@@ -52,8 +52,8 @@ try {
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto(base, { waitUntil: 'networkidle0' });
-  await page.waitForFunction(() => document.getElementById('model-name').textContent.length > 0, { timeout: 20000 });
-  check(await page.$eval('#model-name', (e) => e.textContent) === 'test-model', 'the model name is shown');
+  await page.waitForFunction(() => document.getElementById('model-name').value.length > 0, { timeout: 20000 });
+  check(await page.$eval('#model-name', (e) => e.value) === 'test-model', 'the model is chosen in the menu');
   check(await page.$eval('#input', (e) => document.activeElement === e), 'the message box has the focus');
 
   // A message and its streamed answer (Enter sends).
@@ -65,9 +65,11 @@ try {
   check(await page.$eval('.msg.user', (e) => e.textContent) === 'Once upon a time', 'the message is shown');
 
   // A long answer (past end-of-text: the test adds ignore_eos to the page's request), stopped.
+  let sent = null;
   const longer = (req) => {
     if (req.method() === 'POST' && req.url().endsWith('/v1/chat/completions')) {
       const body = JSON.parse(req.postData());
+      sent = body;
       req.continue({ postData: JSON.stringify({ ...body, ignore_eos: true, max_tokens: 30000 }) });
     } else {
       req.continue();
@@ -83,6 +85,8 @@ try {
   await new Promise((r) => setTimeout(r, 300));
   const grown2 = await page.$eval('.msg.assistant:last-child', (e) => e.textContent.length);
   check(grown2 > grown1, `the answer streams in (${grown1} -> ${grown2} characters)`);
+  check(sent?.model === 'test-model' && sent?.stream === true && sent?.messages?.length === 3,
+        `the request names the chosen model and carries the conversation (${JSON.stringify(sent)?.slice(0, 200)})`);
   check(await page.$eval('#stop', (e) => !e.hidden), 'Stop is offered while answering');
   await page.click('#stop');
   await page.waitForSelector('#send:not([hidden])', { timeout: 20000 });
