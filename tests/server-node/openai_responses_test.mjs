@@ -51,7 +51,7 @@ const tools = [{
 }];
 for (const stream of [false, true]) {
   const label = stream ? 'streamed' : 'not streamed';
-  const params = { model, input: 'Weather in Paris?', tools, tool_choice: 'required', parallel_tool_calls: false, max_output_tokens: 120, reasoning_budget: 4 };
+  const params = { model, input: 'Weather in Paris?', tools, tool_choice: 'required', parallel_tool_calls: false, max_output_tokens: 120, seed: 2, reasoning_budget: 4 };
   const first = stream ? await client.responses.stream(params).finalResponse() : await client.responses.create(params);
   const call = first.output.find((o) => o.type === 'function_call');
   check(call && call.name === 'get_weather', `${label}: a function_call item (${JSON.stringify(first.output)})`);
@@ -69,7 +69,7 @@ for (const stream of [false, true]) {
 // Structured output through text.format.
 const schema = { type: 'object', properties: { n: { type: 'integer', minimum: 1, maximum: 9 } }, required: ['n'], additionalProperties: false };
 const structured = await client.responses.create({
-  model, input: 'Pick a number', max_output_tokens: 40, reasoning_budget: 4, text: { format: { type: 'json_schema', name: 'pick', schema, strict: true } },
+  model, input: 'Pick a number', max_output_tokens: 120, seed: 1, reasoning_budget: 4, text: { format: { type: 'json_schema', name: 'pick', schema, strict: true } },
 });
 let parsed = null;
 try { parsed = JSON.parse(structured.output_text); } catch { /* checked below */ }

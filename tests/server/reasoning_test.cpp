@@ -130,6 +130,7 @@ TEST(Reasoning, SchemaAppliesAfterTheReasoningWhichTheBudgetEnds) {
   }
   // enable_thinking false: the template closes the block, so the schema applies from the start.
   json r = chat(c, {{"max_tokens", 120},
+                    {"seed", 3},
                     {"response_format", format},
                     {"reasoning_budget", 6},
                     {"chat_template_kwargs", {{"enable_thinking", false}}}});
@@ -148,6 +149,7 @@ TEST(Reasoning, ForcedToolCallAfterTheReasoning) {
                                        {"properties", {{"city", {{"type", "string"}, {"maxLength", 8}}}}},
                                        {"required", {"city"}}}}}}}});
   json r = chat(c, {{"max_tokens", 400},
+                    {"seed", 3},
                     {"tools", tools},
                     {"tool_choice", "required"},
                     {"parallel_tool_calls", false},
