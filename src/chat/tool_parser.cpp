@@ -141,33 +141,16 @@ std::optional<json> finished_objects(std::string_view s) {
   return out;
 }
 
-// [TOOL_CALLS][{...}, ...]; the marker is a control token a detokenizer may leave out, so an
-// answer that is only such an array counts too.
-ParsedAnswer parse_mistral(std::string_view text, bool cut) {
-  constexpr std::string_view marker = "[TOOL_CALLS]";
-  const size_t at = text.find(marker);
-  const std::string_view before = at == std::string_view::npos ? std::string_view{} : text.substr(0, at);
-  const std::string_view body = trim(at == std::string_view::npos ? text : text.substr(at + marker.size()));
-  auto j = body.starts_with("[") ? parse_json(body) : std::nullopt;
-  if (!j && cut && body.starts_with("[")) j = finished_objects(body);  // cut inside the array
-  if (!j || !j->is_array() || j->empty()) return {std::string(text), {}};
-  ParsedAnswer a{std::string(rtrim(before)), {}};
-  for (const json& c : *j) {
-    auto call = call_of(c, "arguments");
-    if (!call) return {std::string(text), {}};
-    a.calls.push_back(std::move(*call));
-  }
-  return a;
-}
-
-// <|tool_call|>[{...}, ...]<|/tool_call|>, the closing marker optional; the markers are tokens a
-// detokenizer may leave out, so an answer that is only such an array counts too.
-ParsedAnswer parse_phi4(std::string_view text, bool cut) {
-  constexpr std::string_view open = "<|tool_call|>", close = "<|/tool_call|>";
+// `open`[{...}, ...]`close` (the closing marker optional, or none): Mistral's [TOOL_CALLS][...] and
+// Phi-4-mini's <|tool_call|>[...]<|/tool_call|>. The markers are tokens a detokenizer may leave
+// out, so an answer that is only such an array counts too.
+ParsedAnswer parse_call_array(std::string_view text, std::string_view open, std::string_view close,
+                              bool cut) {
   const size_t at = text.find(open);
   const std::string_view before = at == std::string_view::npos ? std::string_view{} : text.substr(0, at);
   std::string_view body = trim(at == std::string_view::npos ? text : text.substr(at + open.size()));
-  if (const size_t end = body.find(close); end != std::string_view::npos) body = trim(body.substr(0, end));
+  if (!close.empty())
+    if (const size_t end = body.find(close); end != std::string_view::npos) body = trim(body.substr(0, end));
   auto j = body.starts_with("[") ? parse_json(body) : std::nullopt;
   if (!j && cut && body.starts_with("[")) j = finished_objects(body);  // cut inside the array
   if (!j || !j->is_array() || j->empty()) return {std::string(text), {}};
@@ -187,9 +170,9 @@ ParsedAnswer parse_tool_answer(ToolStyle style, std::string_view text, bool cut)
     case ToolStyle::Llama3:
       return parse_llama3(text);
     case ToolStyle::Mistral:
-      return parse_mistral(text, cut);
+      return parse_call_array(text, "[TOOL_CALLS]", "", cut);
     case ToolStyle::Phi4:
-      return parse_phi4(text, cut);
+      return parse_call_array(text, "<|tool_call|>", "<|/tool_call|>", cut);
     case ToolStyle::Hermes:
     case ToolStyle::Default:
       break;
