@@ -37,6 +37,14 @@ struct KvOptions {
   // Layers with a sliding window keep their window plus this many positions, so that a sequence
   // can be rolled back (truncate) this far; -1 = 64. Speculative decoding needs its draft length.
   int64_t rollback_tokens = -1;
+  // Keeps the prefix cache's blocks on disk too (paged + prefix_cache): a block is saved when it is
+  // evicted and when the cache goes, and read back on a lookup that misses in memory, so cached
+  // prompts survive a restart. Files are kept apart by prefix_cache_key (what computed the K/V:
+  // the caller's model fingerprint, precision and kernels) and the cache's own layout; a file of
+  // another key, layout or format is ignored with a log line. Empty: no disk store.
+  std::string prefix_cache_dir;
+  std::string prefix_cache_key;
+  uint64_t prefix_cache_dir_bytes = 0;  // the folder's size limit (oldest files removed); 0: 8 GiB
   // Fills unset fields from FERRUM_KV_LAYOUT, FERRUM_KV_TYPE, FERRUM_KV_CAPACITY, FERRUM_KV_POOL,
   // FERRUM_PREFIX_CACHE (a type set explicitly, f32 included, is kept); throws naming a variable
   // whose value is not valid.
@@ -54,6 +62,8 @@ struct KvUsage {
   // Layers with a sliding window keep only their last window_rows positions of each sequence:
   int64_t window_layers = 0, window_rows = 0;
   size_t window_held_bytes = 0;  // K+V the windowed layers hold now (part of held_bytes)
+  // With a prefix_cache_dir: cached blocks read back from disk, and written to it.
+  int64_t prefix_disk_reads = 0, prefix_disk_writes = 0;
 };
 
 // A change a caller made to a cache outside forward passes (truncate, release, reset, reserve,

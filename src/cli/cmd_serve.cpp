@@ -12,7 +12,9 @@
 #include "core/profile.h"
 #include "engine/engine.h"
 #include "ferrum/embeddings.h"
+#include "loading/fingerprint.h"
 #include "loading/loader.h"
+#include "models/registry.h"
 #include "server/embeddings.h"
 #include "server/server.h"
 
@@ -31,6 +33,12 @@ struct ServeFlags {
   std::string reasoning_format = "auto";
   std::string log_format = "text";
   bool no_webui = false;
+  std::string models_dir, models_preset;  // models loaded on demand
+  int max_loaded_models = 4;
+  double models_memory_gb = 0;
+  std::string keep_alive = "5m";
+  std::string prefix_cache_dir;  // the prompt cache kept on disk across restarts
+  double prefix_cache_disk_gb = 8;
 };
 
 std::string read_template(const std::string& path) {
@@ -73,8 +81,8 @@ class SpecLog {
   uint64_t proposed_ = 0, accepted_ = 0, steps_ = 0;
 };
 
-// Runs until SIGINT/SIGTERM; then drains the engine (if any) and stops the listener.
-int serve_until_signal(server::Server& srv, Engine* engine, const std::string& banner) {
+// Runs until SIGINT/SIGTERM; then drains every loaded engine and stops the listener.
+int serve_until_signal(server::Server& srv, const std::string& banner) {
   std::signal(SIGPIPE, SIG_IGN);
   const int port = srv.start();
   std::signal(SIGINT, on_signal);
@@ -83,10 +91,14 @@ int serve_until_signal(server::Server& srv, Engine* engine, const std::string& b
   SpecLog spec_log;
   while (g_signal.load() == 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (engine && engine->options().spec.proposer) spec_log.maybe_print(engine->stats());
+    const auto all = srv.models().list();
+    if (!all.empty() && all[0].pinned && all[0].model && all[0].model->engine &&
+        all[0].model->engine->options().spec.proposer)
+      spec_log.maybe_print(all[0].model->engine->stats());
   }
   std::fprintf(stderr, "ferrum serve: signal %d, draining in-flight requests\n", g_signal.load());
-  if (engine) engine->shutdown(/*drain=*/true);  // new requests get 503 while the running ones finish
+  for (const auto& m : srv.models().list())  // new requests get 503 while the running ones finish
+    if (m.model && m.model->engine) m.model->engine->shutdown(/*drain=*/true);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let handlers send their last bytes
   srv.stop();
   std::fprintf(stderr, "ferrum serve: stopped\n");
@@ -94,53 +106,128 @@ int serve_until_signal(server::Server& srv, Engine* engine, const std::string& b
   return 0;
 }
 
-int serve(ServeFlags& f) {
+// What a served model's engine and embedder live in; released embedder first, weights last.
+struct ModelHolder {
+  LoadedModel lm;
+  SpecSetup spec;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<server::Embedder> embedder;
+};
+
+// Loads one model for the server: an encoder for /v1/embeddings, or a decoder behind an engine of
+// its own (with /v1/embeddings too). The command line's model (main) takes the speculative
+// decoding flags and --chat-template-file; a preset's own settings apply to a folder's models.
+std::shared_ptr<server::ServedModel> load_served(const server::ModelSource& src, const ServeFlags& f,
+                                                 bool main) {
   ModelOptions mo = f.model.options();
-  const std::string path = f.model.model_path();
-  f.http.max_body_bytes = f.max_body_mb << 20;
-  const bool encoder = open_model_files(path, f.model.tokenizer).config.is_encoder();
   EmbedOptions eo;
   if (!f.pooling.empty()) eo.pooling = parse_pooling(f.pooling);
-  if (encoder) {  // encoder: embeddings only
-    LoadedModel lm = load_model(path, mo);
-    if (f.http.model_name.empty()) f.http.model_name = std::filesystem::path(lm.path).stem().string();
-    server::Embedder emb(*lm.model, *lm.tokenizer, eo);
-    server::Server srv(nullptr, &emb, f.http);
-    return serve_until_signal(srv, nullptr,
-                              fmt::format("encoder '{}' (/v1/embeddings, {} dims) at http://{}",
-                                          f.http.model_name, emb.dim(), f.http.host));
+  auto h = std::make_shared<ModelHolder>();
+  const bool encoder = open_model_files(src.path, main ? f.model.tokenizer : "").config.is_encoder();
+  std::string id = main ? f.http.model_name : src.id;
+  if (encoder) {
+    h->lm = load_model(src.path, mo);
+    if (id.empty()) id = std::filesystem::path(h->lm.path).stem().string();
+    h->embedder = std::make_unique<server::Embedder>(*h->lm.model, *h->lm.tokenizer, eo);
+  } else {
+    if (eo.pooling == Pooling::Cls) fail("--pooling cls: a decoder has no CLS token (use last or mean)");
+    EngineOptions e = f.engine;
+    // Serving many sequences wants the paged pool unless the user chose otherwise.
+    e.kv = f.model.kv_options();
+    if (!f.layout_given && std::getenv("FERRUM_KV_LAYOUT") == nullptr) e.kv.layout = KvLayout::Paged;
+    if (src.preset.ctx_size) e.kv.capacity = src.preset.ctx_size;
+    if (!f.prefix_cache_dir.empty()) {  // cached prompts on disk, apart per model file and numerics
+      e.kv.prefix_cache = true;
+      e.kv.prefix_cache_dir = f.prefix_cache_dir;
+      e.kv.prefix_cache_dir_bytes = static_cast<uint64_t>(f.prefix_cache_disk_gb * double(1ull << 30));
+      e.kv.prefix_cache_key = fmt::format("{}|precision {}|kernels {}", model_fingerprint(src.path),
+                                          f.model.precision, kernel_tier());
+    }
+    h->lm = main ? f.model.load(mo) : load_model(src.path, mo);
+    if (id.empty()) id = std::filesystem::path(h->lm.path).stem().string();
+    if (main) {
+      h->spec = make_spec(f.spec, f.model, h->lm);
+      e.spec = h->spec.options;
+    }
+    h->engine = std::make_unique<Engine>(*h->lm.model, *h->lm.tokenizer, e);
+    // /v1/embeddings from the same model: its final hidden states pooled and L2-normalized, with a
+    // KV cache of its own per request, each forward between two generation steps.
+    eo.kv_type = e.kv.type;
+    h->embedder = std::make_unique<server::Embedder>(*h->engine, eo);
   }
-  if (eo.pooling == Pooling::Cls) fail("--pooling cls: a decoder has no CLS token (use last or mean)");
-  // Serving many sequences wants the paged pool unless the user chose otherwise.
-  f.engine.kv = f.model.kv_options();
-  if (!f.layout_given && std::getenv("FERRUM_KV_LAYOUT") == nullptr) f.engine.kv.layout = KvLayout::Paged;
+  std::string tmpl = main ? f.http.chat_template : "";
+  if (!src.preset.chat_template_file.empty()) tmpl = read_template(src.preset.chat_template_file);
+  auto m = std::make_shared<server::ServedModel>(id, h->engine.get(), h->embedder.get(), tmpl, src.preset);
+  m->path = h->lm.path;
+  m->owner = std::move(h);
+  return m;
+}
+
+server::ModelPool::Limits pool_limits(const ServeFlags& f) {
+  server::ModelPool::Limits lim;
+  lim.max_loaded = f.max_loaded_models;
+  lim.memory_bytes = static_cast<uint64_t>(f.models_memory_gb * double(1ull << 30));
+  try {
+    lim.keep_alive = server::parse_keep_alive(nlohmann::json(f.keep_alive));
+  } catch (const Error&) {
+    fail("--keep-alive {}: expected a duration such as 5m, 1h, 30s, 0 or -1 (forever)", f.keep_alive);
+  }
+  return lim;
+}
+
+int serve(ServeFlags& f) {
+  f.http.max_body_bytes = f.max_body_mb << 20;
   if (!f.chat_template_file.empty()) f.http.chat_template = read_template(f.chat_template_file);
   f.http.reasoning = f.reasoning_format != "none";
   f.http.webui = !f.no_webui;
   f.http.request_log = f.log_format == "json"   ? server::RequestLogFormat::Json
                        : f.log_format == "text" ? server::RequestLogFormat::Text
                                                 : server::RequestLogFormat::Off;
-  LoadedModel lm = f.model.load(mo);
-  if (f.http.model_name.empty()) f.http.model_name = std::filesystem::path(lm.path).stem().string();
-  f.http.model_path = lm.path;
-  SpecSetup spec = make_spec(f.spec, f.model, lm);
-  f.engine.spec = spec.options;
-  Engine engine(*lm.model, *lm.tokenizer, f.engine);
-  // /v1/embeddings from the same model: its final hidden states pooled and L2-normalized, with a
-  // KV cache of its own per request, each forward between two generation steps.
-  eo.kv_type = f.engine.kv.type;
-  server::Embedder emb(engine, eo);
-  server::Server srv(&engine, &emb, f.http);
-  return serve_until_signal(
-      srv, &engine,
-      fmt::format("model '{}' ({} KV, {} tokens per sequence, max {} sequences, {} tokens per step, "
-                  "embeddings: {} pooling{}) at http://{}",
-                  f.http.model_name, kv_layout_name(f.engine.kv.layout), engine.kv_capacity(),
-                  f.engine.max_num_seqs, f.engine.max_batched_tokens, pooling_name(emb.pooling()),
-                  spec.options.proposer ? fmt::format(", speculative: {} up to {} tokens",
-                                                      spec.options.proposer->name(), spec.options.draft_max)
-                                        : "",
-                  f.http.host));
+  const bool model_given = !f.model.model.empty() || !f.model.model_flag.empty();
+  std::vector<server::ModelSource> folder;
+  if (!f.models_dir.empty()) {
+    if (f.model.pipeline > 1)
+      fail("--models-dir: a models folder is not served over a pipeline (--pipeline)");
+    folder = server::scan_models_dir(f.models_dir, f.models_preset);
+    if (folder.empty() && !model_given)
+      fail("--models-dir {}: no GGUF file or Hugging Face directory found", f.models_dir);
+  } else if (!f.models_preset.empty()) {
+    fail("--models-preset needs --models-dir");
+  }
+  auto pool = std::make_shared<server::ModelPool>(
+      [&f](const server::ModelSource& src) { return load_served(src, f, false); }, pool_limits(f));
+  std::string banner;
+  if (model_given || f.models_dir.empty()) {
+    server::ModelSource src{"", f.model.model_path(), 0, {}};
+    src.preset.aliases = f.http.model_aliases;
+    src.preset.lora = f.http.lora_modules;
+    auto m = load_served(src, f, true);
+    f.http.model_name = m->id;
+    f.http.model_path = m->path;
+    if (const Engine* e = m->engine)
+      banner = fmt::format(
+          "model '{}' ({} KV, {} tokens per sequence, max {} sequences, {} tokens per step, "
+          "embeddings: {} pooling{})",
+          m->id, kv_layout_name(e->options().kv.layout), e->kv_capacity(), e->options().max_num_seqs,
+          e->options().max_batched_tokens, pooling_name(m->embedder->pooling()),
+          e->options().spec.proposer
+              ? fmt::format(", speculative: {} up to {} tokens", e->options().spec.proposer->name(),
+                            e->options().spec.draft_max)
+              : "");
+    else
+      banner = fmt::format("encoder '{}' (/v1/embeddings, {} dims)", m->id, m->embedder->dim());
+    pool->add_pinned(std::move(m));
+  }
+  for (server::ModelSource& s : folder) {
+    if (s.id == f.http.model_name) continue;  // the command line's model is in the folder too
+    pool->add(std::move(s));
+  }
+  if (!folder.empty())
+    banner += fmt::format(
+        "{}{} models from {} loaded on demand (at most {} at once, idle {} before unloading)",
+        banner.empty() ? "" : "; ", folder.size(), f.models_dir, f.max_loaded_models, f.keep_alive);
+  server::Server srv(pool, f.http);
+  return serve_until_signal(srv, fmt::format("{} at http://{}", banner, f.http.host));
 }
 
 }  // namespace
@@ -179,6 +266,36 @@ Runner add_serve(CLI::App& app) {
                   "seconds a Responses API answer is kept for previous_response_id and GET /v1/responses/ID "
                   "(0: none kept)")
       ->transform(whole(0, 365 * 24 * 3600));
+  sub->add_option("--models-dir", f->models_dir,
+                  "also serve every GGUF file and Hugging Face directory under this folder, loaded when a "
+                  "request names it (id: the path below the folder, without .gguf)")
+      ->check(non_empty());
+  sub->add_option("--models-preset", f->models_preset,
+                  "models.json of per-model settings (default: DIR/models.json): path, aliases, defaults, "
+                  "system, chat_template_file, ctx_size, lora")
+      ->check(non_empty());
+  sub->add_option("--max-loaded-models", f->max_loaded_models,
+                  "models loaded at once; loading another unloads the least recently used idle one (0: no "
+                  "limit)")
+      ->capture_default_str()
+      ->transform(whole(0, 1024));
+  sub->add_option("--models-memory", f->models_memory_gb,
+                  "GiB the loaded models' weights and KV caches may take; least recently used idle ones "
+                  "are unloaded to stay below (0: no limit)")
+      ->check(real(0.0, 1e6));
+  sub->add_option("--keep-alive", f->keep_alive,
+                  "how long an idle model from --models-dir stays loaded (5m, 1h, 30s; 0: unload at once; "
+                  "-1: forever); requests may set their own \"keep_alive\"")
+      ->capture_default_str()
+      ->check(non_empty());
+  sub->add_option("--prefix-cache-dir", f->prefix_cache_dir,
+                  "keep cached prompt prefixes in this folder too, so they survive a restart (turns on "
+                  "--prefix-cache; blocks saved when evicted and at shutdown, read back on a hit)")
+      ->check(non_empty());
+  sub->add_option("--prefix-cache-disk", f->prefix_cache_disk_gb,
+                  "GiB the --prefix-cache-dir folder may hold per model (oldest blocks removed first)")
+      ->capture_default_str()
+      ->check(real(0.001, 1e6));
   sub->add_option("--model-name", f->http.model_name, "model id reported by /v1/models (default: file name)");
   sub->add_option("--served-model-alias", f->http.model_aliases,
                   "more names requests may give as \"model\", for clients with a fixed model name (one or "

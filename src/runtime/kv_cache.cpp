@@ -70,6 +70,14 @@ KvCache::KvCache(int n_layer, int n_head_kv, int head_dim, KvCacheOptions opts)
              2 * n_blocks * block_bytes_);
     }
   }
+  if (opts_.store && opts_.prefix_cache && paged(0))
+    prefix_.set_on_evict([this](const PrefixCache::EntryView& e) { save_entry(e); });
+  else
+    opts_.store.reset();
+}
+
+KvCache::~KvCache() {
+  if (opts_.store) prefix_.for_each([this](const PrefixCache::EntryView& e) { save_entry(e); });
 }
 
 void KvCache::make_groups(const std::vector<int32_t>& windows) {
@@ -333,7 +341,7 @@ void KvCache::register_blocks(Seq& s) {
     if (std::any_of(block_ids, block_ids + bt, [](int32_t id) { return id < 0; })) return;  // input rows
     blocks.clear();
     for (const auto& table : s.tables) blocks.push_back(table[s.registered]);
-    s.chain = prefix_.offer(s.chain, block_ids, bt, blocks);
+    s.chain = prefix_.offer(s.chain, block_ids, bt, blocks, s.ns);
     ++s.registered;
   }
 }
@@ -364,9 +372,18 @@ int64_t KvCache::reuse_prefix(int seq, std::span<const int32_t> prompt, uint64_t
   const int64_t max_blocks = static_cast<int64_t>(prompt.size() - 1) / bt;
   thread_local std::vector<PrefixCache::Hit> found;
   found.clear();
+  // With a disk store, a block read back may need room: the blocks found so far are held (then
+  // not evictable) until the sequence holds them.
+  thread_local std::vector<std::pair<int, int32_t>> held;
+  held.clear();
   for (uint64_t chain = ns; static_cast<int64_t>(found.size()) < max_blocks;) {
-    const PrefixCache::Hit hit = prefix_.find(chain, prompt.data() + found.size() * bt, bt);
+    const int32_t* tokens = prompt.data() + found.size() * bt;
+    PrefixCache::Hit hit = prefix_.find(chain, tokens, bt);
+    if (!hit.blocks && opts_.store && ns == 0) hit = restore(chain, tokens);
     if (!hit.blocks) break;
+    if (opts_.store)
+      for (size_t g = 0; g < groups_.size(); ++g)
+        if (hit.blocks[g] >= 0) allocs_[g].incref(hit.blocks[g]), held.emplace_back(g, hit.blocks[g]);
     found.push_back(hit);
     chain = hit.hash;
   }
@@ -395,6 +412,7 @@ int64_t KvCache::reuse_prefix(int seq, std::span<const int32_t> prompt, uint64_t
   s.registered = static_cast<int>(n);
   s.chain = n > 0 ? found[n - 1].hash : ns;
   s.ns = ns;
+  for (const auto& [g, b] : held) allocs_[g].decref(b);
   prefix_.count(n * bt);
   return n * bt;
 }
@@ -516,6 +534,7 @@ KvUsage KvCache::stats() const {
   st.prefix_hits = prefix_.hits();
   st.prefix_misses = prefix_.misses();
   st.prefix_saved_tokens = prefix_.saved_tokens();
+  if (opts_.store) st.prefix_disk_reads = opts_.store->loaded(), st.prefix_disk_writes = opts_.store->saved();
   st.prefix_entries = prefix_.entries();
   st.prefix_bytes = static_cast<size_t>(prefix_.entries()) * block_bytes_ * 2 * layer0;
   return st;

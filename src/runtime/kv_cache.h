@@ -26,6 +26,7 @@
 #include "kernels/cpu/kv_format.h"
 #include "runtime/block_allocator.h"
 #include "runtime/prefix_cache.h"
+#include "runtime/prefix_store.h"
 
 namespace ferrum::runtime {
 
@@ -43,6 +44,9 @@ struct KvCacheOptions {
   // at p-W < j <= p, so the layer keeps only its last W + rollback_tokens positions.
   std::vector<int32_t> layer_windows;
   int64_t rollback_tokens = 64;  // how far truncate() may go back from the newest position
+  // Paged + prefix_cache: the prefix cache's blocks are also kept on disk (prefix_store.h): saved
+  // when evicted and when the cache goes, read back on a lookup that misses in memory.
+  std::shared_ptr<PrefixStore> store;
 };
 
 // One layer's K or V rows of a contiguous sequence (grown by resizing; huge pages when large).
@@ -51,6 +55,7 @@ using KvBytes = std::vector<uint8_t, HugePageAllocator<uint8_t>>;
 class KvCache {
  public:
   KvCache(int n_layer, int n_head_kv, int head_dim, KvCacheOptions opts);
+  ~KvCache();                        // with a disk store: saves every cached block first
   KvCache(const KvCache&) = delete;  // the prefix cache refers to the block allocators
   KvCache& operator=(const KvCache&) = delete;
 
@@ -147,6 +152,10 @@ class KvCache {
   void make_writable(Seq& s, int g, int64_t pos);
   void register_blocks(Seq& s);
   void drop_passed(Seq& s);  // windowed groups: the blocks no query to come needs
+  // The disk store (kv_cache_disk.cpp): a cached block's K/V written to its file; a block read
+  // back from its file into the pool and the prefix cache (a miss when it has none or no room).
+  void save_entry(const PrefixCache::EntryView& e);
+  PrefixCache::Hit restore(uint64_t parent, const int32_t* tokens);
   // The first position a query at `pos` of a layer with this window sees.
   static int64_t first_seen(int32_t window, int64_t pos) { return std::max<int64_t>(0, pos - window + 1); }
   uint8_t* group_ptr(int layer, bool is_k, Seq& s, int64_t pos);

@@ -1,5 +1,7 @@
 // The public KV cache (include/ferrum/kv_cache.h): option parsing and sequence bookkeeping over
 // runtime::KvCache, which the models read and write directly.
+#include <fmt/ranges.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <string>
@@ -62,9 +64,18 @@ void KvOptions::apply_env() {
 }
 
 namespace {
-// The runtime's options with the layers' windows.
-runtime::KvCacheOptions with_windows(runtime::KvCacheOptions r, std::vector<int32_t> windows) {
+// The runtime's options with the layers' windows, and the disk store when asked for: its identity
+// is the caller's key and everything that shapes a block's bytes.
+runtime::KvCacheOptions with_windows(runtime::KvCacheOptions r, std::vector<int32_t> windows,
+                                     const KvOptions& o, int n_layer, int n_head_kv, int head_dim) {
   r.layer_windows = std::move(windows);
+  if (!o.prefix_cache_dir.empty() && r.prefix_cache) {
+    const std::string identity = fmt::format("{}|kv {} block {} layers {} kv_heads {} head_dim {} windows {}",
+                                             o.prefix_cache_key, kv_type_name(r.type), r.block_tokens,
+                                             n_layer, n_head_kv, head_dim, fmt::join(r.layer_windows, ","));
+    r.store = std::make_shared<runtime::PrefixStore>(
+        o.prefix_cache_dir, identity, o.prefix_cache_dir_bytes ? o.prefix_cache_dir_bytes : 8ull << 30);
+  }
   return r;
 }
 }  // namespace
@@ -74,7 +85,8 @@ KvCache::KvCache(int n_layer, int n_head_kv, int head_dim, const KvOptions& opts
     : opts_(opts),
       impl_(std::make_unique<runtime::KvCache>(
           n_layer, n_head_kv, head_dim,
-          with_windows(runtime_options(opts, default_capacity), std::move(layer_windows)))) {
+          with_windows(runtime_options(opts, default_capacity), std::move(layer_windows), opts, n_layer,
+                       n_head_kv, head_dim))) {
   opts_.type = impl_->options().type;
   opts_.capacity = impl_->options().seq_capacity;
   opts_.pool_tokens = impl_->options().pool_tokens;
@@ -87,6 +99,8 @@ KvCache::~KvCache() {
 }
 
 void KvCache::set_journal(KvJournal* journal, int id) {
+  if (!opts_.prefix_cache_dir.empty())
+    fail("--prefix-cache-dir: a prompt cache on disk does not work over pipeline stages yet");
   journal_ = journal;
   journal_id_ = id;
   KvOp op;

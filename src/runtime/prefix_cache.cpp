@@ -30,7 +30,8 @@ PrefixCache::Hit PrefixCache::find(uint64_t parent, const int32_t* tokens, int n
   return {it->second.blocks.data(), h};
 }
 
-uint64_t PrefixCache::offer(uint64_t parent, const int32_t* tokens, int n, std::span<const int32_t> blocks) {
+uint64_t PrefixCache::offer(uint64_t parent, const int32_t* tokens, int n, std::span<const int32_t> blocks,
+                            uint64_t root) {
   const uint64_t h = chain_hash(parent, tokens, n);
   auto it = entries_.find(h);
   if (it != entries_.end()) {
@@ -43,7 +44,7 @@ uint64_t PrefixCache::offer(uint64_t parent, const int32_t* tokens, int n, std::
   for (size_t g = 0; g < blocks.size(); ++g)
     if (blocks[g] >= 0) allocs_[g].incref(blocks[g]);
   lru_.push_back(h);
-  entries_.emplace(h, Entry{std::vector<int32_t>(blocks.begin(), blocks.end()), parent,
+  entries_.emplace(h, Entry{std::vector<int32_t>(blocks.begin(), blocks.end()), parent, root,
                             std::vector<int32_t>(tokens, tokens + n), std::prev(lru_.end())});
   return h;
 }
@@ -78,6 +79,7 @@ void PrefixCache::free_until(int group, int32_t n) {
       e->second.blocks[group] = -1;
       ++it;
     } else {
+      if (on_evict_) on_evict_(view(e->first, e->second));
       for (size_t g = 0; g < e->second.blocks.size(); ++g)
         if (e->second.blocks[g] >= 0) allocs_[g].decref(e->second.blocks[g]);
       entries_.erase(e);
@@ -86,7 +88,13 @@ void PrefixCache::free_until(int group, int32_t n) {
   }
 }
 
+void PrefixCache::for_each(const std::function<void(const EntryView&)>& f) const {
+  for (const auto& [h, e] : entries_) f(view(h, e));
+}
+
 void PrefixCache::clear() {
+  if (on_evict_)
+    for (const auto& [h, e] : entries_) on_evict_(view(h, e));
   for (auto& [h, e] : entries_)
     for (size_t g = 0; g < e.blocks.size(); ++g)
       if (e.blocks[g] >= 0) allocs_[g].decref(e.blocks[g]);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <span>
 #include <unordered_map>
@@ -36,8 +37,19 @@ class PrefixCache {
   Hit find(uint64_t parent, const int32_t* tokens, int n);
   // Offers a full block of a sequence (its block in each group, -1 where it has none): cached with
   // references of its own unless an entry with this hash exists (which becomes the most recently
-  // used and takes the blocks it lost from this offer). Returns the block's chain hash.
-  uint64_t offer(uint64_t parent, const int32_t* tokens, int n, std::span<const int32_t> blocks);
+  // used and takes the blocks it lost from this offer). Returns the block's chain hash. `root`:
+  // the namespace the chain started from (0: the base model).
+  uint64_t offer(uint64_t parent, const int32_t* tokens, int n, std::span<const int32_t> blocks,
+                 uint64_t root = 0);
+
+  // An entry about to lose its blocks (evicted as a whole, or dropped by clear()), or visited.
+  struct EntryView {
+    uint64_t hash, parent, root;
+    std::span<const int32_t> tokens, blocks;  // blocks: per group, -1 where lost
+  };
+  // Called with each entry before it is evicted or cleared (the disk store saves it then).
+  void set_on_evict(std::function<void(const EntryView&)> f) { on_evict_ = std::move(f); }
+  void for_each(const std::function<void(const EntryView&)>& f) const;
 
   // Blocks of `group` only the cache holds (they count as free).
   int32_t evictable(int group) const;
@@ -66,14 +78,17 @@ class PrefixCache {
  private:
   struct Entry {
     std::vector<int32_t> blocks;  // per group
-    uint64_t parent;
+    uint64_t parent, root;
     std::vector<int32_t> tokens;  // checked on a hit: a hash collision is a miss
     std::list<uint64_t>::iterator lru;
   };
   bool sole(const Entry& e, int g) const { return e.blocks[g] >= 0 && allocs_[g].refcount(e.blocks[g]) == 1; }
   void free_until(int group, int32_t n);  // make_free's loop
 
+  static EntryView view(uint64_t h, const Entry& e) { return {h, e.parent, e.root, e.tokens, e.blocks}; }
+
   std::vector<BlockAllocator>& allocs_;
+  std::function<void(const EntryView&)> on_evict_;
   std::unordered_map<uint64_t, Entry> entries_;
   std::list<uint64_t> lru_;  // front = least recently used
   int64_t hits_ = 0, misses_ = 0, saved_ = 0;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "server/api_error.h"
+#include "server/http_server.h"
 
 namespace ferrum::server {
 namespace {
@@ -139,6 +140,16 @@ void check_json_content_type(std::string_view content_type) {
       throw ApiError(415, fmt::format("request bodies must be UTF-8 JSON; got charset '{}'", charset),
                      "invalid_request_error", "", "unsupported_media_type");
   }
+}
+
+void require_method(const HttpRequest& req, const char* method) {
+  if (req.method != method)
+    throw ApiError(405, fmt::format("method {} not allowed for {} (use {})", req.method, req.path, method));
+}
+
+void require_json_post(const HttpRequest& req) {
+  require_method(req, "POST");
+  check_json_content_type(req.header("Content-Type"));
 }
 
 }  // namespace ferrum::server

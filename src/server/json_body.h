@@ -18,4 +18,10 @@ nlohmann::json parse_json_body(std::string_view body, int max_depth = kMaxJsonDe
 // allowed but a charset other than UTF-8). None at all is taken as JSON, as llama-server does.
 void check_json_content_type(std::string_view content_type);
 
+struct HttpRequest;
+// Throws ApiError(405) naming the method to use unless the request's is `method`.
+void require_method(const HttpRequest& req, const char* method);
+// A POST with a JSON body (415 otherwise, before the body is parsed).
+void require_json_post(const HttpRequest& req);
+
 }  // namespace ferrum::server

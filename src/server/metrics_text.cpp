@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "server/lora_registry.h"
+#include "server/model_pool.h"
 
 namespace ferrum::server {
 namespace {
@@ -83,6 +84,25 @@ std::string label(const std::string& v) {
 }
 
 }  // namespace
+
+std::string models_metrics_text(const std::vector<ModelStatus>& models) {
+  std::string o;
+  int loaded = 0;
+  o += "# HELP ferrum_model_loaded Whether a model is loaded (1) or not (0).\n# TYPE ferrum_model_loaded "
+       "gauge\n";
+  for (const ModelStatus& m : models) {
+    loaded += m.state == ModelState::Loaded;
+    o += fmt::format("ferrum_model_loaded{{model=\"{}\"}} {}\n", label(m.id),
+                     m.state == ModelState::Loaded ? 1 : 0);
+  }
+  o += "# HELP ferrum_model_bytes A loaded model's weights and KV cache in memory.\n# TYPE "
+       "ferrum_model_bytes gauge\n";
+  for (const ModelStatus& m : models)
+    if (m.state == ModelState::Loaded)
+      o += fmt::format("ferrum_model_bytes{{model=\"{}\"}} {}\n", label(m.id), m.bytes);
+  metric(o, "ferrum_models_loaded", "gauge", "Models loaded now.", loaded);
+  return o;
+}
 
 std::string lora_metrics_text(const std::vector<std::shared_ptr<const LoraEntry>>& adapters) {
   struct Family {

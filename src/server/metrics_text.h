@@ -12,6 +12,9 @@
 namespace ferrum::server {
 
 struct LoraEntry;
+struct ModelStatus;
+// Per model of the pool: loaded (1/0) and its memory; the number loaded.
+std::string models_metrics_text(const std::vector<ModelStatus>& models);
 // Per LoRA adapter: requests, prompt and generated tokens, and the adapter's memory.
 std::string lora_metrics_text(const std::vector<std::shared_ptr<const LoraEntry>>& adapters);
 

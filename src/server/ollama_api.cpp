@@ -99,6 +99,7 @@ json openai_body_of_ollama(const json& b, bool chat, bool* completion) {
   }
   out["stream"] =
       b.contains("stream") && !b["stream"].is_null() ? b["stream"] : json(true);  // Ollama's default
+  if (b.contains("keep_alive")) out["keep_alive"] = b["keep_alive"];
   add_options(b, out);
   add_format(b, out);
   // `think`: true (or a level) lets a thinking template think, false turns it off; its reasoning

@@ -57,7 +57,7 @@ void Server::responses(const HttpRequest& req, HttpResponse& res, const ClientPr
   auto handle = submit(pp);
   res.log = usage_log(handle);
   ResponseHeader h{response_item_id("resp"),
-                   pp.lora ? pp.lora->name : opt_.model_name,
+                   pp.lora ? pp.lora->name : pp.model->id,
                    static_cast<int64_t>(std::time(nullptr)),
                    std::move(rr.echo),
                    rr.previous_response_id,
@@ -72,7 +72,7 @@ void Server::responses(const HttpRequest& req, HttpResponse& res, const ClientPr
   };
   if (rr.stream) {
     auto s = std::make_shared<ResponseStream>(std::move(h), std::move(pp.pr), handle, std::move(keep));
-    stream_answer(res, s, pp.lora ? pp.lora->counters : nullptr, ": keep-alive\n\n");
+    stream_answer(res, s, pp.lora ? pp.lora->counters : nullptr, ": keep-alive\n\n", pp.model);
     return;
   }
   Collected c;

@@ -7,7 +7,9 @@
 // POST /v1/responses, GET and DELETE /v1/responses/{id} (responses_request.h); the chat page at GET /
 // (web_assets.h); and GET /health,
 // GET /metrics (Prometheus text); LoRA adapters as models of their own (POST
-// /v1/load_lora_adapter and /v1/unload_lora_adapter when allowed). With an API key every route but /health
+// /v1/load_lora_adapter and /v1/unload_lora_adapter when allowed). A request's "model" picks one of
+// the pool's models (model_pool.h: the command line's, and a models folder's loaded on demand;
+// POST /models/load and /models/unload). With an API key every route but /health
 // needs it (/metrics too, unless public_metrics). POST bodies must be JSON: a Content-Type other than
 // application/json is a 415 (none at all is taken as JSON).
 #pragma once
@@ -20,12 +22,9 @@
 
 #include "engine/engine.h"
 #include "grammar/grammar_cache.h"
+#include "server/model_pool.h"
 #include "server/openai_request.h"
 #include "server/request_log.h"
-
-namespace ferrum::chat {
-class ChatPrompt;
-}
 
 namespace ferrum::server {
 
@@ -34,7 +33,6 @@ class HttpServer;
 struct HttpRequest;
 struct HttpResponse;
 class ClientProbe;
-class LoraRegistry;
 class ResponseStore;
 struct LoraEntry;
 struct Collected;
@@ -81,6 +79,8 @@ class Server {
   // ...or an encoder model for /v1/embeddings, or a decoder with /v1/embeddings too (an Embedder
   // over the same engine). Either may be null, not both.
   Server(Engine* engine, Embedder* embedder, ServerOptions opt);
+  // Models picked by each request's "model" from a pool (a models folder, loaded on demand).
+  Server(std::shared_ptr<ModelPool> models, ServerOptions opt);
   ~Server();
 
   // Binds and serves on background threads; returns the port (useful with port 0). Throws on
@@ -92,15 +92,21 @@ class Server {
   // Answers one request as the transport would after reading it (authentication, then the
   // route), without a socket: for tests and fuzzing. A streamed answer is left in res.stream.
   void respond(const HttpRequest& req, HttpResponse& res);
+  ModelPool& models() { return *models_; }
 
  private:
+  using Lease = std::shared_ptr<ServedModel>;  // keeps its model loaded while held
+  void init();
   bool gate(const HttpRequest& req, HttpResponse& res);
   void handle(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe);
   void route(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe);
   struct Prepared {
+    Lease model;  // held until the answer is sent
     ParsedRequest pr;
     std::shared_ptr<const LoraEntry> lora;  // the adapter "model" names, if it names one
   };
+  // The model a body's "model" names (and its "keep_alive"), loaded if need be.
+  Lease model_of(const nlohmann::json& body);
   Prepared prepare(const nlohmann::json& body, bool chat);
   std::shared_ptr<RequestHandle> submit(Prepared& p);
   // Waits for the end of a non-streamed request (first_token: when its first token came).
@@ -110,26 +116,20 @@ class Server {
   void generate(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe, bool chat);
   void messages(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe, bool count_only);
   void ollama(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe, const std::string& path);
-  nlohmann::json ollama_model() const;
-  void check_model(const nlohmann::json& body) const;
+  void ollama_chat(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe,
+                   const nlohmann::json& body, bool chat);
   void embeddings(const HttpRequest& req, HttpResponse& res);
   void models(const std::string& id, HttpResponse& res);
+  void models_admin(const HttpRequest& req, HttpResponse& res, bool load);
   void lora_admin(const HttpRequest& req, HttpResponse& res, bool load);
   void helper(const HttpRequest& req, HttpResponse& res, std::string_view route);
   void responses(const HttpRequest& req, HttpResponse& res, const ClientProbe& probe, std::string_view route);
-  std::vector<std::string> served_names() const;  // the base model's ids and the adapters' names
-  Engine* engine_;
-  Embedder* embedder_;
   ServerOptions opt_;
-  std::vector<std::string> names_;
+  std::shared_ptr<ModelPool> models_;
   std::unique_ptr<HttpServer> http_;
-  std::unique_ptr<chat::ChatPrompt> chat_;
-  std::unique_ptr<grammar::GrammarCache> grammars_;  // compiled response_format / grammar, LRU
-  std::unique_ptr<LoraRegistry> lora_;               // decoders only
-  std::shared_ptr<ResponseStore> responses_;         // the Responses API's stored answers
+  std::shared_ptr<ResponseStore> responses_;  // the Responses API's stored answers
   int port_ = -1;
   std::atomic<uint64_t> http_requests_{0}, http_errors_{0};
-  int64_t created_ = 0;
 };
 
 }  // namespace ferrum::server

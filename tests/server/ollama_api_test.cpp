@@ -150,7 +150,11 @@ TEST(OllamaApi, ToolHistoryFormatListingsAndErrors) {
     EXPECT_NE(e["error"].get<std::string>().find(words), std::string::npos) << e.dump();
   };
   expect_error("/api/chat", {{"model", "llama3.2"}, {"messages", json::array()}}, 404, "llama3.2");
-  expect_error("/api/chat", {{"stream", false}}, 400, "messages");
+  expect_error("/api/chat", {{"stream", false}, {"messages", "Hi"}}, 400, "messages");
+  // No messages at all: Ollama's call that only loads the model.
+  const json load = post_any(c, "/api/chat", {{"stream", false}}, &status);
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(load["done_reason"], "load") << load.dump();
   expect_error("/api/generate", {{"prompt", "x"}, {"images", {"aGk="}}}, 400, "images");
   expect_error("/api/generate", {{"prompt", "x"}, {"format", 3}}, 400, "format");
   expect_error("/api/pull", {{"model", "llama3.2"}}, 400, "no model registry");
