@@ -42,8 +42,8 @@ struct KvOptions {
   // prompts survive a restart. Files are kept apart by prefix_cache_key (what computed the K/V:
   // the caller's model fingerprint, precision and kernels) and the cache's own layout; a file of
   // another key, layout or format is ignored with a log line. Empty: no disk store.
-  std::string prefix_cache_dir;
-  std::string prefix_cache_key;
+  std::string prefix_cache_dir{};
+  std::string prefix_cache_key{};
   uint64_t prefix_cache_dir_bytes = 0;  // the folder's size limit (oldest files removed); 0: 8 GiB
   // Fills unset fields from FERRUM_KV_LAYOUT, FERRUM_KV_TYPE, FERRUM_KV_CAPACITY, FERRUM_KV_POOL,
   // FERRUM_PREFIX_CACHE (a type set explicitly, f32 included, is kept); throws naming a variable

@@ -57,7 +57,7 @@ Runner add_quantize(CLI::App& app) {
   sub->add_option("type", f->type,
                   "llama-quantize's preset: Q8_0, Q6_K, Q5_K_M, Q5_K_S, Q5_1, Q5_0, Q4_K_M, Q4_K_S, Q4_1, "
                   "Q4_0, IQ4_XS, "
-                  "IQ4_NL, Q3_K_L, Q3_K_M, Q3_K_S, Q2_K, F16, BF16, F32")
+                  "IQ4_NL, Q3_K_L, Q3_K_M, Q3_K_S, Q2_K, MXFP4_MOE, F16, BF16, F32")
       ->required();
   sub->add_option("-t,--threads", f->threads, "worker threads")
       ->transform(whole(1, ModelFlags::kMaxThreads))

@@ -43,7 +43,7 @@ constexpr std::array<DTypeInfo, 35> kTypes = {{
     {DType::BF16, "BF16", 1, 2, false, true},
     {DType::TQ1_0, "TQ1_0", 256, 54, true, false},
     {DType::TQ2_0, "TQ2_0", 256, 66, true, false},
-    {DType::MXFP4, "MXFP4", 32, 17, true, false},
+    {DType::MXFP4, "MXFP4", 32, 17, true, true},
     {DType::NVFP4, "NVFP4", 64, 36, true, false},
     {DType::Q1_0, "Q1_0", 128, 18, true, false},
     {DType::Q2_0, "Q2_0", 64, 18, true, false},

@@ -9,6 +9,7 @@
 #include "core/quant_fit.h"
 #include "core/quant_iq.h"
 #include "core/quant_low.h"
+#include "core/quant_mxfp4.h"
 
 // Bit-exactness with ggml depends on a*b + c not being fused into one fma.
 #pragma STDC FP_CONTRACT OFF
@@ -413,6 +414,8 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
       return quant_low::dequantize(static_cast<const BlockQ3_K*>(src), dst, nb);
     case DType::IQ4_NL:
       return quant_low::dequantize(static_cast<const BlockIQ4_NL*>(src), dst, nb);
+    case DType::MXFP4:
+      return quant_mxfp4::dequantize(static_cast<const BlockMXFP4*>(src), dst, nb);
     case DType::IQ4_XS:
       return quant_low::dequantize(static_cast<const BlockIQ4_XS*>(src), dst, nb);
     case DType::IQ2_XXS:
@@ -480,6 +483,8 @@ void quantize_row(DType t, const float* src, void* dst, int64_t n) {
       return quant_low::quantize(src, static_cast<BlockQ3_K*>(dst), nb);
     case DType::IQ4_NL:
       return quant_low::quantize(src, static_cast<BlockIQ4_NL*>(dst), nb);
+    case DType::MXFP4:
+      return quant_mxfp4::quantize(src, static_cast<BlockMXFP4*>(dst), nb);
     case DType::IQ4_XS:
       return quant_low::quantize(src, static_cast<BlockIQ4_XS*>(dst), nb);
     default:

@@ -12,14 +12,14 @@ namespace ferrum {
 namespace {
 
 // llama_ftype ids from llama.h.
-constexpr std::array<QuantPreset, 19> kPresets = {{
-    {"F32", 0, DType::F32},        {"F16", 1, DType::F16},      {"BF16", 32, DType::BF16},
-    {"Q4_0", 2, DType::Q4_0},      {"Q4_1", 3, DType::Q4_1},    {"Q5_0", 8, DType::Q5_0},
-    {"Q5_1", 9, DType::Q5_1},      {"Q8_0", 7, DType::Q8_0},    {"Q2_K", 10, DType::Q2_K},
-    {"Q3_K_S", 11, DType::Q3_K},   {"Q3_K_M", 12, DType::Q3_K}, {"Q3_K_L", 13, DType::Q3_K},
-    {"Q4_K_S", 14, DType::Q4_K},   {"Q4_K_M", 15, DType::Q4_K}, {"Q5_K_S", 16, DType::Q5_K},
-    {"Q5_K_M", 17, DType::Q5_K},   {"Q6_K", 18, DType::Q6_K},   {"IQ4_NL", 25, DType::IQ4_NL},
-    {"IQ4_XS", 30, DType::IQ4_XS},
+constexpr std::array<QuantPreset, 20> kPresets = {{
+    {"F32", 0, DType::F32},        {"F16", 1, DType::F16},          {"BF16", 32, DType::BF16},
+    {"Q4_0", 2, DType::Q4_0},      {"Q4_1", 3, DType::Q4_1},        {"Q5_0", 8, DType::Q5_0},
+    {"Q5_1", 9, DType::Q5_1},      {"Q8_0", 7, DType::Q8_0},        {"Q2_K", 10, DType::Q2_K},
+    {"Q3_K_S", 11, DType::Q3_K},   {"Q3_K_M", 12, DType::Q3_K},     {"Q3_K_L", 13, DType::Q3_K},
+    {"Q4_K_S", 14, DType::Q4_K},   {"Q4_K_M", 15, DType::Q4_K},     {"Q5_K_S", 16, DType::Q5_K},
+    {"Q5_K_M", 17, DType::Q5_K},   {"Q6_K", 18, DType::Q6_K},       {"IQ4_NL", 25, DType::IQ4_NL},
+    {"IQ4_XS", 30, DType::IQ4_XS}, {"MXFP4_MOE", 38, DType::MXFP4},
 }};
 
 bool is(const QuantPreset& p, const char* name) {
@@ -79,7 +79,7 @@ const QuantPreset& find_quant_preset(const std::string& name) {
   // llama-quantize's presets ferrum does not write (the i-quants with grids need an importance
   // matrix): files made with them load and run.
   for (const char* p : {"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ3_XXS", "IQ3_XS", "IQ3_S",
-                        "IQ3_M", "Q2_K_S", "TQ1_0", "TQ2_0", "MXFP4_MOE"})
+                        "IQ3_M", "Q2_K_S", "TQ1_0", "TQ2_0"})
     if (up == p)
       fail("quantization preset '{}' is not written by ferrum yet (make it with llama-quantize, and an importance "
            "matrix for the IQ types; ferrum runs the file). ferrum writes {}",
@@ -118,6 +118,9 @@ bool quantizable(const TensorView& t) {
 DType QuantRecipe::type_of(const TensorView& t) {
   if (!quantizable(t)) return t.type;
   if (!dtype_info(p_.base).quantized) return p_.base;  // F32 / F16 / BF16: no rules
+  // MXFP4_MOE: the experts' stacks (3-D) in MXFP4, every other matrix (the logits' too) Q8_0.
+  if (is(p_, "MXFP4_MOE"))
+    return fallback(t.n_dims >= 3 && t.ne[2] > 1 ? DType::MXFP4 : DType::Q8_0, t.ne[0]);
   const std::string& n = t.name;
   const bool output = n == "output.weight" || (!m_.has_output && n == "token_embd.weight");
   if (output) {

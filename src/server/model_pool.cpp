@@ -336,7 +336,7 @@ std::vector<ModelStatus> ModelPool::list() const {
     s.in_use = e->in_use;
     s.error = e->error;
     s.bytes = e->model ? e->model->memory_bytes() : e->src.disk_bytes;
-    s.context = e->model ? e->model->context() : 0;
+    s.context = e->model ? e->model->context() : e->src.preset.ctx_size;  // unloaded: the preset's, if any
     if (e->expires)
       s.expires =
           sys_now + std::chrono::duration_cast<std::chrono::system_clock::duration>(*e->expires - now);

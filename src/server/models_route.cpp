@@ -16,6 +16,7 @@ using json = nlohmann::json;
 
 json meta_of(const ModelStatus& s) {
   json meta = {{"size", s.bytes}, {"isa", kernel_tier()}};
+  if (s.context > 0 && !s.model) meta["n_ctx"] = s.context;  // an unloaded model's preset ctx_size
   if (const ServedModel* m = s.model.get()) {
     meta["n_vocab"] = m->config().n_vocab;
     meta["kind"] = m->engine ? "decoder" : "encoder";

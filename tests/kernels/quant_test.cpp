@@ -89,7 +89,7 @@ TEST(Quantize, RoundTripErrorBounds) {
   } cases[] = {{DType::Q8_0, 0.007}, {DType::Q4_0, 0.11},   {DType::Q5_0, 0.055}, {DType::Q5_1, 0.05},
                {DType::Q4_K, 0.09},  {DType::Q5_K, 0.046},  {DType::Q6_K, 0.022}, {DType::Q8_K, 0.009},
                {DType::F16, 0.0003}, {DType::BF16, 0.0022}, {DType::Q4_1, 0.11},  {DType::Q2_K, 0.4},
-               {DType::Q3_K, 0.2},   {DType::IQ4_NL, 0.1},  {DType::IQ4_XS, 0.1}};
+               {DType::Q3_K, 0.2},   {DType::IQ4_NL, 0.1},  {DType::IQ4_XS, 0.1}, {DType::MXFP4, 0.2}};
   for (const auto& c : cases) {
     const double err = rel_rms(round_trip(c.t, x, 512), x);
     EXPECT_LT(err, c.bound) << dtype_name(c.t);
@@ -116,10 +116,40 @@ TEST(Quantize, KQuantsAsGoodAsLlamaCpp) {
   }
 }
 
+// MXFP4 blocks as the format defines them: value = E2M1 level x 2^(e - 127), the levels stored doubled
+// (0, 1, 2, 3, 4, 6, 8, 12 and their negatives) against a scale of 2^(e - 128), every exponent from
+// the denormal 2^-128 to 2^127 exact; the nibbles in Q4_0's order.
+TEST(Quantize, Mxfp4BlocksDecodeAsTheFormatSays) {
+  const float e2m1[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  for (int e : {0, 1, 2, 100, 127, 128, 140, 254, 255}) {
+    uint8_t block[17];
+    block[0] = static_cast<uint8_t>(e);
+    for (int j = 0; j < 16; ++j) block[1 + j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+    float out[32];
+    dequantize_row(DType::MXFP4, block, out, 32);
+    for (int j = 0; j < 32; ++j) {
+      const int nib = j < 16 ? j : 15 - (j - 16);
+      const float want = (nib < 8 ? 1.0f : -1.0f) * std::ldexp(e2m1[nib % 8], e - 127);
+      ASSERT_EQ(out[j], want) << "e " << e << " element " << j;
+    }
+  }
+  // Quantizing picks the exponent of the largest magnitude (as E2M1's 6 at most) and the nearest
+  // levels: values on the grid come back exactly.
+  std::vector<float> x(64);
+  for (int j = 0; j < 64; ++j) x[j] = (j % 2 ? -1.0f : 1.0f) * std::ldexp(e2m1[j % 8], j < 32 ? -3 : 5);
+  std::vector<uint8_t> q(row_size(DType::MXFP4, 64));
+  std::vector<float> back(64);
+  quantize_row(DType::MXFP4, x.data(), q.data(), 64);
+  dequantize_row(DType::MXFP4, q.data(), back.data(), 64);
+  EXPECT_EQ(back, x);
+  EXPECT_EQ(q[0], 127 - 3);  // block 0: amax 6 * 2^-3 = 0.75, exponent floor(log2 0.75) - 2 = -3
+}
+
 TEST(Quantize, ZeroRowsAndBadInput) {
   std::vector<float> zero(256, 0.0f), out(256, 1.0f);
-  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K,
-                  DType::Q6_K, DType::Q8_K, DType::Q2_K, DType::Q3_K, DType::IQ4_NL, DType::IQ4_XS}) {
+  for (DType t :
+       {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K,
+        DType::Q6_K, DType::Q8_K, DType::Q2_K, DType::Q3_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4}) {
     std::vector<uint8_t> q(row_size(t, 256), 0xAB);
     quantize_row(t, zero.data(), q.data(), 256);
     dequantize_row(t, q.data(), out.data(), 256);

@@ -186,10 +186,10 @@ TEST_P(Golden, GreedyContinuationsMatchLlamaCpp) {
   }
 }
 
-// A file with a type ferrum does not run (TQ1_0, MXFP4, ...) is refused in one line that names the
+// A file with a type ferrum does not run (TQ1_0, NVFP4, ...) is refused in one line that names the
 // file, the tensor and the type with its id, and lists the types ferrum runs.
 TEST(QuantTypes, UnsupportedTypeRefusedByName) {
-  for (const DType t : {DType::TQ1_0, DType::MXFP4, DType::NVFP4}) {
+  for (const DType t : {DType::TQ1_0, DType::NVFP4}) {
     gguf::Writer w;
     w.set_string("general.architecture", "llama");
     std::vector<uint8_t> data(row_size(t, 256) * 2);

@@ -13,6 +13,7 @@
 #include "formats/gguf.h"
 #include "formats/gguf_writer.h"
 #include "model_test_util.h"
+#include "models/quant_recipe.h"
 #include "test_util.h"
 
 namespace ferrum {
@@ -107,6 +108,40 @@ TEST(Quantize, PresetsAsGoodAsLlamaQuantize) {
     std::printf("  %-7s mean |logit - F32|: ferrum %.4f llama-quantize %.4f\n", preset, ours, theirs);
     EXPECT_LE(ours, 1.1 * theirs) << preset;
     std::filesystem::remove(out);
+  }
+}
+
+// MXFP4_MOE (llama-quantize's preset for gpt-oss-style files): the MoE fixture's expert stacks in
+// MXFP4, every other matrix Q8_0; the model runs in both precisions, as near the F32 model as
+// llama-quantize's Q4_0 file of it (4.5 bits per weight against MXFP4's 4.25).
+TEST(Quantize, Mxfp4MoePreset) {
+  const std::string f32 = test::unxz("models/qwen3moe/gguf/qwen3moe-F32.gguf");
+  const std::string out = test::temp_dir() + "/qwen3moe-MXFP4_MOE.gguf";
+  quantize_model(f32, out, "MXFP4_MOE", 2);
+  auto f = gguf::File::open(out);
+  int experts = 0;
+  for (const TensorView& t : f->tensors()) {
+    if (!quantizable(t)) continue;
+    const bool stack = t.n_dims >= 3 && t.ne[2] > 1;
+    EXPECT_EQ(t.type, stack ? DType::MXFP4 : DType::Q8_0) << t.name;
+    experts += stack;
+  }
+  EXPECT_GT(experts, 0);
+  EXPECT_EQ(f->find_uint("general.file_type").value_or(0), 38u);
+  auto ids = test::prompt_ids("qwen3moe", "p3");
+  auto ref = test::load_npy(test::model_file("qwen3moe", "logits/F32/p3.npy"));
+  auto distance = [&](const std::string& path, Precision p) {
+    auto model = test::open_model(path, p);
+    return test::compare(test::all_logits(*model, ids), ref.data, ids.size(), model->config().n_vocab)
+        .mean_abs;
+  };
+  const double q4_0 = distance(test::model_file("qwen3moe", "gguf/qwen3moe-Q4_0.gguf"), Precision::Exact);
+  for (Precision p : {Precision::Exact, Precision::Fast}) {
+    const double d = distance(out, p);
+    std::printf("  MXFP4_MOE %s mean |logit - F32| %.4f (Q4_0 file %.4f)\n",
+                p == Precision::Exact ? "exact" : "fast", d, q4_0);
+    EXPECT_LT(d, 1.25 * q4_0);
+    EXPECT_GT(d, 0.0);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/quant.h"
+#include "core/quant_mxfp4.h"
 #include "kernels/cpu/lowrank.h"
 
 namespace ferrum::kernels {
@@ -71,7 +72,7 @@ struct IsaKernels {
   const char* name;
   // Fast-path row kernels by weight type; activations: Q8Act (32-element blocks), Q8_K (256-element
   // super-blocks), BF16 (bf16 weights), F32 (f16/f32 weights).
-  TileFn q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl;
+  TileFn q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, mxfp4;
   TileFn q4_k, q5_k, q6_k;
   LowbitRows lowbit;
   TileFn bf16, f16, f32;

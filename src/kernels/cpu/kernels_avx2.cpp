@@ -163,18 +163,27 @@ struct UnpackQ4_1 {
     return nibbles(b.qs);
   }
 };
-// IQ4_NL: the nibbles index the signed levels kIQ4Values (one byte shuffle).
-struct UnpackIQ4NL {
-  using Block = BlockIQ4_NL;
+// IQ4_NL and MXFP4: the nibbles index signed levels (one byte shuffle); each block its own scale.
+inline float level_scale(const BlockIQ4_NL& b) {
+  return h2f(b.d);
+}
+inline float level_scale(const BlockMXFP4& b) {
+  return mxfp4_scale(b.e);
+}
+template <typename B, const int8_t* kLevels>
+struct UnpackLevels {
+  using Block = B;
   static constexpr bool kSigned = true;
   static __m256i q(const Block& b, float& d, float& c) {
-    d = h2f(b.d);
+    d = level_scale(b);
     c = 0.0f;
     const __m256i table =
-        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kLevels)));
     return _mm256_shuffle_epi8(table, nibbles(b.qs));
   }
 };
+using UnpackIQ4NL = UnpackLevels<BlockIQ4_NL, kIQ4Values>;
+using UnpackMXFP4 = UnpackLevels<BlockMXFP4, kMXFP4Values>;
 template <typename B, bool kMin>
 struct UnpackQ5 {
   using Block = B;
@@ -457,6 +466,7 @@ const IsaKernels& avx2_kernels() {
                                rows_of<row_fn<Row32<UnpackQ5<BlockQ5_1, true>>::K>>,
                                rows_of<row_fn<Row32<UnpackQ8_0>::K>>,
                                rows_of<row_fn<Row32<UnpackIQ4NL>::K>>,
+                               rows_of<row_fn<Row32<UnpackMXFP4>::K>>,
                                rows_of<row_fn<RowQ4K<false>::K>>,
                                rows_of<row_fn<RowQ4K<true>::K>>,
                                rows_of<row_fn<RowQ6K>>,

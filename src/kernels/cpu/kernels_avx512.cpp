@@ -169,20 +169,29 @@ struct UnpackQ4_1 {
     return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
   }
 };
-// IQ4_NL: the nibbles index the signed levels kIQ4Values (one byte shuffle).
-struct UnpackIQ4NL {
-  using Block = BlockIQ4_NL;
+// IQ4_NL and MXFP4: the nibbles index signed levels (one byte shuffle); each block its own scale.
+inline float level_scale(const BlockIQ4_NL& b) {
+  return h2f(b.d);
+}
+inline float level_scale(const BlockMXFP4& b) {
+  return mxfp4_scale(b.e);
+}
+template <typename B, const int8_t* kLevels>
+struct UnpackLevels {
+  using Block = B;
   static constexpr bool kSigned = true;
   static __m256i q(const Block& b, float& d, float& c) {
     const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
-    d = h2f(b.d);
+    d = level_scale(b);
     c = 0.0f;
     const __m256i table =
-        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kLevels)));
     return _mm256_shuffle_epi8(
         table, _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F)));
   }
 };
+using UnpackIQ4NL = UnpackLevels<BlockIQ4_NL, kIQ4Values>;
+using UnpackMXFP4 = UnpackLevels<BlockMXFP4, kMXFP4Values>;
 template <typename B, bool kMin>
 struct UnpackQ5 {
   using Block = B;
@@ -591,6 +600,7 @@ const IsaKernels& avx512_kernels() {
                                row32_tile<UnpackQ5<BlockQ5_1, true>>,
                                row32_tile<UnpackQ8_0>,
                                row32_tile<UnpackIQ4NL>,
+                               row32_tile<UnpackMXFP4>,
                                rows_of<row_fn<RowQ4K<false>::K>>,
                                rows_of<row_fn<RowQ4K<true>::K>>,
                                rows_of<row_fn<RowQ6K>>,

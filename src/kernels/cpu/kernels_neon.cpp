@@ -173,20 +173,30 @@ struct UnpackQ4_1 {
     c = h2f(b.m);
   }
 };
-// IQ4_NL: the nibbles index the signed levels kIQ4Values (one table lookup per 16).
-struct UnpackIQ4NL {
-  using Block = BlockIQ4_NL;
+// IQ4_NL and MXFP4: the nibbles index signed levels (one table lookup per 16); each block its own
+// scale.
+inline float level_scale(const BlockIQ4_NL& b) {
+  return h2f(b.d);
+}
+inline float level_scale(const BlockMXFP4& b) {
+  return mxfp4_scale(b.e);
+}
+template <typename B, const int8_t* kLevels>
+struct UnpackLevels {
+  using Block = B;
   static constexpr bool kOffset = false;
   static void q(const Block& b, int8x16_t& q0, int8x16_t& q1, float& d, float& c) {
     uint8x16_t lo, hi;
     nibbles(b.qs, lo, hi);
-    const int8x16_t table = vld1q_s8(kIQ4Values);
+    const int8x16_t table = vld1q_s8(kLevels);
     q0 = vqtbl1q_s8(table, lo);
     q1 = vqtbl1q_s8(table, hi);
-    d = h2f(b.d);
+    d = level_scale(b);
     c = 0.0f;
   }
 };
+using UnpackIQ4NL = UnpackLevels<BlockIQ4_NL, kIQ4Values>;
+using UnpackMXFP4 = UnpackLevels<BlockMXFP4, kMXFP4Values>;
 template <typename B, bool kMin>
 struct UnpackQ5 {
   using Block = B;
@@ -521,6 +531,7 @@ const IsaKernels& neon_kernels() {
       tile_fn<Row32<UnpackQ5<BlockQ5_1, true>>, 2, 2>,  // the mins take registers
       tile_fn<Row32<UnpackQ8_0>, 4, 2>,
       tile_fn<Row32<UnpackIQ4NL>, 4, 2>,
+      tile_fn<Row32<UnpackMXFP4>, 4, 2>,
       tile_fn<TileQ4K<false>, 2, 1>,
       tile_fn<TileQ4K<true>, 2, 1>,
       tile_fn<TileQ6K, 2, 1>,

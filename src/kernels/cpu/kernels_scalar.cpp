@@ -81,6 +81,14 @@ void iq4_nl(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int 
                             c = 0.0f;
                           });
 }
+void mxfp4(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
+  row_dot_32<BlockMXFP4>(w, n, act, stride, nt, y, ldy, [](const BlockMXFP4& b, int* q, float& d, float& c) {
+    unpack_nibbles(b.qs, q);
+    for (int j = 0; j < 32; ++j) q[j] = kMXFP4Values[q[j]];
+    d = mxfp4_scale(b.e);
+    c = 0.0f;
+  });
+}
 void q5_0(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
   row_dot_32<BlockQ5_0>(w, n, act, stride, nt, y, ldy, [](const BlockQ5_0& b, int* q, float& d, float& c) {
     unpack_nibbles(b.qs, q);
@@ -284,6 +292,7 @@ const IsaKernels& scalar_kernels() {
                                rows_of<q5_1>,
                                rows_of<q8_0>,
                                rows_of<iq4_nl>,
+                               rows_of<mxfp4>,
                                rows_of<qk4<false>>,
                                rows_of<qk4<true>>,
                                rows_of<q6_k>,

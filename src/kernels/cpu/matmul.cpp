@@ -42,6 +42,8 @@ FastKernel fast_kernel(const IsaKernels& k, DType t) {
       return {k.q4_1, Act::Q8_32};
     case DType::IQ4_NL:
       return {k.iq4_nl, Act::Q8_32};
+    case DType::MXFP4:
+      return {k.mxfp4, Act::Q8_32};
     case DType::Q2_K:
       return {k.lowbit.q2_k, Act::Q8_K};
     case DType::Q3_K:
