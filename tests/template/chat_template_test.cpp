@@ -120,6 +120,36 @@ TEST(ChatTemplateFixtures, TemplatesAreRealHfTemplates) {
   EXPECT_EQ(errors, 5);
 }
 
+// gpt-oss's template (the harmony format: channels, reasoning effort, TypeScript-like tool
+// declarations, tool calls and results; recursive macros, namespaces, slices of the loop's list)
+// against Python Jinja2's renders of tests/data/chat/gen_harmony_renders.py, clock pinned.
+TEST(ChatTemplateFixtures, GptOssHarmonyRendersMatchPythonJinja) {
+  const json all = json::parse(read_file(ferrum::test::data_path("chat/harmony_renders.json")));
+  const std::string file = all["template"].get<std::string>();
+  ChatTemplate tpl(read_file(ferrum::test::data_path("chat/templates/" + file)), file);
+  int checked = 0;
+  for (const json& r : all["renders"]) {
+    SCOPED_TRACE(r["case"].get<std::string>());
+    ChatTemplateOptions opt = options_for(r["kwargs"]);
+    if (!r["kwargs"].contains("add_generation_prompt")) opt.add_generation_prompt = true;
+    opt.bos_token = "<|startoftext|>";
+    opt.eos_token = "<|return|>";
+    if (r.contains("error")) {
+      try {
+        const std::string out = tpl.render(r["messages"], opt);
+        ADD_FAILURE() << "expected " << r["error"]["type"] << ", got output:\n" << out;
+      } catch (const ferrum::jinja::TemplateError& e) {
+        EXPECT_EQ(e.type(), r["error"]["type"].get<std::string>()) << e.what();
+        EXPECT_EQ(e.message(), r["error"]["message"].get<std::string>()) << e.what();
+      }
+    } else {
+      EXPECT_EQ(tpl.render(r["messages"], opt), r["rendered"].get<std::string>());
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 11);
+}
+
 TEST(ChatTemplate, DefaultClockAndKwargs) {
   ChatTemplate t(
       "{{ bos_token }}{{ strftime_now('%Y') | length }}{{ messages[0].content }}{{ enable_thinking }}", "t");

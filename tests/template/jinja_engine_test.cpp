@@ -125,7 +125,7 @@ TEST(JinjaEngine, MutatedTemplatesNeverCrash) {
     ss << f.rdbuf();
     sources.push_back(ss.str());
   }
-  ASSERT_EQ(sources.size(), 13u);  // tests/data/chat/templates
+  ASSERT_EQ(sources.size(), 14u);  // tests/data/chat/templates
   auto messages = nlohmann::ordered_json::parse(R"([
     {"role": "system", "content": "sys"}, {"role": "user", "content": "hi"},
     {"role": "assistant", "content": null, "tool_calls": [{"id": "abcdefghi", "type": "function",
