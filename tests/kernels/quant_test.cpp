@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 
 #include "ferrum/error.h"
 #include "kernel_test_util.h"
@@ -143,6 +145,45 @@ TEST(Quantize, Mxfp4BlocksDecodeAsTheFormatSays) {
   dequantize_row(DType::MXFP4, q.data(), back.data(), 64);
   EXPECT_EQ(back, x);
   EXPECT_EQ(q[0], 127 - 3);  // block 0: amax 6 * 2^-3 = 0.75, exponent floor(log2 0.75) - 2 = -3
+}
+
+// ggml's own MXFP4 quantizer and dequantizer on the same floats (tests/data/kernels/MXFP4_ggml.bin:
+// 2240 floats (attn_q rows, then blocks of zeros, denormals, huge values, ties between levels,
+// exact levels, wide values), ggml's 70 blocks, ggml's 2240 dequantized floats): ferrum decodes
+// ggml's blocks value for value and writes the same blocks byte for byte, but for a block whose
+// largest magnitude is below 2^-125: ggml's exponent floor(log2 amax) - 2 + 127 goes negative and
+// wraps in its uint8_t cast (the denormal block gets e = 252, a scale of 2^124), where ferrum
+// clamps it to 0 and keeps the values (here: every one rounds to zero).
+TEST(Quantize, Mxfp4AsGgml) {
+  std::ifstream f(test::unxz("kernels/MXFP4_ggml.bin"), std::ios::binary);
+  constexpr int64_t n = 2240, nb = n / 32;
+  std::vector<float> x(n), theirs(n), ours(n);
+  std::vector<uint8_t> q(nb * 17), mine(nb * 17);
+  f.read(reinterpret_cast<char*>(x.data()), n * 4);
+  f.read(reinterpret_cast<char*>(q.data()), static_cast<std::streamsize>(q.size()));
+  f.read(reinterpret_cast<char*>(theirs.data()), n * 4);
+  ASSERT_TRUE(f) << "truncated fixture";
+  dequantize_row(DType::MXFP4, q.data(), ours.data(), n);
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(std::memcmp(&ours[i], &theirs[i], 4), 0)
+        << "element " << i << ": " << ours[i] << " vs " << theirs[i];
+  quantize_row(DType::MXFP4, x.data(), mine.data(), n);
+  int tiny = 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    float amax = 0;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[32 * b + j]));
+    if (amax > 0 && amax < std::ldexp(1.0f, -125)) {
+      ++tiny;
+      EXPECT_EQ(q[17 * b], 252) << "ggml's wrapped exponent";
+      EXPECT_EQ(mine[17 * b], 0);
+      std::vector<float> back(32);
+      dequantize_row(DType::MXFP4, &mine[17 * b], back.data(), 32);
+      for (int j = 0; j < 32; ++j) EXPECT_LE(std::fabs(back[j] - x[32 * b + j]), std::ldexp(1.0f, -128));
+      continue;
+    }
+    EXPECT_EQ(std::memcmp(&mine[17 * b], &q[17 * b], 17), 0) << "block " << b;
+  }
+  EXPECT_EQ(tiny, 1);
 }
 
 TEST(Quantize, ZeroRowsAndBadInput) {
