@@ -39,7 +39,8 @@ std::vector<float> random_values(size_t n, uint32_t seed, float amp = 1.7f) {
 
 struct Shape {
   int n_head, n_head_kv, hd, window = 0;
-  bool causal = true;  // false: bidirectional, every query sees all len keys
+  bool causal = true;            // false: bidirectional, every query sees all len keys
+  const float* sinks = nullptr;  // per query head (gpt-oss), or none
 };
 
 // One sequence's cache of len tokens, contiguous or paged (16-token blocks in shuffled order).
@@ -100,6 +101,7 @@ AttentionParams params(const Shape& s) {
   p.scale = 1.0f / std::sqrt(static_cast<float>(s.hd));
   p.sliding_window = s.window;
   p.causal = s.causal;
+  p.sinks = s.sinks;
   return p;
 }
 
@@ -135,8 +137,9 @@ std::vector<double> reference(const Shape& s, const TestCache& c, const std::vec
           dot += double(q[(t * s.n_head + h) * hd + d]) * c.kf[(j * s.n_head_kv + hk) * hd + d];
         sc[j - lo] = dot / std::sqrt(double(hd));
       }
-      const double mx = *std::max_element(sc.begin(), sc.end());
-      double sum = 0;
+      double mx = *std::max_element(sc.begin(), sc.end());
+      if (s.sinks) mx = std::max(mx, double(s.sinks[h]));
+      double sum = s.sinks ? std::exp(double(s.sinks[h]) - mx) : 0.0;  // a sink: in the sum, no value
       for (double& x : sc) sum += (x = std::exp(x - mx));
       for (int64_t j = lo; j <= pos; ++j)
         for (int d = 0; d < hd; ++d)
@@ -253,6 +256,28 @@ TEST(Attention, Int8QueryRoundingErrorIsBounded) {
     if (std::getenv("FERRUM_TEST_PRINT_ERR")) std::printf("int8 queries: len %ld: %.3g\n", (long)k.len, err);
     EXPECT_LT(err, 1e-2) << "len " << k.len;  // measured 0.4-0.7% (the keys themselves are 8-bit)
     EXPECT_GT(err, 1e-6) << "the queries were not rounded";
+  }
+}
+
+// Attention sinks (gpt-oss): each query head's logit joins the softmax's denominator, on every
+// tier, cache type and layout, in prefill, decode past a chunk (split over threads) and a window;
+// sinks large enough to take most of the weight; -inf sinks give the plain result bit for bit.
+TEST(Attention, SinksJoinTheDenominator) {
+  IsaGuard guard;
+  const std::vector<float> sinks = {3.0f, -1.0f, 0.5f, 6.0f, 2.0f, -4.0f, 1.0f, 4.5f};
+  const std::vector<float> none(8, -INFINITY);
+  for (const char* isa : isa_tiers()) {
+    if (!isa_supported(isa)) continue;
+    force_isa(isa);
+    for (KvType t : {KvType::F32, KvType::F16, KvType::INT8})
+      for (const Shape& s :
+           {Shape{8, 2, 64, 0, true, sinks.data()}, Shape{8, 2, 64, 100, true, sinks.data()}})
+        for (const auto& [len, n_tok] : {std::pair<int64_t, int64_t>{77, 77}, {1300, 1}, {1100, 40}})
+          check({s, t, true, len, n_tok}, 3);
+    const Shape plain{8, 2, 64}, inf{8, 2, 64, 0, true, none.data()};
+    const TestCache c(KvType::F16, 2, 64, 1300, true, 5);
+    const auto q = random_values(8 * 64 * 3, 11, 2.0f);
+    EXPECT_EQ(run(plain, c, q, 3, 1297, 2), run(inf, c, q, 3, 1297, 2)) << isa;
   }
 }
 

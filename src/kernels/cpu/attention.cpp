@@ -256,14 +256,22 @@ struct ItemRunner {
     return static_cast<int>((it.h1 - it.h0) * (it.t1 - it.t0) * group);
   }
 
-  // Writes the merged rows of an item, normalised, into the job's output.
+  // Writes the merged rows of an item, normalised, into the job's output. A sink s joins the
+  // denominator: with M = max(m, s), out = acc e^(m - M) / (l e^(m - M) + e^(s - M)).
   void write_output(const AttentionJob& J, const AttentionItem& it, const RowStates& st) const {
     for (int hk = it.h0; hk < it.h1; ++hk)
       for (int64_t t = it.t0; t < it.t1; ++t)
         for (int g = 0; g < group; ++g) {
           const int64_t r = row(it, hk, t) + g;
-          float* out = J.out + t * J.ldo + (static_cast<int64_t>(hk) * group + g) * hd;
-          for (int i = 0; i < hd; ++i) out[i] = st.acc[r * hd + i] / st.l[r];
+          const int64_t head = static_cast<int64_t>(hk) * group + g;
+          float* out = J.out + t * J.ldo + head * hd;
+          if (!p.sinks) {
+            for (int i = 0; i < hd; ++i) out[i] = st.acc[r * hd + i] / st.l[r];
+            continue;
+          }
+          const float m = std::max(st.m[r], p.sinks[head]), f = std::exp(st.m[r] - m);
+          const float l = st.l[r] * f + std::exp(p.sinks[head] - m);
+          for (int i = 0; i < hd; ++i) out[i] = st.acc[r * hd + i] * f / l;
         }
   }
 };

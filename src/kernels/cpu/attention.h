@@ -25,6 +25,10 @@ struct AttentionParams {
   float scale = 1.0f;
   int sliding_window = 0;  // 0 = full causal; else a query at p sees keys at p-window < j <= p
   float softcap = 0;       // Gemma 2: scores = softcap * tanh(scores / softcap) before the mask; 0 = none
+  // Attention sinks (gpt-oss): a learned logit per query head (n_head values) that joins every
+  // softmax's denominator and weighs no value; null: none. Applied once per query row when its
+  // chunks' states are merged, so any chunking or thread count gives the same numbers.
+  const float* sinks = nullptr;
   // false: bidirectional (encoders): every query token of a job sees all of the job's keys,
   // [0, pos0 + n_tok); a batch of sentences is one job per sentence, which is the padding mask.
   // No sliding window then.
