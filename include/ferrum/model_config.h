@@ -46,6 +46,18 @@ struct ModelConfig {
     float attn_factor = 1.0f;
   };
   LongRope longrope;
+  // YaRN (Qwen2.5/Qwen3 long context, gpt-oss): frequencies of the pairs that turn fewer than
+  // beta_slow times over orig_ctx positions are divided by `factor`, those turning more than
+  // beta_fast times kept, a linear ramp between (its ends rounded outwards when truncate); cos and
+  // sin scaled by attn_factor (0: 0.1 ln(factor) + 1). factor 0: none.
+  struct Yarn {
+    float factor = 0;
+    int orig_ctx = 0;
+    float beta_fast = 32, beta_slow = 1;
+    float attn_factor = 0;
+    bool truncate = true;
+  };
+  Yarn yarn;
   // Per layer, whether RoPE is applied (SmolLM3 leaves it out of every 4th layer); empty: every layer.
   std::vector<uint8_t> rope_layers;
   bool layer_uses_rope(int l) const {

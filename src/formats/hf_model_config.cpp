@@ -221,10 +221,44 @@ void read_longrope(const Config& c, const nlohmann::json& rs, ModelConfig& m) {
   }
 }
 
+// YaRN as transformers reads it: factor, the original context (rope_scaling's, else
+// max_position_embeddings), beta_fast/beta_slow (32, 1), truncate (true), and the attention factor:
+// attention_factor, else mscale / mscale_all_dim's ratio, else 0.1 ln(factor) + 1 (left 0 here).
+void read_yarn(const Config& c, const nlohmann::json& rs, ModelConfig& m) {
+  auto& y = m.yarn;
+  const double f = rope_number(c, rs, "factor", "yarn");
+  if (!(f >= 1) || !std::isfinite(f))
+    fail("{}: rope_scaling.factor must be a number >= 1, got {}", c.path(), f);
+  y.factor = static_cast<float>(f);
+  auto opt = [&](const char* k, double dflt) {
+    const auto it = rs.find(k);
+    if (it == rs.end() || it->is_null()) return dflt;
+    if (!it->is_number() || !std::isfinite(it->get<double>()) || !(it->get<double>() > 0))
+      fail("{}: rope_scaling.{} must be a positive number, got {}", c.path(), k, it->dump());
+    return it->get<double>();
+  };
+  y.orig_ctx = static_cast<int>(opt("original_max_position_embeddings", m.n_ctx_train));
+  if (y.orig_ctx <= 0) fail("{}: YaRN needs original_max_position_embeddings (a positive number)", c.path());
+  y.beta_fast = static_cast<float>(opt("beta_fast", 32));
+  y.beta_slow = static_cast<float>(opt("beta_slow", 1));
+  if (const auto t = rs.find("truncate"); t != rs.end() && !t->is_null()) {
+    if (!t->is_boolean()) fail("{}: rope_scaling.truncate must be true or false", c.path());
+    y.truncate = t->get<bool>();
+  }
+  const double af = opt("attention_factor", 0), ms = opt("mscale", 0), msa = opt("mscale_all_dim", 0);
+  auto get_mscale = [&](double m) { return f <= 1 ? 1.0 : 0.1 * m * std::log(f) + 1.0; };
+  if (af > 0)
+    y.attn_factor = static_cast<float>(af);
+  else if (ms > 0 && msa > 0)
+    y.attn_factor = static_cast<float>(get_mscale(ms) / get_mscale(msa));
+}
+
 void read_rope_scaling(const Config& c, const nlohmann::json& rs, ModelConfig& m) {
   const std::string type = rope_type(c, rs);
   if (type == "longrope" || type == "su") {
     read_longrope(c, rs, m);
+  } else if (type == "yarn") {
+    read_yarn(c, rs, m);
   } else if (type == "llama3") {
     m.rope_freq_factors = llama3_factors(c, rs, m.rope_theta, m.n_rot);
   } else if (type == "linear") {
@@ -233,7 +267,8 @@ void read_rope_scaling(const Config& c, const nlohmann::json& rs, ModelConfig& m
       fail("{}: rope_scaling.factor must be a positive number, got {}", c.path(), f);
     m.rope_freq_scale = static_cast<float>(1.0 / f);
   } else if (!type.empty() && type != "default") {
-    fail("{}: rope_scaling type '{}' is not supported (supported: llama3, linear, longrope)", c.path(), type);
+    fail("{}: rope_scaling type '{}' is not supported (supported: llama3, linear, longrope, yarn)", c.path(),
+         type);
   }
 }
 

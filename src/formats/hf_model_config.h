@@ -12,8 +12,9 @@
 // would describe some other checkpoint than the weights next to it.
 //
 // rope_scaling: rope_type (else the legacy type) "llama3" gives rope_freq_factors, "linear"
-// rope_freq_scale = 1 / factor; none, null or "default" is plain RoPE; any other type is an
-// error naming it. Every error names the file and the field.
+// rope_freq_scale = 1 / factor, "longrope"/"su" the LongRoPE factors, "yarn" ModelConfig::yarn
+// (models/yarn.h computes its divisors); none, null or "default" is plain RoPE; any other type is
+// an error naming it. Every error names the file and the field.
 #pragma once
 
 #include <string>

@@ -109,10 +109,24 @@ void read_rope_and_norm(const GgufKeys& g, ModelConfig& c) {
   } else {
     c.norm_eps = g.opt_float("attention.layer_norm_rms_epsilon", 1e-5);
   }
-  if (auto st = g.f.find_string(g.key("rope.scaling.type")); st && *st == "linear") {
+  const auto st = g.f.find_string(g.key("rope.scaling.type"));
+  if (st && *st == "linear") {
     const double factor = g.f.find_float(g.key("rope.scaling.factor")).value_or(1.0);
     if (factor <= 0) fail("{}: rope.scaling.factor must be positive, got {}", g.f.path(), factor);
     c.rope_freq_scale = static_cast<float>(1.0 / factor);
+  } else if (st && *st == "yarn") {  // llama.cpp's keys; the divisors are computed at load
+    auto& y = c.yarn;
+    y.factor = g.opt_float("rope.scaling.factor", 0.0);
+    if (!(y.factor >= 1) || !std::isfinite(y.factor))
+      fail("{}: {} must be a number >= 1 for YaRN, got {}", g.f.path(), g.key("rope.scaling.factor"),
+           y.factor);
+    y.orig_ctx = g.opt_int("rope.scaling.original_context_length", c.n_ctx_train);
+    y.beta_fast = g.opt_float("rope.scaling.yarn_beta_fast", 32.0);
+    y.beta_slow = g.opt_float("rope.scaling.yarn_beta_slow", 1.0);
+    if (const auto af = g.f.find_float(g.key("rope.scaling.yarn_attn_factor")))  // times 0.1 ln(factor) + 1
+      y.attn_factor = static_cast<float>(*af * (0.1 * std::log(y.factor) + 1.0));
+    if (y.orig_ctx <= 0 || !(y.beta_fast > 0) || !(y.beta_slow > 0))
+      fail("{}: YaRN needs a positive original context length and beta values", g.f.path());
   } else if (auto lin = g.f.find_float(g.key("rope.scale_linear"))) {
     c.rope_freq_scale = static_cast<float>(1.0 / *lin);
   }
@@ -213,6 +227,18 @@ void write_model_config(gguf::Writer& w, const ModelConfig& m) {
         "smollm3 files; such a model cannot be written as GGUF",
         m.name);
   if (gguf_permutes_qk(m.arch) || m.n_rot != m.head_dim) w.set_u32(A + ".rope.dimension_count", u32(m.n_rot));
+  if (m.yarn.factor > 0) {  // llama.cpp's keys; both engines compute the divisors at load
+    w.set_string(A + ".rope.scaling.type", "yarn");
+    w.set_f32(A + ".rope.scaling.factor", m.yarn.factor);
+    w.set_u32(A + ".rope.scaling.original_context_length", u32(m.yarn.orig_ctx));
+    if (m.yarn.beta_fast != 32.0f) w.set_f32(A + ".rope.scaling.yarn_beta_fast", m.yarn.beta_fast);
+    if (m.yarn.beta_slow != 1.0f) w.set_f32(A + ".rope.scaling.yarn_beta_slow", m.yarn.beta_slow);
+    if (m.yarn.attn_factor > 0)
+      w.set_f32(A + ".rope.scaling.yarn_attn_factor",
+                static_cast<float>(m.yarn.attn_factor / (0.1 * std::log(m.yarn.factor) + 1.0)));
+    // (rope_scaling.truncate false, gpt-oss's, has no key: GGUF files ramp between whole pair
+    // indices, as llama.cpp computes them.)
+  }
   if (!m.longrope.long_factors.empty()) {  // the factors themselves are tensors (the converter adds them)
     w.set_u32(A + ".rope.scaling.original_context_length", u32(m.longrope.orig_ctx));
     w.set_f32(A + ".rope.scaling.attn_factor", m.longrope.attn_factor);

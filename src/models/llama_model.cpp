@@ -9,6 +9,7 @@
 #include "core/quant.h"
 #include "kernels/cpu/elementwise.h"
 #include "models/precision.h"
+#include "models/yarn.h"
 
 namespace ferrum {
 
@@ -79,6 +80,12 @@ void LlamaModel::bind_weights() {
   factors("rope_factors_short.weight", cfg_.longrope.short_factors);
   if (cfg_.longrope.long_factors.empty() != cfg_.longrope.short_factors.empty())
     fail("{}: LongRoPE needs both rope_factors_long.weight and rope_factors_short.weight", weights_.source());
+  if (cfg_.yarn.factor > 0) {  // YaRN: divisors and scale from the config (as llama.cpp computes them)
+    if (!cfg_.rope_freq_factors.empty() || !cfg_.longrope.long_factors.empty())
+      fail("{}: YaRN RoPE scaling together with RoPE frequency factor tensors", weights_.source());
+    cfg_.rope_freq_factors = yarn_freq_factors(cfg_);
+    rope_mscale_ = yarn_attn_factor(cfg_);
+  }
   layers_.resize(opts_.layer_end - opts_.layer_begin);
   std::vector<uint64_t> layer_bytes;
   uint64_t total = 0, done = 0;
@@ -217,7 +224,7 @@ int64_t LlamaModel::plan(runtime::KvCache& kv, std::span<const SeqInput> batch, 
 void LlamaModel::load_inputs(const runtime::KvCache& kv, std::span<const SeqInput> batch) {
   const int64_t d = cfg_.n_embd, qd = cfg_.q_dim(), wqkv = qd + 2 * cfg_.kv_dim();
   const float* ffac = cfg_.rope_freq_factors.empty() ? nullptr : cfg_.rope_freq_factors.data();
-  float mscale = 1.0f;
+  float mscale = rope_mscale_;
   if (const auto& lr = cfg_.longrope; !lr.long_factors.empty()) {  // by context size, as llama.cpp
     ffac = kv.options().seq_capacity > lr.orig_ctx ? lr.long_factors.data() : lr.short_factors.data();
     mscale = lr.attn_factor;

@@ -77,6 +77,7 @@ class LlamaModel : public Model {
   int64_t ws_tokens_ = 0;
   std::vector<float> x_, h_, qkv_, attn_, tmp_, rope_;
   std::vector<float> rope_swa_;  // cos/sin of the windowed layers (Gemma 3: rope_theta_swa, unscaled)
+  float rope_mscale_ = 1.0f;     // cos/sin scale of the scaled RoPE (YaRN's attention factor)
   std::vector<int64_t> pos_;
   std::vector<int32_t> no_ids_;  // -1 ids recorded in the cache for input rows
   std::vector<kernels::AttentionJob> jobs_;

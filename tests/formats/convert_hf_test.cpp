@@ -378,10 +378,10 @@ TEST(ConvertHf, Errors) {
   }
   {
     Synth s = small_model("llama");
-    s.config["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 2.0}};
+    s.config["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
     s.write();
     const std::string e = error_of([&] { convert_hf_to_gguf(s.dir, s.dir + "/o.gguf"); });
-    EXPECT_NE(e.find("rope_scaling type 'yarn' is not supported"), std::string::npos) << e;
+    EXPECT_NE(e.find("rope_scaling type 'dynamic' is not supported"), std::string::npos) << e;
   }
   EXPECT_FALSE(fs::exists(test::temp_dir() + "/o.gguf"));
 }

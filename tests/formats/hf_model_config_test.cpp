@@ -161,10 +161,11 @@ TEST(HfModelConfig, RopeScaling) {
                        {"high_freq_factor", 4.0},
                        {"original_max_position_embeddings", 8192}};
   EXPECT_EQ(read(j).rope_freq_factors.size(), 2u);
-  j["rope_scaling"] = {{"type", "linear"}, {"rope_type", "yarn"}, {"factor", 4.0}};  // rope_type wins
+  j["rope_scaling"] = {{"type", "linear"}, {"rope_type", "dynamic"}, {"factor", 4.0}};  // rope_type wins
   EXPECT_EQ(
       error_of([&] { read(j); }),
-      "dir/config.json: rope_scaling type 'yarn' is not supported (supported: llama3, linear, longrope)");
+      "dir/config.json: rope_scaling type 'dynamic' is not supported (supported: llama3, linear, longrope, "
+      "yarn)");
   j["rope_scaling"] = {{"rope_type", "linear"}};
   EXPECT_EQ(error_of([&] { read(j); }),
             "dir/config.json: rope_scaling.factor is missing (required for rope type 'linear')");

@@ -139,7 +139,7 @@ TEST(HfConvertConfig, MistralSlidingWindowDefault) {
 TEST(HfConvertConfig, UnsupportedValuesAreTheSameErrorFromBoth) {
   const std::function<void(nlohmann::json&)> edits[] = {
       [](nlohmann::json& c) {
-        c["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 2.0}};
+        c["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
       },
       [](nlohmann::json& c) {
         c["rope_scaling"] = {{"rope_type", "linear"}, {"factor", "two"}};
@@ -151,7 +151,7 @@ TEST(HfConvertConfig, UnsupportedValuesAreTheSameErrorFromBoth) {
       [](nlohmann::json& c) { c["head_dim"] = 0; },
   };
   const std::string want[] = {
-      "rope_scaling type 'yarn' is not supported (supported: llama3, linear, longrope)",
+      "rope_scaling type 'dynamic' is not supported (supported: llama3, linear, longrope, yarn)",
       "rope_scaling.factor has type string, expected number", "unknown architecture 'gemma'",
       "config.json: head_dim is 0"};
   for (size_t i = 0; i < std::size(edits); ++i) {
