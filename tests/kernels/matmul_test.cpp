@@ -159,6 +159,30 @@ TEST(Matmul, RowSliceAndOutputStride) {
   }
 }
 
+// A token's outputs are bitwise the same alone and among others, on every tier and for every type
+// (the row kernels too: a float tile once summed a lone token in two interleaved accumulators).
+TEST(Matmul, TokenResultDoesNotDependOnBatch) {
+  IsaGuard guard;
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  for (const char* isa : isa_tiers()) {
+    if (!isa_supported(isa)) continue;
+    force_isa(isa);
+    for (DType t : kTypes)
+      for (Precision prec : {Precision::Exact, Precision::Fast}) {
+        Problem all(t, 21, cols_for(t, true), 5, 61);
+        const auto y = all.run(pool, prec, scratch);
+        for (int64_t tk = 0; tk < 5; ++tk) {
+          std::vector<float> one(21, -7.0f);
+          matmul(all.w.view, all.x.data() + tk * all.ldx, all.ldx, 1, one.data(), 21, pool, prec, scratch);
+          ASSERT_EQ(std::memcmp(one.data(), &y[tk * 21], 21 * sizeof(float)), 0)
+              << isa << " " << dtype_name(t) << (prec == Precision::Fast ? " fast" : " exact") << " token "
+              << tk;
+        }
+      }
+  }
+}
+
 TEST(Matmul, ThreadCountsGiveSameResult) {
   MatmulScratch scratch;
   Problem p(DType::Q4_0, 67, 256, 9, 51);

@@ -69,8 +69,10 @@ struct FloatTile {
   struct K {
     static void run(const uint8_t* w, size_t ws, int64_t n, const uint8_t* act, size_t stride, float* y,
                     int64_t ldy) {
-      // U interleaved accumulator sets hide the fma latency when there are few (row, token) pairs.
-      constexpr int U = NR * NT >= 4 ? 1 : 2;
+      // One accumulator per (row, token) whatever the tile's size: a token's sum must not depend on
+      // how many tokens share the call (batch invariance; a second interleaved set for small tiles
+      // changed the order of the additions).
+      constexpr int U = 1;
       __m256 acc[NR][NT][U];
       for (int t = 0; t < NT; ++t)
         for (int r = 0; r < NR; ++r)
