@@ -232,7 +232,10 @@ void quantize_q8_1f(const float* x, uint8_t* out, int64_t n) {
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     int sum = 0;
     for (int j = 0; j < 32; ++j) {
-      const int v = static_cast<int>(std::nearbyint(x[j] * id));
+      // (Finite rows land in [-127, 127]; a NaN or an infinity from broken weights becomes 0 or the
+      // end of the range instead of an undefined conversion.)
+      const float f = x[j] * id;
+      const int v = f == f ? static_cast<int>(std::nearbyint(std::clamp(f, -127.0f, 127.0f))) : 0;
       qs[32 * b + j] = static_cast<int8_t>(v);
       sum += v;
     }
