@@ -8,7 +8,7 @@
 
 namespace ferrum {
 
-enum class Arch { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe, Bert, SmolLM3, Phi3, Gemma2, Gemma3 };
+enum class Arch { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe, Bert, SmolLM3, Phi3, Gemma2, Gemma3, GptOss };
 
 const char* arch_name(Arch a);
 
@@ -79,17 +79,26 @@ struct ModelConfig {
   float attn_scale = 0;      // attention score scale; 0 = 1/sqrt(head_dim) (Gemma: query_pre_attn_scalar)
   float attn_softcap = 0;    // scores = cap * tanh(scores / cap) before the mask; 0 = none
   float final_softcap = 0;   // logits likewise
-  enum class Activation { SiLU, GeluTanh };
-  Activation ffn_act = Activation::SiLU;  // the gate's activation: SwiGLU, or GeGLU with tanh GELU
+  // The gate's activation: SwiGLU, GeGLU with tanh GELU, or gpt-oss's clamped SwiGLU:
+  // g = min(gate, glu_limit), u = clamp(up, -glu_limit, glu_limit), out = g * sigmoid(glu_alpha * g) * (u +
+  // 1).
+  enum class Activation { SiLU, GeluTanh, SiLUClamped };
+  Activation ffn_act = Activation::SiLU;
+  float glu_limit = 7.0f, glu_alpha = 1.702f;
   bool qkv_bias = false;   // Qwen2
   bool qk_norm = false;    // Qwen3
   bool tied_embeddings = false;
 
-  // Mixture of experts (Qwen3-MoE)
+  // Mixture of experts (Qwen3-MoE, gpt-oss)
   int n_expert = 0;
   int n_expert_used = 0;
   int n_ff_expert = 0;
   bool norm_topk_prob = false;
+  // How router logits become the k weights: a softmax over all experts, then the k largest
+  // (Qwen3-MoE), or the k largest logits, then a softmax over those k (gpt-oss).
+  enum class MoeGating { SoftmaxAll, SoftmaxTopK };
+  MoeGating moe_gating = MoeGating::SoftmaxAll;
+  bool is_moe() const { return arch == Arch::Qwen3Moe || arch == Arch::GptOss; }
 
   // Encoders (BERT): bidirectional attention, no KV cache, hidden states only. The files say how
   // sentence embeddings are pooled (GGUF bert.pooling_type, sentence-transformers 1_Pooling) and

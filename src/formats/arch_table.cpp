@@ -20,6 +20,7 @@ constexpr ArchInfo kArchs[] = {
     {Arch::Phi3, "phi3", "phi3", "phi3", "Phi3For", 4096, false},
     {Arch::Gemma2, "gemma2", "gemma2", "gemma2", "Gemma2For", 8192, false},
     {Arch::Gemma3, "gemma3", "gemma3", "gemma3_text", "Gemma3For", 131072, false},
+    {Arch::GptOss, "gpt-oss", "gpt-oss", "gpt_oss", "GptOssFor", 131072, false},
 };
 
 std::string lower(const std::string& s) {

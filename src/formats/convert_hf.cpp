@@ -12,6 +12,7 @@
 #include "formats/convert_hf_bert.h"
 #include "formats/gguf_writer.h"
 #include "formats/hf_config.h"
+#include "formats/hf_gpt_oss.h"
 #include "formats/hf_model_config.h"
 #include "formats/hf_quant.h"
 #include "formats/hf_tensor_sink.h"
@@ -46,7 +47,10 @@ std::string gguf_name(const std::string& hf, const std::string& where) {
       {"mlp.gate_proj.weight", "ffn_gate.weight"},
       {"mlp.up_proj.weight", "ffn_up.weight"},
       {"mlp.down_proj.weight", "ffn_down.weight"},
-      {"mlp.gate.weight", "ffn_gate_inp.weight"},  // MoE router
+      {"mlp.gate.weight", "ffn_gate_inp.weight"},    // MoE router
+      {"mlp.router.weight", "ffn_gate_inp.weight"},  // gpt-oss
+      {"mlp.router.bias", "ffn_gate_inp.bias"},
+      {"self_attn.sinks", "attn_sinks.weight"},
   };
   if (hf == "model.embed_tokens.weight") return "token_embd.weight";
   if (hf == "model.norm.weight") return "output_norm.weight";
@@ -76,11 +80,15 @@ std::optional<ExpertRef> expert_ref(const std::string& hf, const std::string& wh
 // Canonical output order (the one llama.cpp's converter produces for these families).
 int order_key(const std::string& g) {
   static const char* kPerLayer[] = {
-      "attn_norm.weight",     "attn_q.weight",      "attn_k.weight",       "attn_v.weight",
-      "attn_q.bias",          "attn_k.bias",        "attn_v.bias",         "attn_q_norm.weight",
-      "attn_k_norm.weight",   "attn_output.weight", "attn_output.bias",    "ffn_norm.weight",
-      "ffn_gate.weight",      "ffn_up.weight",      "ffn_down.weight",     "ffn_gate_inp.weight",
-      "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"};
+      "attn_norm.weight",     "attn_q.weight",        "attn_k.weight",
+      "attn_v.weight",        "attn_q.bias",          "attn_k.bias",
+      "attn_v.bias",          "attn_q_norm.weight",   "attn_k_norm.weight",
+      "attn_output.weight",   "attn_output.bias",     "ffn_norm.weight",
+      "ffn_gate.weight",      "ffn_up.weight",        "ffn_down.weight",
+      "ffn_gate_inp.weight",  "ffn_gate_exps.weight", "ffn_up_exps.weight",
+      "ffn_down_exps.weight", "attn_sinks.weight",    "post_attention_norm.weight",
+      "ffn_gate_inp.bias",    "ffn_gate_exps.bias",   "ffn_up_exps.bias",
+      "ffn_down_exps.bias"};
   if (g == "token_embd.weight") return 0;
   if (g.rfind("rope_", 0) == 0) return 1;  // rope_freqs, rope_factors_long/short
   if (g == "output_norm.weight") return 1 << 29;
@@ -119,7 +127,8 @@ void collect_expert(ExpertMap& experts, const ModelConfig& m, const ExpertRef& e
 // Adds a (non-expert) tensor under its GGUF name; for llama/mistral Q/K rows are permuted per head.
 void add_tensor(hfconv::TensorSink& sink, const ModelConfig& m, const TensorView& t, const std::string& src) {
   std::string g = gguf_name(t.name, src);
-  if (m.is_gemma() && g.ends_with(".ffn_norm.weight") && t.name.ends_with("post_attention_layernorm.weight"))
+  if ((m.is_gemma() || m.arch == Arch::GptOss) && g.ends_with(".ffn_norm.weight") &&
+      t.name.ends_with("post_attention_layernorm.weight"))  // gemma: after attention; gpt-oss: before the FFN
     g.replace(g.size() - std::strlen("ffn_norm.weight"), std::string::npos, "post_attention_norm.weight");
   if (m.is_gemma() && g.ends_with("norm.weight")) {  // HF holds w of 1 + w; GGUF the scale itself
     float* v = reinterpret_cast<float*>(sink.alloc(t.n_elements() * sizeof(float)));
@@ -214,14 +223,15 @@ int64_t collect_tensors(hfconv::TensorSink& sink, const ModelConfig& m, const sa
   std::deque<TensorView> decoded;  // GPTQ/AWQ layers (experts point at them until add_experts)
   for (const TensorView& stored : st.tensors()) {
     const TensorView* tp = &stored;
+    if (m.arch == Arch::GptOss && hfconv::is_gpt_oss_expert_part(stored.name)) continue;  // below
     if (q.method != hfquant::Method::None && hfquant::is_quant_part(stored.name)) {
       if (!stored.name.ends_with(".qweight")) continue;  // read with their .qweight
       tp = &decoded.emplace_back(quantized_layer(sink, q, st, stored.name, allow_requantize));
-    } else if (stored.type == DType::I32) {
+    } else if (stored.type == DType::I32 || stored.type == DType::I8) {
       fail(
-          "{}: tensor '{}' has dtype I32; only F32, F16 and BF16 tensors and GPTQ/AWQ layers can be "
-          "converted",
-          st.source(), stored.name);
+          "{}: tensor '{}' has dtype {}; only F32, F16 and BF16 tensors, GPTQ/AWQ layers and gpt-oss's MXFP4 "
+          "experts can be converted",
+          st.source(), stored.name, stored.type == DType::I8 ? "U8" : "I32");
     }
     const TensorView& t = *tp;
     if (const auto ex = expert_ref(t.name, st.source())) {
@@ -231,6 +241,11 @@ int64_t collect_tensors(hfconv::TensorSink& sink, const ModelConfig& m, const sa
     }
   }
   add_experts(sink, experts, st.source());
+  if (m.arch == Arch::GptOss)
+    for (int l = 0; l < m.n_layer; ++l)
+      for (const hfconv::OutTensor& t :
+           hfconv::gpt_oss_experts(st, m, l, [&](size_t n) { return sink.alloc(n); }))
+        sink.add(t.name, t.type, t.ne, t.data, t.nbytes);
   for (const char* need : {"token_embd.weight", "output_norm.weight"})
     if (!sink.find(need)) fail("{}: no tensor maps to '{}'", st.source(), need);
   const auto& emb = *sink.find("token_embd.weight");

@@ -63,6 +63,39 @@ void read_sliding_window(const Config& c, ModelConfig& m) {
   m.sliding_window = c.json().contains("sliding_window") ? opt_int(c, "sliding_window", 0) : 4096;
 }
 
+// layer_types (sliding_attention / full_attention per layer) into m.swa_layers; false when the
+// config has none.
+bool read_layer_types(const Config& c, ModelConfig& m) {
+  const auto types = c.json().find("layer_types");
+  if (types == c.json().end() || !types->is_array()) return false;
+  if (types->size() != static_cast<size_t>(m.n_layer))
+    fail("{}: layer_types has {} entries for {} layers", c.path(), types->size(), m.n_layer);
+  for (const auto& t : *types) {
+    const std::string s = t.is_string() ? t.get<std::string>() : "";
+    if (s != "sliding_attention" && s != "full_attention")
+      fail("{}: layer_types holds {}, expected sliding_attention or full_attention", c.path(), t.dump());
+    m.swa_layers.push_back(s == "sliding_attention");
+  }
+  return true;
+}
+
+// gpt-oss (transformers' GptOssConfig): num_local_experts experts of intermediate_size, the k
+// largest router logits softmaxed, the clamped SwiGLU (swiglu_limit), q/k/v/o biases
+// (attention_bias), a window of sliding_window (128) on the layers layer_types names (default: the
+// even ones), attention sinks (tensors).
+void read_gpt_oss(const Config& c, ModelConfig& m) {
+  m.n_expert = req_int(c, "num_local_experts");
+  m.n_expert_used = opt_int(c, "num_experts_per_tok", c.find_int("experts_per_token").value_or(4));
+  m.n_ff_expert = m.n_ff;
+  m.moe_gating = ModelConfig::MoeGating::SoftmaxTopK;
+  m.ffn_act = ModelConfig::Activation::SiLUClamped;
+  m.glu_limit = static_cast<float>(c.find_float("swiglu_limit").value_or(7.0));
+  m.qkv_bias = c.find_bool("attention_bias").value_or(true);
+  m.sliding_window = opt_int(c, "sliding_window", 128);
+  if (!read_layer_types(c, m))
+    for (int l = 0; l < m.n_layer; ++l) m.swa_layers.push_back(l % 2 == 0);
+}
+
 // Gemma 2 and 3 (transformers' Gemma2Config, Gemma3TextConfig): embeddings times sqrt(hidden_size),
 // sandwich norms, GeGLU (gelu_pytorch_tanh), scores scaled by query_pre_attn_scalar^-1/2, a sliding
 // window on the layers layer_types names (default: Gemma 2 the even ones, Gemma 3 all but every
@@ -81,17 +114,7 @@ void read_gemma(const Config& c, ModelConfig& m) {
   m.attn_softcap = static_cast<float>(c.find_float("attn_logit_softcapping").value_or(0.0));
   m.final_softcap = static_cast<float>(c.find_float("final_logit_softcapping").value_or(0.0));
   m.sliding_window = opt_int(c, "sliding_window", 4096);
-  const auto types = c.json().find("layer_types");
-  if (types != c.json().end() && types->is_array()) {
-    if (types->size() != static_cast<size_t>(m.n_layer))
-      fail("{}: layer_types has {} entries for {} layers", c.path(), types->size(), m.n_layer);
-    for (const auto& t : *types) {
-      const std::string s = t.is_string() ? t.get<std::string>() : "";
-      if (s != "sliding_attention" && s != "full_attention")
-        fail("{}: layer_types holds {}, expected sliding_attention or full_attention", c.path(), t.dump());
-      m.swa_layers.push_back(s == "sliding_attention");
-    }
-  } else {
+  if (!read_layer_types(c, m)) {
     const int64_t period = m.arch == Arch::Gemma2 ? 2 : c.find_int("sliding_window_pattern").value_or(6);
     if (period < 1) fail("{}: sliding_window_pattern must be at least 1, got {}", c.path(), period);
     for (int l = 0; l < m.n_layer; ++l)
@@ -280,19 +303,21 @@ ModelConfig model_config(const Config& c, const std::string& name) {
   m.arch = fam.arch;
   m.name = name;
   read_sizes(c, fam, m);
-  m.rope_theta =
-      static_cast<float>(c.find_float("rope_theta").value_or(m.arch == Arch::Gemma3 ? 1e6 : 10000.0));
+  const double theta = m.arch == Arch::Gemma3 ? 1e6 : m.arch == Arch::GptOss ? 150000.0 : 10000.0;
+  m.rope_theta = static_cast<float>(c.find_float("rope_theta").value_or(theta));
   m.rope_interleaved = false;  // HF keeps Q/K rows in rotate-half order
   if (m.arch == Arch::Bert) {
     m.norm_eps = static_cast<float>(c.find_float("layer_norm_eps").value_or(1e-12));
   } else {
-    m.norm_eps = static_cast<float>(c.find_float("rms_norm_eps").value_or(1e-6));
+    m.norm_eps =
+        static_cast<float>(c.find_float("rms_norm_eps").value_or(m.arch == Arch::GptOss ? 1e-5 : 1e-6));
   }
   m.qk_norm = m.arch == Arch::Qwen3 || m.arch == Arch::Qwen3Moe;
   m.qkv_bias = m.arch == Arch::Qwen2;
   m.tied_embeddings = c.find_bool("tie_word_embeddings").value_or(m.arch == Arch::Bert || m.is_gemma());
   read_sliding_window(c, m);
   if (m.arch == Arch::Qwen3Moe) read_moe(c, m);
+  if (m.arch == Arch::GptOss) read_gpt_oss(c, m);
   if (m.arch == Arch::SmolLM3) read_rope_layers(c, m);
   if (m.is_gemma()) read_gemma(c, m);
   const ConfigFields fields{true, ""};

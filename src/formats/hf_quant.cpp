@@ -288,13 +288,15 @@ QuantConfig read_quant_config(const hf::Config& cfg) {
   const auto method = f.string("quant_method");
   if (!method) fail("{}.quant_method is missing (gptq or awq)", q.where);
   const std::string m = lower(*method);
+  if (m == "mxfp4") return QuantConfig{};  // gpt-oss's experts: MXFP4 blocks read as they are (hf_gpt_oss.h)
   if (m == "gptq")
     q.method = Method::Gptq;
   else if (m == "awq")
     q.method = Method::Awq;
   else
     fail(
-        "{}.quant_method is '{}': ferrum runs GPTQ and AWQ checkpoints (gptq, awq); other formats can be "
+        "{}.quant_method is '{}': ferrum runs GPTQ and AWQ checkpoints (gptq, awq) and gpt-oss's MXFP4 "
+        "experts (mxfp4); other formats can be "
         "converted to GGUF with llama.cpp's convert_hf_to_gguf.py",
         q.where, *method);
   auto bits = f.integer("bits");

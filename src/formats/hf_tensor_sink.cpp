@@ -33,7 +33,8 @@ void TensorSink::add(std::string name, DType type, std::vector<int64_t> ne, cons
   if (!force_f32) {
     any_f16_ |= type == DType::F16;
     any_bf16_ |= type == DType::BF16;
-    if (type == DType::Q4_0 || type == DType::Q5_0 || type == DType::Q8_0) quant_bytes_[type] += nbytes;
+    if (type == DType::Q4_0 || type == DType::Q5_0 || type == DType::Q8_0 || type == DType::MXFP4)
+      quant_bytes_[type] += nbytes;
   }
   outs_.push_back({std::move(name), type, std::move(ne), data, nbytes});
 }
@@ -58,7 +59,16 @@ uint32_t TensorSink::file_type() const {
   if (!quant_bytes_.empty()) {  // the quantized type holding the most bytes (llama_ftype numbers)
     const auto most = std::max_element(quant_bytes_.begin(), quant_bytes_.end(),
                                        [](const auto& a, const auto& b) { return a.second < b.second; });
-    return most->first == DType::Q4_0 ? 2 : most->first == DType::Q8_0 ? 7 : 8;
+    switch (most->first) {
+      case DType::Q4_0:
+        return 2;
+      case DType::Q8_0:
+        return 7;
+      case DType::MXFP4:
+        return 38;  // LLAMA_FTYPE_MOSTLY_MXFP4_MOE
+      default:
+        return 8;
+    }
   }
   return any_bf16_ ? 32 : any_f16_ ? 1 : 0;
 }

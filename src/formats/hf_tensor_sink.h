@@ -41,7 +41,7 @@ class TensorSink {
   std::deque<std::vector<uint8_t>> owned_;
   std::vector<OutTensor> outs_;
   bool any_f16_ = false, any_bf16_ = false;
-  std::map<DType, size_t> quant_bytes_;  // Q4_0/Q5_0/Q8_0 tensors (GPTQ/AWQ layers)
+  std::map<DType, size_t> quant_bytes_;  // Q4_0/Q5_0/Q8_0 (GPTQ/AWQ layers), MXFP4 (gpt-oss experts)
 };
 
 // The last component of a directory path ("a/b/" -> "b"), used as general.name.

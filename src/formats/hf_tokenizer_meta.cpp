@@ -31,6 +31,7 @@ std::optional<std::string> token_text(const nlohmann::json& tc, const std::strin
 std::string pre_tokenizer_for(const std::string& arch) {
   if (arch == "qwen2" || arch == "qwen3" || arch == "qwen3_moe") return "qwen2";
   if (arch == "llama" || arch == "mistral") return "llama-bpe";
+  if (arch == "gpt_oss") return "gpt-4o";  // o200k
   return "default";
 }
 

@@ -81,13 +81,21 @@ void validate_config(const ModelConfig& c, const std::string& source, const Conf
       fail("{}: LongRoPE's original context ({}) and attention factor ({}) must be positive", source,
            lr.orig_ctx, lr.attn_factor);
   }
+  if (!c.swa_layers.empty() && c.swa_layers.size() != static_cast<size_t>(c.n_layer))
+    fail("{}: the sliding window is switched per layer for {} layers, but the model has {}", source,
+         c.swa_layers.size(), c.n_layer);
+  if (!std::isfinite(c.glu_limit) || c.glu_limit <= 0 || !std::isfinite(c.glu_alpha) || c.glu_alpha <= 0)
+    fail("{}: the clamped SwiGLU's limit ({}) and alpha ({}) must be positive numbers", source, c.glu_limit,
+         c.glu_alpha);
   if (!c.rope_layers.empty() && c.rope_layers.size() != static_cast<size_t>(c.n_layer))
     fail("{}: RoPE is switched per layer for {} layers, but the model has {}", source, c.rope_layers.size(),
          c.n_layer);
-  if (c.arch == Arch::Qwen3Moe) {
-    in_range(c.n_expert, 1, kMaxExperts, "expert_count", "num_experts");
+  if (c.is_moe()) {
+    const bool oss = c.arch == Arch::GptOss;
+    in_range(c.n_expert, 1, kMaxExperts, "expert_count", oss ? "num_local_experts" : "num_experts");
     in_range(c.n_expert_used, 1, c.n_expert, "expert_used_count", "num_experts_per_tok");
-    in_range(c.n_ff_expert, 1, kMaxWidth, "expert_feed_forward_length", "moe_intermediate_size");
+    in_range(c.n_ff_expert, 1, kMaxWidth, "expert_feed_forward_length",
+             oss ? "intermediate_size" : "moe_intermediate_size");
   }
 }
 

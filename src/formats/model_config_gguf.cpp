@@ -27,9 +27,9 @@ void write_bert(gguf::Writer& w, const ModelConfig& m) {
   w.set_bool("bert.attention.causal", false);
 }
 
-// The sliding-window layers of a Gemma file as llama.cpp lays them out: every layer but every
-// period-th (Gemma 2: period 2, the even layers; Gemma 3: 6).
-std::vector<uint8_t> gemma_swa_layers(int n_layer, int period) {
+// The sliding-window layers as llama.cpp lays them out: every layer but every period-th (Gemma 2 and
+// gpt-oss: period 2, the even layers; Gemma 3: 6).
+std::vector<uint8_t> swa_layers_every(int n_layer, int period) {
   std::vector<uint8_t> v;
   for (int l = 0; l < n_layer; ++l) v.push_back(period == 0 || l % period < period - 1);
   return v;
@@ -44,12 +44,18 @@ void write_extras(gguf::Writer& w, const ModelConfig& m, const std::string& A) {
     w.set_u32(A + ".expert_count", u32(m.n_expert));
     w.set_u32(A + ".expert_used_count", u32(m.n_expert_used));
     w.set_u32(A + ".expert_feed_forward_length", u32(m.n_ff_expert));
-    w.set_bool(A + ".expert_weights_norm", m.norm_topk_prob);
+    if (m.arch == Arch::Qwen3Moe) w.set_bool(A + ".expert_weights_norm", m.norm_topk_prob);
   }
   if (m.sliding_window > 0) w.set_u32(A + ".attention.sliding_window", u32(m.sliding_window));
+  if (m.arch == Arch::GptOss && m.sliding_window > 0 && m.swa_layers != swa_layers_every(m.n_layer, 2))
+    fail(
+        "{}: the sliding-window layers are not the even ones, the layout llama.cpp assumes for gpt-oss "
+        "files; "
+        "such a model cannot be written as GGUF",
+        m.name);
   if (m.is_gemma()) {
     const int period = m.arch == Arch::Gemma2 ? 2 : 6;
-    if (m.sliding_window > 0 && m.swa_layers != gemma_swa_layers(m.n_layer, period))
+    if (m.sliding_window > 0 && m.swa_layers != swa_layers_every(m.n_layer, period))
       fail(
           "{}: the sliding-window layers are not all but every {}th, the layout llama.cpp assumes for {} "
           "files; "
@@ -147,7 +153,7 @@ void read_gemma(const GgufKeys& g, ModelConfig& c) {
   c.final_softcap = g.opt_float("final_logit_softcapping", g2 ? 30.0 : 0.0);
   c.sliding_window = g.opt_int("attention.sliding_window", g2 ? 4096 : 0);
   if (c.sliding_window > 0)
-    c.swa_layers = gemma_swa_layers(c.n_layer, g.opt_int("attention.sliding_window_pattern", g2 ? 2 : 6));
+    c.swa_layers = swa_layers_every(c.n_layer, g.opt_int("attention.sliding_window_pattern", g2 ? 2 : 6));
   if (!g2) {
     c.qk_norm = true;
     if (c.sliding_window > 0) c.rope_theta_swa = g.opt_float("rope.freq_base_swa", 10000.0);
@@ -156,6 +162,16 @@ void read_gemma(const GgufKeys& g, ModelConfig& c) {
                             ? 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_head))
                             : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   c.attn_scale = g.opt_float("attention.scale", by_size);
+}
+
+// gpt-oss as llama.cpp reads it: a window on the even layers (attention.sliding_window_pattern 2),
+// the router's k largest logits softmaxed, the clamped SwiGLU (limit 7, alpha 1.702, llama.cpp's
+// constants), q/k/v/o biases and attention sinks (tensors).
+void read_gpt_oss(const GgufKeys& g, ModelConfig& c) {
+  if (c.sliding_window > 0)
+    c.swa_layers = swa_layers_every(c.n_layer, g.opt_int("attention.sliding_window_pattern", 2));
+  c.moe_gating = ModelConfig::MoeGating::SoftmaxTopK;
+  c.ffn_act = ModelConfig::Activation::SiLUClamped;
 }
 
 // What the family implies, and what the file's tensors say (biases, a separate output matrix).
@@ -172,14 +188,15 @@ void read_family_traits(const GgufKeys& g, ModelConfig& c) {
   // Q/K/V biases: always in qwen2, in other families when the file has them (as the HF loader does).
   c.qkv_bias =
       c.arch == Arch::Qwen2 || g.f.find_tensor("blk.0.attn_q.bias") || g.f.find_tensor("blk.0.attn_qkv.bias");
-  if (c.arch == Arch::Qwen3Moe) {
+  if (c.is_moe()) {
     c.n_expert = g.req_int("expert_count");
     c.n_expert_used = g.req_int("expert_used_count");
     c.n_ff_expert = g.req_int("expert_feed_forward_length");
     // HF norm_topk_prob as written by `ferrum convert`; llama.cpp's own files lack the key and
     // llama.cpp always renormalises for qwen3moe.
-    c.norm_topk_prob = g.f.find_bool(g.key("expert_weights_norm")).value_or(true);
+    c.norm_topk_prob = c.arch == Arch::Qwen3Moe && g.f.find_bool(g.key("expert_weights_norm")).value_or(true);
   }
+  if (c.arch == Arch::GptOss) read_gpt_oss(g, c);
 }
 
 }  // namespace

@@ -24,7 +24,8 @@ struct DtypeMap {
 constexpr DtypeMap kDtypes[] = {{"F32", DType::F32},
                                 {"F16", DType::F16},
                                 {"BF16", DType::BF16},
-                                {"I32", DType::I32}};  // I32: GPTQ/AWQ packed weights
+                                {"I32", DType::I32},  // GPTQ/AWQ packed weights
+                                {"U8", DType::I8}};   // raw bytes: gpt-oss's MXFP4 blocks and scales
 
 std::string read_text(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -190,7 +191,7 @@ Tensors Tensors::open_dir(const std::string& dir) {
 void Tensors::check_supported(std::string_view name) const {
   const auto it = unsupported_.find(name);
   if (it != unsupported_.end())
-    fail("{}: tensor '{}' has dtype {}, unsupported (only F32, F16, BF16 and I32 are)", source_, name,
+    fail("{}: tensor '{}' has dtype {}, unsupported (only F32, F16, BF16, I32 and U8 are)", source_, name,
          it->second);
 }
 

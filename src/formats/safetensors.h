@@ -23,8 +23,9 @@ class Tensors {
   static Tensors open_dir(const std::string& dir);
   static Tensors open_file(const std::string& path);
 
-  // Tensors with another dtype (I64, F64, U8, F8_*, ...) than F32/F16/BF16/I32 are not loaded: they are
-  // missing from names()/tensors(), listed by unsupported(), and find()/get() on them throw naming the dtype.
+  // Tensors with another dtype (I64, F64, F8_*, ...) than F32/F16/BF16/I32/U8 (as I8) are not loaded: they
+  // are missing from names()/tensors(), listed by unsupported(), and find()/get() on them throw naming the
+  // dtype.
   const TensorView* find(std::string_view name) const;  // nullptr if absent
   const TensorView& get(std::string_view name) const;   // throws naming the tensor and the source
   std::vector<std::string> names() const;               // per file in data order, files in order

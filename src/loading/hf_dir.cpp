@@ -14,6 +14,7 @@
 #include "core/fp16.h"
 #include "core/quant.h"
 #include "formats/hf_config.h"
+#include "formats/hf_gpt_oss.h"
 #include "formats/hf_model_config.h"
 #include "formats/hf_quant.h"
 #include "formats/hf_tensor_sink.h"
@@ -84,6 +85,19 @@ class HfBuilder {
     v.nbytes = t.n_elements() * sizeof(float);
     w_.add(v);
   }
+  // Adds a tensor made by a converter (its data allocated from the weight set).
+  void add(const hfconv::OutTensor& o) {
+    TensorView v;
+    v.name = o.name;
+    v.type = o.type;
+    v.n_dims = static_cast<int>(o.ne.size());
+    for (size_t i = 0; i < o.ne.size(); ++i) v.ne[i] = o.ne[i];
+    v.data = static_cast<const uint8_t*>(o.data);
+    v.nbytes = o.nbytes;
+    w_.add(v);
+  }
+  uint8_t* allocate(size_t n) { return w_.allocate(n); }
+  const safetensors::Tensors& files() const { return *st_; }
   // Stacks equally shaped matrices into one 3-D tensor (ne = [cols, rows, count]), e.g. the
   // experts of a MoE layer.
   void stack(const std::vector<std::string>& hf_names, const std::string& name) {
@@ -208,8 +222,9 @@ HfModel load_hf_dir(const std::string& dir) {
       b.vector_f32(L + "post_attention_layernorm.weight", B + "post_attention_norm.weight", norm_add);
       b.vector_f32(L + "pre_feedforward_layernorm.weight", B + "ffn_norm.weight", norm_add);
       b.vector_f32(L + "post_feedforward_layernorm.weight", B + "post_ffw_norm.weight", norm_add);
-    } else {
-      b.vector_f32(L + "post_attention_layernorm.weight", B + "ffn_norm.weight");
+    } else {  // gpt-oss files (llama.cpp's names) call the pre-FFN norm post_attention_norm
+      b.vector_f32(L + "post_attention_layernorm.weight",
+                   B + (m.arch == Arch::GptOss ? "post_attention_norm.weight" : "ffn_norm.weight"));
     }
     if (b.find(L + "self_attn.qkv_proj.weight"))  // already fused (Phi-3)
       b.alias(L + "self_attn.qkv_proj.weight", B + "attn_qkv.weight");
@@ -223,11 +238,20 @@ HfModel load_hf_dir(const std::string& dir) {
       b.vector_f32(L + "self_attn.v_proj.bias", B + "attn_v.bias");
     }
     b.alias(L + "self_attn.o_proj.weight", B + "attn_output.weight");
+    if (b.find(L + "self_attn.o_proj.bias"))
+      b.vector_f32(L + "self_attn.o_proj.bias", B + "attn_output.bias");
+    if (b.find(L + "self_attn.sinks")) b.vector_f32(L + "self_attn.sinks", B + "attn_sinks.weight");
     if (m.qk_norm) {
       b.vector_f32(L + "self_attn.q_norm.weight", B + "attn_q_norm.weight", norm_add);
       b.vector_f32(L + "self_attn.k_norm.weight", B + "attn_k_norm.weight", norm_add);
     }
-    if (m.arch == Arch::Qwen3Moe) {
+    if (m.arch == Arch::GptOss) {  // router with a bias; experts fused, MXFP4 (formats/hf_gpt_oss.h)
+      b.matrix_f32(L + "mlp.router.weight", B + "ffn_gate_inp.weight");
+      b.vector_f32(L + "mlp.router.bias", B + "ffn_gate_inp.bias");
+      for (const hfconv::OutTensor& t :
+           hfconv::gpt_oss_experts(b.files(), m, l, [&](size_t n) { return b.allocate(n); }))
+        b.add(t);
+    } else if (m.arch == Arch::Qwen3Moe) {
       // Per-expert matrices stacked into GGUF's [n_embd, n_ff_exp, n_expert] layout; router in F32.
       auto experts = [&](const char* proj) {
         std::vector<std::string> names;

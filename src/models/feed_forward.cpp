@@ -9,9 +9,20 @@
 
 namespace ferrum {
 
+void GatedActivation::operator()(const float* gate, const float* up, float* out, int64_t n) const {
+  switch (act_) {
+    case ModelConfig::Activation::SiLU:
+      return kernels::swiglu(gate, up, out, n);
+    case ModelConfig::Activation::GeluTanh:
+      return kernels::geglu_tanh(gate, up, out, n);
+    case ModelConfig::Activation::SiLUClamped:
+      return kernels::swiglu_clamped(gate, up, out, n, limit_, alpha_);
+  }
+}
+
 DenseFeedForward::DenseFeedForward(const ModelConfig& cfg, const WeightSet& w, int l, kernels::Precision prec,
                                    kernels::WeightRounding rounding, ThreadPool& pool)
-    : n_embd_(cfg.n_embd), n_ff_(cfg.n_ff), act_(cfg.ffn_act) {
+    : n_embd_(cfg.n_embd), n_ff_(cfg.n_ff), act_(cfg) {
   const int64_t d = n_embd_, ff = n_ff_;
   auto name = [&](const char* n) { return fmt::format("blk.{}.{}", l, n); };
   const TensorView* up = w.find(name("ffn_up.weight"));
@@ -41,11 +52,8 @@ void DenseFeedForward::forward(const float* x, int64_t n, float* out, FfnContext
   {
     const profile::Scope scope(profile::Op::Elementwise);
     for (int64_t t = 0; t < n; ++t) {
-      const float *gate = &gu_[t * 2 * ff], *up = gate + ff;
-      if (act_ == ModelConfig::Activation::GeluTanh)
-        kernels::geglu_tanh(gate, up, &act_out_[t * ff], ff);
-      else
-        kernels::swiglu(gate, up, &act_out_[t * ff], ff);
+      const float* gate = &gu_[t * 2 * ff];
+      act_(gate, gate + ff, &act_out_[t * ff], ff);
     }
   }
   down_.forward(act_out_.data(), ff, n, out, n_embd_, ctx.pool, ctx.precision, ctx.scratch);

@@ -31,6 +31,18 @@ class FeedForward {
   virtual void forward(const float* x, int64_t n, float* out, FfnContext& ctx) = 0;
 };
 
+// out = act(gate) * up for n values, by the model's activation (ModelConfig::Activation).
+class GatedActivation {
+ public:
+  explicit GatedActivation(const ModelConfig& cfg)
+      : act_(cfg.ffn_act), limit_(cfg.glu_limit), alpha_(cfg.glu_alpha) {}
+  void operator()(const float* gate, const float* up, float* out, int64_t n) const;
+
+ private:
+  ModelConfig::Activation act_;
+  float limit_, alpha_;
+};
+
 // SwiGLU: down(silu(gate(x)) * up(x)); gate/up fused (ffn_gate_up) or separate (ffn_gate, ffn_up).
 class DenseFeedForward : public FeedForward {
  public:
@@ -40,7 +52,7 @@ class DenseFeedForward : public FeedForward {
 
  private:
   int64_t n_embd_, n_ff_;
-  ModelConfig::Activation act_;
+  GatedActivation act_;
   kernels::Linear gate_up_;  // gate rows, then up rows (one fused tensor, or gate and up stacked)
   kernels::Linear down_;
   std::vector<float> gu_, act_out_;  // grow-only workspace

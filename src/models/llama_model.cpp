@@ -135,7 +135,11 @@ void LlamaModel::bind_layer(int l) {
     L.k_norm = f32_tensor(blk(l, "attn_k_norm.weight"), cfg_.head_dim);
   }
   L.wo = kernels::Linear({weights_.get(blk(l, "attn_output.weight"), {qd, d})}, kprec_, pool_, rounding_);
-  L.ffn_norm = f32_tensor(blk(l, "ffn_norm.weight"), d);
+  L.wo_bias = f32_tensor(blk(l, "attn_output.bias"), d, false);
+  L.sinks = f32_tensor(blk(l, "attn_sinks.weight"), cfg_.n_head, cfg_.arch == Arch::GptOss);
+  // gpt-oss files (llama.cpp's layout) name the pre-FFN norm post_attention_norm.
+  L.ffn_norm =
+      f32_tensor(blk(l, cfg_.arch == Arch::GptOss ? "post_attention_norm.weight" : "ffn_norm.weight"), d);
   if (cfg_.post_norms) {
     L.attn_post_norm = f32_tensor(blk(l, "post_attention_norm.weight"), d);
     L.ffn_post_norm = f32_tensor(blk(l, "post_ffw_norm.weight"), d);
@@ -327,12 +331,15 @@ void LlamaModel::run_layer(int l, runtime::KvCache& kv, std::span<const SeqInput
   ap.scale = cfg_.attn_scale > 0 ? cfg_.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
   ap.sliding_window = cfg_.layer_uses_window(l) ? cfg_.sliding_window : 0;
   ap.softcap = cfg_.attn_softcap;
+  ap.sinks = L.sinks;
   {
     const profile::Scope scope(profile::Op::Attention);
     kernels::attention(ap, jobs_.data(), static_cast<int>(jobs_.size()), pool_, attn_scratch_);
   }
   matmul(L.wo, attn_.data(), qd, n, tmp_.data(), d);
   if (lora) lora->apply(l, LoraSite::Out, attn_.data(), qd, tmp_.data(), d, pool_, kprec_, mm_scratch_);
+  if (L.wo_bias)
+    for (int64_t t = 0; t < n; ++t) kernels::add_inplace(&tmp_[t * d], L.wo_bias, d);
   if (L.attn_post_norm) norm_rows(tmp_.data(), L.attn_post_norm, tmp_.data(), n);
   add_residual(tmp_.data(), n);
 

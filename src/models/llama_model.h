@@ -39,6 +39,8 @@ class LlamaModel : public Model {
     bool rope = true;       // false in SmolLM3's layers without positions
     bool rope_swa = false;  // Gemma 3's windowed layers: their own RoPE base (rope_swa_)
     kernels::Linear wo;
+    const float* wo_bias = nullptr;  // gpt-oss (any family whose file has attn_output.bias)
+    const float* sinks = nullptr;    // gpt-oss: a logit per query head in every softmax's denominator
     const float* ffn_norm = nullptr;
     const float* attn_post_norm = nullptr;  // Gemma: on the attention and FFN outputs
     const float* ffn_post_norm = nullptr;

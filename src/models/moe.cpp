@@ -44,6 +44,32 @@ void moe_select(const float* logits, int n, int k, bool renormalize, int32_t* id
   }
 }
 
+void moe_select_topk_softmax(const float* logits, int n, int k, int32_t* ids, float* weights) {
+  for (int s = 0; s < k; ++s) {
+    int best = -1;
+    for (int e = 0; e < n; ++e) {
+      bool taken = false;
+      for (int j = 0; j < s; ++j) taken |= ids[j] == e;
+      if (!taken && (best < 0 || logits[e] > logits[best])) best = e;
+    }
+    ids[s] = best;
+    weights[s] = logits[best];
+  }
+  kernels::softmax(weights, k);
+}
+
+namespace {
+// An optional F32 bias of n_expert rows of `per_expert` values; null when the file has none.
+const float* expert_bias(const WeightSet& w, const std::string& name, int64_t per_expert, int64_t n_expert) {
+  const TensorView* t = w.find(name);
+  if (!t) return nullptr;
+  if (t->type != DType::F32 || t->n_elements() != per_expert * n_expert || t->ne[0] != per_expert)
+    fail("{}: tensor '{}' is {} {}, expected F32 [{}, {}]", w.source(), name, dtype_name(t->type),
+         t->shape_string(), per_expert, n_expert);
+  return reinterpret_cast<const float*>(t->data);
+}
+}  // namespace
+
 MoeFeedForward::MoeFeedForward(const ModelConfig& cfg, const WeightSet& w, int l,
                                kernels::WeightRounding rounding, ThreadPool& pool)
     : layer_(l),
@@ -51,7 +77,9 @@ MoeFeedForward::MoeFeedForward(const ModelConfig& cfg, const WeightSet& w, int l
       n_ff_(cfg.n_ff_expert),
       n_expert_(cfg.n_expert),
       k_(cfg.n_expert_used),
-      renorm_(cfg.norm_topk_prob) {
+      renorm_(cfg.norm_topk_prob),
+      gating_(cfg.moe_gating),
+      act_(cfg) {
   const std::string src = w.source();
   if (n_expert_ <= 0) fail("{}: expert count must be positive, got {}", src, n_expert_);
   if (k_ <= 0 || k_ > n_expert_)
@@ -70,6 +98,10 @@ MoeFeedForward::MoeFeedForward(const ModelConfig& cfg, const WeightSet& w, int l
   gate_ = w.get(name("ffn_gate_exps.weight"), {d, ff, E});
   up_ = w.get(name("ffn_up_exps.weight"), {d, ff, E});
   down_ = w.get(name("ffn_down_exps.weight"), {ff, d, E});
+  router_b_ = expert_bias(w, name("ffn_gate_inp.bias"), E, 1);
+  gate_b_ = expert_bias(w, name("ffn_gate_exps.bias"), ff, E);
+  up_b_ = expert_bias(w, name("ffn_up_exps.bias"), ff, E);
+  down_b_ = expert_bias(w, name("ffn_down_exps.bias"), d, E);
   for (TensorView* t : {&gate_, &up_, &down_}) round_matrix(*t, rounding, w, pool, copies_);
 }
 
@@ -80,15 +112,22 @@ void MoeFeedForward::run_expert_rows(int64_t e, int64_t f0, int64_t f1, ThreadPo
   float* gu = &gu_[b * 2 * ff];
   kernels::matmul_rows(gate_, e * ff + f0, e * ff + f1, x, d, m, gu + f0, 2 * ff, pool, prec, scratch);
   kernels::matmul_rows(up_, e * ff + f0, e * ff + f1, x, d, m, gu + ff + f0, 2 * ff, pool, prec, scratch);
-  for (int64_t i = 0; i < m; ++i)
-    kernels::swiglu(&gu[i * 2 * ff + f0], &gu[i * 2 * ff + ff + f0], &act_[(b + i) * ff + f0], f1 - f0);
+  for (int64_t i = 0; i < m; ++i) {
+    float *g = &gu[i * 2 * ff + f0], *u = g + ff;
+    if (gate_b_) kernels::add_inplace(g, gate_b_ + e * ff + f0, f1 - f0);
+    if (up_b_) kernels::add_inplace(u, up_b_ + e * ff + f0, f1 - f0);
+    act_(g, u, &act_out_[(b + i) * ff + f0], f1 - f0);
+  }
 }
 
 void MoeFeedForward::run_expert_down(int64_t e, int64_t r0, int64_t r1, ThreadPool& pool,
                                      kernels::Precision prec, kernels::MatmulScratch& scratch) {
   const int64_t d = n_embd_, ff = n_ff_, b = offset_[e], m = offset_[e + 1] - b;
-  kernels::matmul_rows(down_, e * d + r0, e * d + r1, &act_[b * ff], ff, m, &yg_[b * d + r0], d, pool, prec,
-                       scratch);
+  kernels::matmul_rows(down_, e * d + r0, e * d + r1, &act_out_[b * ff], ff, m, &yg_[b * d + r0], d, pool,
+                       prec, scratch);
+  if (down_b_)
+    for (int64_t i = 0; i < m; ++i)
+      kernels::add_inplace(&yg_[(b + i) * d + r0], down_b_ + e * d + r0, r1 - r0);
 }
 
 void MoeFeedForward::forward(const float* x, int64_t n, float* out, FfnContext& ctx) {
@@ -101,7 +140,7 @@ void MoeFeedForward::forward(const float* x, int64_t n, float* out, FfnContext& 
     row_of_pair_.resize(P);
     xg_.resize(P * d);
     gu_.resize(P * 2 * ff);
-    act_.resize(P * ff);
+    act_out_.resize(P * ff);
     yg_.resize(P * d);
   }
   probs_.resize(E);
@@ -111,8 +150,12 @@ void MoeFeedForward::forward(const float* x, int64_t n, float* out, FfnContext& 
   // Router in F32 activations whatever the precision (llama.cpp keeps it F32 too).
   kernels::matmul(router_, x, d, n, logits_.data(), E, ctx.pool, kernels::Precision::Exact, ctx.scratch);
   for (int64_t t = 0; t < n; ++t) {
-    moe_select(&logits_[t * E], static_cast<int>(E), k_, renorm_, &ids_[t * k], &weights_[t * k],
-               probs_.data());
+    float* lg = &logits_[t * E];
+    if (router_b_) kernels::add_inplace(lg, router_b_, E);
+    if (gating_ == ModelConfig::MoeGating::SoftmaxTopK)
+      moe_select_topk_softmax(lg, static_cast<int>(E), k_, &ids_[t * k], &weights_[t * k]);
+    else
+      moe_select(lg, static_cast<int>(E), k_, renorm_, &ids_[t * k], &weights_[t * k], probs_.data());
     for (int64_t s = 0; s < k; ++s) ++count_[ids_[t * k + s]];
   }
   if (const MoeTraceFn& fn = trace_fn()) {

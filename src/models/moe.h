@@ -1,8 +1,9 @@
-// Mixture-of-experts feed-forward block (Qwen3-MoE): a linear router picks the top-k of n_expert
-// SwiGLU experts per token, whose outputs are summed with the (optionally renormalized) router
-// probabilities. Expert weights stay in their file type, stacked as in GGUF (ffn_{gate,up}_exps
-// ne = [n_embd, n_ff_exp, n_expert], ffn_down_exps ne = [n_ff_exp, n_embd, n_expert]); expert e is
-// the row range [e*rows, (e+1)*rows) of the stacked matrix.
+// Mixture-of-experts feed-forward block (Qwen3-MoE, gpt-oss): a linear router (with a bias in
+// gpt-oss) picks the top-k of n_expert gated experts per token, whose outputs are summed with the
+// router's weights (ModelConfig::MoeGating). gpt-oss's experts have biases on their three products. Expert
+// weights stay in their file type, stacked as in GGUF (ffn_{gate,up}_exps ne = [n_embd, n_ff_exp, n_expert],
+// ffn_down_exps ne = [n_ff_exp, n_embd, n_expert]); expert e is the row range [e*rows, (e+1)*rows) of the
+// stacked matrix.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,9 @@ void set_moe_trace(MoeTraceFn fn);
 // probabilities (ties go to the smaller index), renormalized to sum 1 when `renormalize`.
 void moe_select(const float* logits, int n, int k, bool renormalize, int32_t* ids, float* weights,
                 float* probs_tmp);
+// gpt-oss's selection: the k largest logits (ties go to the smaller index), weights the softmax of
+// those k logits.
+void moe_select_topk_softmax(const float* logits, int n, int k, int32_t* ids, float* weights);
 
 class MoeFeedForward : public FeedForward {
  public:
@@ -48,7 +52,12 @@ class MoeFeedForward : public FeedForward {
   int64_t n_embd_, n_ff_, n_expert_;
   int k_;
   bool renorm_;
+  ModelConfig::MoeGating gating_;
+  GatedActivation act_;
   TensorView router_, gate_, up_, down_;
+  // Biases (gpt-oss; null when absent): router [n_expert], gate/up [n_ff x n_expert], down [n_embd x
+  // n_expert].
+  const float *router_b_ = nullptr, *gate_b_ = nullptr, *up_b_ = nullptr, *down_b_ = nullptr;
   std::vector<std::shared_ptr<const uint8_t>> copies_;  // BF16 copies of the experts (rounding Bf16)
 
   // Expert e's (token, slot) pairs are rows [offset_[e], offset_[e+1]) of the pair-ordered
@@ -62,7 +71,7 @@ class MoeFeedForward : public FeedForward {
   std::vector<float> logits_, probs_, weights_;
   std::vector<int32_t> ids_;
   std::vector<int32_t> count_, offset_, order_, row_of_pair_;
-  std::vector<float> xg_, gu_, act_, yg_;
+  std::vector<float> xg_, gu_, act_out_, yg_;
   // Few tokens: experts run side by side, one thread each (single-thread pools, own scratch).
   std::vector<std::unique_ptr<ThreadPool>> solo_;
   std::vector<kernels::MatmulScratch> solo_scratch_;

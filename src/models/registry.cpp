@@ -23,10 +23,11 @@ std::unique_ptr<Model> create_model(ModelConfig cfg, WeightSet weights, const Mo
       if (cfg.n_ff <= 0) fail("{}: feed_forward_length is missing", weights.source());
       return std::make_unique<LlamaModel>(std::move(cfg), std::move(weights), opts);
     case Arch::Qwen3Moe:
+    case Arch::GptOss:
       // Attention is the dense decoder's; make_feed_forward gives every layer a MoeFeedForward.
       if (cfg.n_expert <= 0 || cfg.n_ff_expert <= 0)
-        fail("{}: a qwen3moe model needs a positive expert count ({}) and expert feed-forward length ({})",
-             weights.source(), cfg.n_expert, cfg.n_ff_expert);
+        fail("{}: a {} model needs a positive expert count ({}) and expert feed-forward length ({})",
+             weights.source(), arch_name(cfg.arch), cfg.n_expert, cfg.n_ff_expert);
       if (cfg.n_expert_used <= 0 || cfg.n_expert_used > cfg.n_expert)
         fail("{}: experts used per token ({}) must be between 1 and the expert count ({})", weights.source(),
              cfg.n_expert_used, cfg.n_expert);

@@ -28,6 +28,7 @@ const std::vector<BpePreTokenizer>& bpe_pre_tokenizers() {
       {{"", "default"}, {R"([\p{P}\$\+<=>\^~\|]+)", kGpt2Regex, R"(\p{N}+)", "[0-9][0-9][0-9]"}},
       {{"llama3", "llama-v3", "llama-bpe", "falcon3", "pixtral"}, {kLlama3Regex}, /*llama3=*/true},
       {{"qwen2", "deepseek-r1-qwen"}, {kQwen2Regex}, false, /*clean_spaces=*/false},
+      {{"gpt-4o", "llama4"}, {kO200kRegex}, false, /*clean_spaces=*/false},
       {{"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "mellum",
         "modern-bert"},
        {kGpt2Regex}},
@@ -49,8 +50,10 @@ void set_bpe_pre_tokenizer(const gguf::File& f, const std::string& pre, Tokenize
     clean_spaces = p.clean_spaces;
     return;
   }
-  fail("{}: tokenizer.ggml.pre '{}' is not supported (supported: llama-bpe/llama3, qwen2, gpt-2, default)",
-       f.path(), pre);
+  fail(
+      "{}: tokenizer.ggml.pre '{}' is not supported (supported: llama-bpe/llama3, qwen2, gpt-4o, gpt-2, "
+      "default)",
+      f.path(), pre);
 }
 
 // The model kind (tokenizer.ggml.model) and llama.cpp's defaults for it; returns whether decoding

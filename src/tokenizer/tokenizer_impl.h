@@ -197,6 +197,7 @@ int cp_to_byte(uint32_t cp);  // -1 if cp is not in the map
 extern const char* const kGpt2Regex;
 extern const char* const kLlama3Regex;
 extern const char* const kQwen2Regex;
+extern const char* const kO200kRegex;
 
 std::unique_ptr<TokenizerImpl> load_gguf(const gguf::File& f);
 std::unique_ptr<TokenizerImpl> load_hf_dir(const std::string& dir);

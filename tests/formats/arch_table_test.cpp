@@ -43,9 +43,9 @@ TEST(ArchTable, MistralIsWrittenAsLlama) {
 TEST(ArchTable, UnknownNameListsTheSupportedOnes) {
   EXPECT_EQ(test::error_of([] { parse_arch("llama4", "f.gguf"); }),
             "f.gguf: unknown architecture 'llama4' (supported: llama, mistral, qwen2, qwen3, qwen3moe, bert, "
-            "smollm3, phi3, gemma2, gemma3)");
+            "smollm3, phi3, gemma2, gemma3, gpt-oss)");
   EXPECT_EQ(arch_names(&ArchInfo::hf_type),
-            "llama, mistral, qwen2, qwen3, qwen3_moe, bert, smollm3, phi3, gemma2, gemma3_text");
+            "llama, mistral, qwen2, qwen3, qwen3_moe, bert, smollm3, phi3, gemma2, gemma3_text, gpt_oss");
   EXPECT_EQ(arch_by_hf_type("gemma"), nullptr);
 }
 

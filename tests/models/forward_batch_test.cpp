@@ -179,8 +179,8 @@ TEST_P(ForwardBatch, ACacheCanBeDroppedAndRecreatedWithoutTouchingTheModel) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, ForwardBatch,
-                         ::testing::Values("llama", "llama3-ropescaled", "qwen2", "qwen3", "qwen3moe", "smollm3",
-                                           "phi3", "gemma2", "gemma3", "mistral"),
+                         ::testing::Values("llama", "llama3-ropescaled", "qwen2", "qwen3", "qwen3moe",
+                                           "smollm3", "phi3", "gemma2", "gemma3", "mistral", "gpt-oss"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& c : s)

@@ -243,7 +243,7 @@ TEST_P(Runtime, ContiguousVerifyAndTruncateToo) {
 // LongRoPE and fused projections, SmolLM3's layers without RoPE.
 INSTANTIATE_TEST_SUITE_P(Dense, Runtime,
                          ::testing::Values("llama", "llama3-ropescaled", "qwen2", "qwen3", "smollm3", "phi3",
-                                           "gemma2", "gemma3", "mistral"),
+                                           "gemma2", "gemma3", "mistral", "gpt-oss"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& c : s)

@@ -106,7 +106,7 @@ TEST_P(WindowKv, PrefixHitPastTheWindowEdge) {
   EXPECT_EQ(win->usage().prefix_hits, 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, WindowKv, ::testing::Values("gemma2", "gemma3", "mistral"));
+INSTANTIATE_TEST_SUITE_P(Families, WindowKv, ::testing::Values("gemma2", "gemma3", "mistral", "gpt-oss"));
 
 }  // namespace
 }  // namespace ferrum::test

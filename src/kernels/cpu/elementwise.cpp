@@ -1,5 +1,6 @@
 #include "kernels/cpu/elementwise.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/cpu/kernels.h"
@@ -69,6 +70,19 @@ void rope_apply(float* x, const float* cs, int n_rot, bool interleaved) {
 
 void swiglu(const float* gate, const float* up, float* out, int64_t n) {
   active_kernels().swiglu(gate, up, out, n);
+}
+
+void swiglu_clamped(const float* gate, const float* up, float* out, int64_t n, float limit, float alpha) {
+  constexpr int64_t kChunk = 256;  // stack buffers: no allocation per call
+  float g[kChunk], u[kChunk];
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+    const int64_t m = std::min(kChunk, n - i0);
+    for (int64_t i = 0; i < m; ++i) {
+      g[i] = alpha * std::min(gate[i0 + i], limit);
+      u[i] = (std::clamp(up[i0 + i], -limit, limit) + 1.0f) / alpha;
+    }
+    active_kernels().swiglu(g, u, out + i0, m);
+  }
 }
 
 void geglu_tanh(const float* gate, const float* up, float* out, int64_t n) {

@@ -27,6 +27,9 @@ void rope_cache(float* cos_sin, int64_t pos, int n_rot, float base, float freq_s
 
 // out[i] = silu(gate[i]) * up[i]
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
+// gpt-oss's clamped SwiGLU: g = min(gate[i], limit), u = clamp(up[i], -limit, limit),
+// out[i] = g * sigmoid(alpha * g) * (u + 1), computed as silu(alpha g) * (u + 1) / alpha.
+void swiglu_clamped(const float* gate, const float* up, float* out, int64_t n, float limit, float alpha);
 // out[i] = gelu_tanh(gate[i]) * up[i] (GeGLU, Gemma's "gelu_pytorch_tanh", IsaKernels::geglu):
 // gelu_tanh(x) = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 void geglu_tanh(const float* gate, const float* up, float* out, int64_t n);
