@@ -390,6 +390,48 @@ def gptq_seed(method: str, bits: int, act_order: bool) -> bytes:
     return SEP.join([json.dumps(cfg, indent=1).encode(), struct.pack("<Q", len(h)) + h + data])
 
 
+def gpt_oss_seed() -> bytes:
+    """A one-layer gpt-oss with MXFP4 experts (U8 blocks and scales), sinks and biases (formats/hf_gpt_oss.h)."""
+    d, n_head, n_kv, hd, ff, V, E = 32, 2, 1, 16, 32, 32, 2
+    cfg = {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": d,
+           "intermediate_size": ff, "num_hidden_layers": 1, "num_attention_heads": n_head,
+           "num_key_value_heads": n_kv, "head_dim": hd, "num_local_experts": E, "num_experts_per_tok": 1,
+           "vocab_size": V, "sliding_window": 4, "layer_types": ["sliding_attention"], "rms_norm_eps": 1e-5,
+           "rope_theta": 150000.0, "max_position_embeddings": 64, "swiglu_limit": 7.0,
+           "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16,
+                            "truncate": False},
+           "quantization_config": {"quant_method": "mxfp4"}}
+    header, data = {"__metadata__": {"format": "pt"}}, b""
+
+    def add(name, dtype, shape, raw):
+        nonlocal data
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+
+    u8 = lambda n, lo=0, hi=255: bytes(rng.randint(lo, hi) for _ in range(n))  # noqa: E731
+    add("model.embed_tokens.weight", "F32", [V, d], f32(V * d))
+    add("lm_head.weight", "F32", [V, d], f32(V * d))
+    for n in ("model.norm.weight", "model.layers.0.input_layernorm.weight",
+              "model.layers.0.post_attention_layernorm.weight"):
+        add(n, "F32", [d], ones(d))
+    L = "model.layers.0."
+    for n, rows in (("q", n_head * hd), ("k", n_kv * hd), ("v", n_kv * hd)):
+        add(L + "self_attn.%s_proj.weight" % n, "F32", [rows, d], f32(rows * d))
+        add(L + "self_attn.%s_proj.bias" % n, "F32", [rows], f32(rows))
+    add(L + "self_attn.o_proj.weight", "F32", [d, n_head * hd], f32(d * n_head * hd))
+    add(L + "self_attn.o_proj.bias", "F32", [d], f32(d))
+    add(L + "self_attn.sinks", "F32", [n_head], f32(n_head, 1.0))
+    add(L + "mlp.router.weight", "F32", [E, d], f32(E * d))
+    add(L + "mlp.router.bias", "F32", [E], f32(E))
+    for proj, rows, cols in (("gate_up_proj", 2 * ff, d), ("down_proj", d, ff)):
+        add(L + "mlp.experts.%s_blocks" % proj, "U8", [E, rows, cols // 32, 16], u8(E * rows * cols // 2))
+        add(L + "mlp.experts.%s_scales" % proj, "U8", [E, rows, cols // 32], u8(E * rows * cols // 32, 120, 130))
+        add(L + "mlp.experts.%s_bias" % proj, "F32", [E, rows], f32(E * rows))
+    h = json.dumps(header).encode()
+    h += b" " * ((-len(h)) % 8)
+    return SEP.join([json.dumps(cfg, indent=1).encode(), struct.pack("<Q", len(h)) + h + data])
+
+
 # ---- tokenizers ----
 
 def shrink_tokenizer(tj: dict, n: int) -> dict:
@@ -494,6 +536,7 @@ def main():
         (OUT / "jinja" / ("case-" + c["name"])).write_bytes(c["template"].encode())
 
     lowbit_gguf(OUT / "gguf" / "lowbit")  # last, with its own random generator
+    (OUT / "hf" / "gpt-oss-mxfp4").write_bytes(gpt_oss_seed())  # after it: the others' draws are unchanged
 
     total = sum(f.stat().st_size for f in OUT.rglob("*") if f.is_file())
     print(f"corpus: {sum(1 for f in OUT.rglob('*') if f.is_file())} files, {total} bytes")

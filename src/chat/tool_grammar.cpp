@@ -47,6 +47,7 @@ std::string tool_call_gbnf(ToolStyle style, const ToolRequest& req) {
                          req.parallel ? "(\", \" call)* " : "") +
              rules;
     case ToolStyle::Hermes:
+    case ToolStyle::Harmony:  // (the server refuses forced calls in harmony)
     case ToolStyle::Default:
       break;
   }

@@ -174,6 +174,7 @@ ParsedAnswer parse_tool_answer(ToolStyle style, std::string_view text, bool cut)
     case ToolStyle::Phi4:
       return parse_call_array(text, "<|tool_call|>", "<|/tool_call|>", cut);
     case ToolStyle::Hermes:
+    case ToolStyle::Harmony:  // rewritten into the Hermes form (harmony.h)
     case ToolStyle::Default:
       break;
   }

@@ -164,6 +164,11 @@ ToolPrompt tool_prompt(ToolStyle style, const json& messages, const ToolRequest&
           appended(m.contains("content") ? m["content"] : json(), phi4_calls_text(m["tool_calls"]), "");
       m.erase("tool_calls");
     }
+    // gpt-oss's template reads an assistant turn's reasoning from `thinking`; OpenAI-style clients
+    // send back `reasoning_content` (it keeps the analysis of a turn that called a tool).
+    if (style == ToolStyle::Harmony && role_of(m) == "assistant" && m.contains("reasoning_content") &&
+        !m.contains("thinking") && m["reasoning_content"].is_string())
+      m["thinking"] = m["reasoning_content"];
     p.messages.push_back(style == ToolStyle::Default && m.is_object() ? as_default_text(m) : m);
   }
   if (style == ToolStyle::Phi4) {  // the tools in the system message's `tools`, which the template writes

@@ -104,6 +104,8 @@ void order_tool_call_keys(nlohmann::ordered_json& calls) {
 }
 
 ToolStyle detect_tool_style(std::string_view t) {
+  if (t.find("<|channel|>") != std::string_view::npos && t.find("<|message|>") != std::string_view::npos)
+    return ToolStyle::Harmony;
   if (t.find("<tool_call>") != std::string_view::npos) return ToolStyle::Hermes;
   if (t.find("[TOOL_CALLS]") != std::string_view::npos) return ToolStyle::Mistral;
   if (t.find("<|tool|>") != std::string_view::npos && t.find("<|/tool|>") != std::string_view::npos)
@@ -123,6 +125,8 @@ const char* tool_style_name(ToolStyle s) {
       return "mistral";
     case ToolStyle::Phi4:
       return "phi4";
+    case ToolStyle::Harmony:
+      return "harmony";
     case ToolStyle::Default:
       break;
   }

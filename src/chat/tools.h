@@ -10,6 +10,9 @@
 //   Phi4     the template writes a system message's `tools` between <|tool|> and <|/tool|>
 //            (Phi-4-mini): the tools go there as JSON text, calls are <|tool_call|>[{"name": ...,
 //            "arguments": {...}}, ...]<|/tool_call|> (the closing marker often left out);
+//   Harmony  the template writes <|channel|> and <|message|> (gpt-oss): calls are commentary messages
+//            to functions.NAME; the server rewrites the answer into the Hermes form (harmony.h)
+//            and parses that;
 //   Default  no tool support in the template (or no template): the tools go into the system
 //            prompt (tool_prompt.h) and calls are written as in Hermes.
 #pragma once
@@ -20,7 +23,7 @@
 
 namespace ferrum::chat {
 
-enum class ToolStyle { Hermes, Llama3, Mistral, Phi4, Default };
+enum class ToolStyle { Hermes, Llama3, Mistral, Phi4, Harmony, Default };
 
 // The style of a chat template's text ("" for no template).
 ToolStyle detect_tool_style(std::string_view chat_template);

@@ -7,10 +7,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,6 +24,14 @@ namespace ferrum {
 namespace grammar {
 struct CompiledGrammar;
 }
+
+// A per-request rewrite of the output text, applied after the stop strings: push() gets each
+// released piece and returns what can be sent on, finish() the rest once the output ends (a chat
+// format whose markers are special tokens turned into the form the server parses: chat/harmony.h).
+struct OutputFilter {
+  std::function<std::string(std::string_view)> push;
+  std::function<std::string()> finish;
+};
 
 struct RequestParams {
   std::vector<int32_t> prompt;
@@ -40,6 +50,11 @@ struct RequestParams {
   // writing "\n" + reasoning_end in the model's place.
   std::string reasoning_end;
   int reasoning_budget = -1;
+  std::string reasoning_close;  // what the budget writes; empty: "\n" + reasoning_end
+  // The output text with special tokens written out (a format whose markers are special tokens),
+  // and a filter each request's text goes through (made once per request; empty: none).
+  bool keep_special = false;
+  std::function<OutputFilter()> output_filter;
   // A LoRA adapter loaded for the engine's model (ferrum/lora.h); null: the base model.
   std::shared_ptr<const LoraAdapter> lora;
 };

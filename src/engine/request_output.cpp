@@ -34,8 +34,9 @@ RequestOutput::RequestOutput(const Tokenizer& tok, const RequestParams& p, int n
       p_(p),
       n_vocab_(n_vocab),
       sampler_(p.sampling, n_vocab),
-      dec_(tok, /*skip_special=*/true, p.at_text_start),
+      dec_(tok, /*skip_special=*/!p.keep_special, p.at_text_start),
       stop_(p.stop) {
+  if (p.output_filter) filter_ = p.output_filter();
   reasoning_ = !p.reasoning_end.empty();
   if (p.grammar && !reasoning_) mask_ = std::make_unique<grammar::TokenMask>(p.grammar, p.at_text_start);
   if (reasoning_ && p.reasoning_budget == 0) track_reasoning(-1);
@@ -65,7 +66,8 @@ void RequestOutput::track_reasoning(int32_t id) {
     ++n_reasoning_;
   }
   if (p_.reasoning_budget >= 0 && n_reasoning_ == p_.reasoning_budget && forced_.empty()) {
-    const auto ids = tok_.encode("\n" + end, /*add_special=*/false, /*parse_special=*/true);
+    const std::string close = p_.reasoning_close.empty() ? "\n" + end : p_.reasoning_close;
+    const auto ids = tok_.encode(close, /*add_special=*/false, /*parse_special=*/true);
     forced_.assign(ids.begin(), ids.end());
   }
 }
@@ -184,7 +186,10 @@ bool RequestOutput::emit(int32_t id, const float* logits, std::vector<int32_t>& 
   ++n_generated_;
   ev.tokens.push_back(id);
   const bool eog = !p_.ignore_eos && tok_.is_eog(id);
-  if (!eog) ev.text += stop_.push(dec_.push(id));
+  if (!eog) {
+    std::string piece = stop_.push(dec_.push(id));
+    ev.text += filter_ ? filter_->push(piece) : piece;
+  }
   track_reasoning(id);
   std::string reason;
   if (stop_.stopped() || eog || (mask_ && mask_->done()))
@@ -210,12 +215,17 @@ RequestEvent RequestOutput::cut_short() {
 // The text still held back by the decoder and the stop matcher; a stop string completed by it
 // turns the finish reason into "stop".
 std::string RequestOutput::finish_text(std::string& reason) {
-  if (stop_.stopped()) return "";
-  std::string text = stop_.push(dec_.flush());
-  if (stop_.stopped())
-    reason = "stop";
-  else
-    text += stop_.flush();
+  std::string text;
+  if (!stop_.stopped()) {
+    text = stop_.push(dec_.flush());
+    if (stop_.stopped())
+      reason = "stop";
+    else
+      text += stop_.flush();
+  }
+  if (!filter_) return text;
+  text = filter_->push(text) + filter_->finish();
+  filter_.reset();  // finished once
   return text;
 }
 

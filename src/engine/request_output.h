@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -75,6 +76,7 @@ class RequestOutput {
   std::string reasoning_tail_;  // its last characters, where the end marker is looked for
   int n_reasoning_ = 0;
   std::deque<int32_t> forced_;
+  std::optional<OutputFilter> filter_;  // RequestParams::output_filter's instance
 };
 
 // Log-probability of the chosen token and the n best alternatives under the raw logits.

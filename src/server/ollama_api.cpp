@@ -109,6 +109,7 @@ json openai_body_of_ollama(const json& b, bool chat, bool* completion) {
     if (!t.is_boolean() && !(t.is_string() && (t == "low" || t == "medium" || t == "high")))
       bad("think", "'think' must be true, false, \"low\", \"medium\" or \"high\"");
     out["chat_template_kwargs"] = {{"enable_thinking", !t.is_boolean() || t.get<bool>()}};
+    if (t.is_string()) out["reasoning_effort"] = t;  // gpt-oss's reasoning level
   }
   *completion = false;
   if (chat) {

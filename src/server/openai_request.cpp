@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 
+#include "chat/harmony.h"
 #include "chat/tool_grammar.h"
 #include "chat/tool_prompt.h"
 #include "server/api_error.h"
@@ -246,6 +247,41 @@ void setup_reasoning(const chat::ChatPrompt& prompt, const Tokenizer& tok, chat:
   if (r.reasoning_open && r.grammar_param != "grammar") r.params.reasoning_end = m.end;
 }
 
+// gpt-oss's harmony answers (chat/harmony.h): decoded with their special-token markers and
+// rewritten per request into <think> reasoning, text and Hermes-style calls, which the answer
+// builders of every API split as they do for other models. A grammar (response_format) and a
+// reasoning budget apply from the final channel on; the budget writes the analysis's end and the
+// final channel's header.
+void setup_harmony(bool reasoning, ParsedRequest& r) {
+  if (r.tools.forced())
+    bad("tool_choice",
+        "'tool_choice' \"required\" or a named function is not supported with the harmony format (gpt-oss); "
+        "use \"auto\"");
+  r.params.keep_special = true;
+  r.params.output_filter = [] {
+    auto s = std::make_shared<chat::HarmonyStream>();
+    return OutputFilter{[s](std::string_view t) { return s->push(t); }, [s] { return s->finish(); }};
+  };
+  r.tool_style = chat::ToolStyle::Hermes;
+  if (reasoning) r.reasoning = chat::ReasoningMarkers{};
+  r.reasoning_open = false;
+  if ((r.grammar && r.grammar_param != "grammar") || r.params.reasoning_budget >= 0) {
+    r.params.reasoning_end = "<|channel|>final<|message|>";
+    r.params.reasoning_close = "<|end|><|start|>assistant<|channel|>final<|message|>";
+  }
+}
+
+// OpenAI's `reasoning_effort` (low, medium, high) as the template variable gpt-oss's template reads
+// (unless chat_template_kwargs sets it).
+void add_reasoning_effort(const json& b, json& kwargs) {
+  if (!has(b, "reasoning_effort")) return;
+  const json& e = b["reasoning_effort"];
+  if (!e.is_string() || (e != "low" && e != "medium" && e != "high"))
+    bad("reasoning_effort", "'reasoning_effort' must be \"low\", \"medium\" or \"high\"");
+  if (kwargs.is_null()) kwargs = json::object();
+  if (!kwargs.contains("reasoning_effort")) kwargs["reasoning_effort"] = e;
+}
+
 }  // namespace
 
 ParsedRequest parse_chat_request(const json& b, const Tokenizer& tok, const chat::ChatPrompt& prompt,
@@ -262,9 +298,10 @@ ParsedRequest parse_chat_request(const json& b, const Tokenizer& tok, const chat
     if (!r.logprobs) bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
   }
   r.params.logprobs = r.logprobs ? top : -1;
-  const json kwargs = b.contains("chat_template_kwargs") ? b["chat_template_kwargs"] : json();
+  json kwargs = b.contains("chat_template_kwargs") ? b["chat_template_kwargs"] : json();
   if (!kwargs.is_null() && !kwargs.is_object())
     bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+  add_reasoning_effort(b, kwargs);
   const bool reasoning = parse_reasoning_fields(b, opt.reasoning, r);
   chat::PromptReasoning where = chat::PromptReasoning::None;
   try {
@@ -276,7 +313,10 @@ ParsedRequest parse_chat_request(const json& b, const Tokenizer& tok, const chat
   } catch (const chat::ChatError& e) {
     bad(e.param, e.what());
   }
-  if (reasoning) setup_reasoning(prompt, tok, where, r);
+  if (r.tool_style == chat::ToolStyle::Harmony)
+    setup_harmony(reasoning, r);
+  else if (reasoning)
+    setup_reasoning(prompt, tok, where, r);
   r.params.at_text_start = true;
   return r;
 }

@@ -162,6 +162,11 @@ ResponsesRequest parse_responses_request(const json& b, const json& previous) {
   if (has(b, "tools")) c["tools"] = chat_tools(b["tools"]);
   if (has(b, "tool_choice")) c["tool_choice"] = chat_tool_choice(b["tool_choice"]);
   if (has(b, "text")) add_text_format(b["text"], c);
+  // reasoning.effort: gpt-oss's reasoning level (the chat field reasoning_effort checks the value).
+  if (has(b, "reasoning")) {
+    if (!b["reasoning"].is_object()) bad("reasoning", "'reasoning' must be an object");
+    if (has(b["reasoning"], "effort")) c["reasoning_effort"] = b["reasoning"]["effort"];
+  }
   if (has(b, "store")) {
     if (!b["store"].is_boolean()) bad("store", "'store' must be a boolean");
     r.store = b["store"].get<bool>();

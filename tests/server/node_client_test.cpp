@@ -96,6 +96,24 @@ TEST(NodeOpenAIClient, ToolLoopDefaultFormat) {
   run_tools_client("");
 }
 
+// A harmony conversation (gpt-oss's template) through the official OpenAI client
+// (tests/server-node/openai_harmony_test.mjs): reasoning_content, tool_calls and content, streamed
+// and not, over two turns.
+TEST(NodeOpenAIClient, HarmonyConversation) {
+  ensure_node();
+  if (testing::Test::IsSkipped() || testing::Test::HasFatalFailure()) return;
+  server::ServerOptions so;
+  std::ifstream f(test::data_path("chat/templates/openai-gpt-oss-120b.jinja"), std::ios::binary);
+  so.chat_template.assign(std::istreambuf_iterator<char>(f), {});
+  test::TestServer ts(test::stories_gguf(), so, {}, 512);
+  std::string out;
+  const int rc =
+      sh("timeout 300 node '" + (kDir / "openai_harmony_test.mjs").string() + "' " + ts.url() + " test-model",
+         &out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("ALL OK"), std::string::npos) << out;
+}
+
 // The Responses API and reasoning_content through the official OpenAI client
 // (tests/server-node/openai_responses_test.mjs), stories260K serving Qwen3's (thinking) template.
 TEST(NodeOpenAIClient, ResponsesApiAndReasoning) {
