@@ -5,7 +5,9 @@
 #   LLAMA_CPP_BIN=/tmp/llama.cpp/build/bin bench/run_bench.sh   # + llama-bench, ratios per cell
 #
 # Builds random-weight models of real shapes with `ferrum make-model` (Llama-3.2-1B and
-# Qwen2.5-0.5B), quantizes them with `ferrum quantize`, runs `ferrum bench` (pp/tg, batched
+# Qwen2.5-0.5B; also gemma3-1b, phi4-mini, qwen3-30b-a3b, gpt-oss-20b), quantizes them with
+# `ferrum quantize` (a file $BENCH_DIR/<shape>-<TYPE>.gguf already there is used as it is: e.g.
+# `ferrum make-model $BENCH_DIR/gpt-oss-20b-MXFP4_MOE.gguf --shape gpt-oss-20b --type Q8_0`), runs `ferrum bench` (pp/tg, batched
 # decode, memory-bandwidth roofline) and, when given, `llama-bench` with the same thread count,
 # prompt/generation lengths and repetitions. Prints a markdown table; JSON of every run is kept
 # in $BENCH_DIR.
@@ -54,7 +56,9 @@ log "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, load: $(cu
 declare -a FILES=()
 for shape in ${SHAPES//,/ }; do
   base="$BENCH_DIR/$shape-F16.gguf"
-  if [ ! -s "$base" ]; then
+  missing=false  # the F16 base is made only for files still to quantize (a big MoE may come ready-made)
+  for type in ${TYPES//,/ }; do [ -s "$BENCH_DIR/$shape-$type.gguf" ] || missing=true; done
+  if [ "$missing" = true ] && [ ! -s "$base" ]; then
     log "make-model $shape -> $base"
     "$FERRUM" make-model "$base" --shape "$shape" --type F16 -t "$THREADS"
   fi

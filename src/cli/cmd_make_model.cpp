@@ -1,6 +1,7 @@
 // `ferrum make-model` (hidden, for benchmarks): writes a GGUF with random weights and a valid
-// synthetic SentencePiece vocabulary for a given Llama/Qwen2/Gemma 3/Phi-4 shape, so realistic-size
-// models can be benchmarked (and fed to llama.cpp) without downloading any.
+// synthetic SentencePiece vocabulary for a given Llama/Qwen2/Gemma 3/Phi-4/Qwen3-MoE/gpt-oss shape,
+// so realistic-size models can be benchmarked (and fed to llama.cpp) without downloading any.
+// gpt-oss's experts are written in MXFP4, as its checkpoints ship them.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include "cli/flag_checks.h"
 #include "core/fail.h"
 #include "core/fp16.h"
+#include "core/quant.h"
 #include "core/thread_pool.h"
 #include "formats/arch_table.h"
 #include "formats/gguf_writer.h"
@@ -22,7 +24,7 @@ namespace ferrum::cli {
 namespace {
 
 struct Shape {
-  Arch arch = Arch::Llama;  // Llama, Qwen2, Gemma3 or Phi3
+  Arch arch = Arch::Llama;  // Llama, Qwen2, Gemma3, Phi3, Qwen3Moe or GptOss
   int n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, n_ff = 0, n_vocab = 0, n_ctx = 0;
   int head_dim = 0;  // 0: n_embd / n_head
   int n_rot = 0;     // 0: head_dim
@@ -30,17 +32,30 @@ struct Shape {
   bool tied = true, qkv_bias = false, llama3_rope = false;
   int sliding_window = 0;  // Gemma 3: on 5 of every 6 layers
   int orig_ctx = 0;        // Phi: LongRoPE's original context (factors written as tensors)
+  int n_expert = 0, n_expert_used = 0, n_ff_exp = 0;  // MoE (n_ff: the expert width too)
+  float yarn_factor = 0;                              // gpt-oss: YaRN over orig_ctx positions
   int hd() const { return head_dim ? head_dim : n_embd / n_head; }
   int rot() const { return n_rot ? n_rot : hd(); }
 };
 
-const char* const kShapes[] = {"llama-1b", "qwen-0.5b", "gemma3-1b", "phi4-mini", "tiny"};
+const char* const kShapes[] = {"llama-1b",      "qwen-0.5b",   "gemma3-1b", "phi4-mini",
+                               "qwen3-30b-a3b", "gpt-oss-20b", "tiny"};
 
-// Published shapes (config.json of meta-llama/Llama-3.2-1B, Qwen/Qwen2.5-0.5B, google/gemma-3-1b-it
-// and microsoft/Phi-4-mini-instruct).
+// Published shapes (config.json of meta-llama/Llama-3.2-1B, Qwen/Qwen2.5-0.5B, google/gemma-3-1b-it,
+// microsoft/Phi-4-mini-instruct, Qwen/Qwen3-30B-A3B and openai/gpt-oss-20b).
 Shape preset_shape(const std::string& name) {
   Shape s;
-  if (name == "gemma3-1b") {
+  if (name == "gpt-oss-20b") {
+    s.arch = Arch::GptOss;
+    s.n_layer = 24, s.n_embd = 2880, s.n_head = 64, s.n_head_kv = 8, s.head_dim = 64, s.n_ff = 2880;
+    s.n_expert = 32, s.n_expert_used = 4, s.n_ff_exp = 2880, s.n_vocab = 201088, s.n_ctx = 131072;
+    s.rope_theta = 150000.0f, s.sliding_window = 128, s.orig_ctx = 4096, s.yarn_factor = 32, s.tied = false;
+  } else if (name == "qwen3-30b-a3b") {
+    s.arch = Arch::Qwen3Moe;
+    s.n_layer = 48, s.n_embd = 2048, s.n_head = 32, s.n_head_kv = 4, s.head_dim = 128, s.n_ff = 6144;
+    s.n_expert = 128, s.n_expert_used = 8, s.n_ff_exp = 768, s.n_vocab = 151936, s.n_ctx = 40960;
+    s.rope_theta = 1000000.0f, s.norm_eps = 1e-6f, s.tied = false;
+  } else if (name == "gemma3-1b") {
     s.arch = Arch::Gemma3;
     s.n_layer = 26, s.n_embd = 1152, s.n_head = 4, s.n_head_kv = 1, s.head_dim = 256, s.n_ff = 6912;
     s.n_vocab = 262144, s.n_ctx = 32768, s.rope_theta = 1000000.0f, s.norm_eps = 1e-6f,
@@ -59,7 +74,11 @@ Shape preset_shape(const std::string& name) {
   } else if (name == "tiny") {  // for tests
     s.n_layer = 2, s.n_embd = 64, s.n_head = 4, s.n_head_kv = 2, s.n_ff = 128, s.n_vocab = 512, s.n_ctx = 256;
   } else {
-    fail("--shape: '{}' is not known (use llama-1b, qwen-0.5b, gemma3-1b, phi4-mini or tiny)", name);
+    fail(
+        "--shape: '{}' is not known (use llama-1b, qwen-0.5b, gemma3-1b, phi4-mini, qwen3-30b-a3b, "
+        "gpt-oss-20b or "
+        "tiny)",
+        name);
   }
   return s;
 }
@@ -139,6 +158,22 @@ std::vector<float> llama3_freq_factors(int head_dim, float theta) {
   return f;
 }
 
+// One row of `cols` uniform values in [-a, a) stored as `type` (F32, F16 or a quantized type).
+void random_row(Rng& rng, float a, int64_t cols, DType type, uint8_t* dst) {
+  if (type == DType::F32) {
+    for (int64_t c = 0; c < cols; ++c) reinterpret_cast<float*>(dst)[c] = rng.uniform(a);
+    return;
+  }
+  if (type == DType::F16) {
+    for (int64_t c = 0; c < cols; ++c) reinterpret_cast<uint16_t*>(dst)[c] = f32_to_f16(rng.uniform(a));
+    return;
+  }
+  thread_local std::vector<float> row;
+  row.resize(cols);
+  for (int64_t c = 0; c < cols; ++c) row[c] = rng.uniform(a);
+  quantize_row(type, row.data(), dst, cols);
+}
+
 class ModelWriter {
  public:
   ModelWriter(DType type, uint64_t seed, int threads) : type_(type), seed_(seed), pool_(threads) {}
@@ -153,17 +188,25 @@ class ModelWriter {
       for (int64_t r = b; r < e; ++r) {
         Rng rng{h + static_cast<uint64_t>(r) * 0x632be59bd9b4e019ull};
         uint8_t* dst = buf.data() + r * rs;
-        for (int64_t c = 0; c < cols; ++c) {
-          const float v = rng.uniform(a);
-          if (type_ == DType::F16) {
-            reinterpret_cast<uint16_t*>(dst)[c] = f32_to_f16(v);
-          } else {
-            reinterpret_cast<float*>(dst)[c] = v;
-          }
-        }
+        random_row(rng, a, cols, type_, dst);
       }
     });
     w.add_tensor(name, type_, {cols, rows}, buf.data(), buf.size());
+  }
+
+  // A stack of n_expert matrices of `rows` x `cols` ({cols, rows, n_expert}) in `type`.
+  void experts(const std::string& name, int64_t cols, int64_t rows, int64_t n_expert, float sd, DType type) {
+    const size_t rs = row_size(type, cols);
+    auto& buf = bufs_.emplace_back(rs * rows * n_expert);
+    const float a = sd * std::sqrt(3.0f);
+    const uint64_t h = hash_name(name) ^ seed_;
+    pool_.parallel_for(rows * n_expert, [&](int64_t b, int64_t e, int) {
+      for (int64_t r = b; r < e; ++r) {
+        Rng rng{h + static_cast<uint64_t>(r) * 0x632be59bd9b4e019ull};
+        random_row(rng, a, cols, type, buf.data() + r * rs);
+      }
+    });
+    w.add_tensor(name, type, {cols, rows, n_expert}, buf.data(), buf.size());
   }
 
   // An F32 vector: `base` plus uniform noise of standard deviation `sd`.
@@ -173,6 +216,15 @@ class ModelWriter {
     float* v = reinterpret_cast<float*>(buf.data());
     for (int64_t i = 0; i < n; ++i) v[i] = base + rng.uniform(sd * std::sqrt(3.0f));
     w.add_tensor(name, DType::F32, {n}, buf.data(), buf.size());
+  }
+
+  // An F32 matrix ({cols, rows}): biases per expert, the router.
+  void f32_matrix(const std::string& name, int64_t cols, int64_t rows, float sd) {
+    auto& buf = bufs_.emplace_back(cols * rows * sizeof(float));
+    Rng rng{hash_name(name) ^ seed_};
+    float* v = reinterpret_cast<float*>(buf.data());
+    for (int64_t i = 0; i < cols * rows; ++i) v[i] = rng.uniform(sd * std::sqrt(3.0f));
+    w.add_tensor(name, DType::F32, {cols, rows}, buf.data(), buf.size());
   }
 
   void values(const std::string& name, std::vector<float> v) {
@@ -198,12 +250,63 @@ void family_keys(gguf::Writer& w, const Shape& s, const std::string& a) {
     w.set_u32(a + ".attention.sliding_window", s.sliding_window);
     w.set_f32(a + ".rope.freq_base_swa", 10000.0f);
   }
+  if (s.n_expert > 0) {
+    w.set_u32(a + ".expert_count", s.n_expert);
+    w.set_u32(a + ".expert_used_count", s.n_expert_used);
+    w.set_u32(a + ".expert_feed_forward_length", s.n_ff_exp);
+    w.set_u32(a + ".attention.key_length", s.hd());
+    w.set_u32(a + ".attention.value_length", s.hd());
+  }
+  if (s.arch == Arch::GptOss) {  // YaRN and the window on the even layers (llama.cpp's default pattern)
+    w.set_u32(a + ".attention.sliding_window", s.sliding_window);
+    w.set_string(a + ".rope.scaling.type", "yarn");
+    w.set_f32(a + ".rope.scaling.factor", s.yarn_factor);
+    w.set_u32(a + ".rope.scaling.original_context_length", s.orig_ctx);
+    return;
+  }
   if (s.orig_ctx) {
     const double scale = static_cast<double>(s.n_ctx) / s.orig_ctx;
     w.set_u32(a + ".rope.scaling.original_context_length", s.orig_ctx);
     w.set_f32(a + ".rope.scaling.attn_factor",
               static_cast<float>(std::sqrt(1 + std::log(scale) / std::log(s.orig_ctx))));
     w.set_u32(a + ".attention.sliding_window", 0);
+  }
+}
+
+// A MoE layer (Qwen3-MoE, gpt-oss): attention as the dense families', then the router and the
+// expert stacks (gpt-oss: MXFP4, with biases and attention sinks).
+void moe_layer_tensors(ModelWriter& m, const Shape& s, int l, DType type) {
+  const int hd = s.hd(), qd = hd * s.n_head, kvd = hd * s.n_head_kv, E = s.n_expert, ff = s.n_ff_exp;
+  const bool oss = s.arch == Arch::GptOss;
+  const float sd = 0.02f, sd_out = 0.5f / std::sqrt(static_cast<float>(ff));
+  const std::string p = fmt::format("blk.{}.", l);
+  m.vector(p + "attn_norm.weight", s.n_embd, 1.0f, 0.05f);
+  m.matrix(p + "attn_q.weight", s.n_embd, qd, sd);
+  m.matrix(p + "attn_k.weight", s.n_embd, kvd, sd);
+  m.matrix(p + "attn_v.weight", s.n_embd, kvd, sd);
+  m.matrix(p + "attn_output.weight", qd, s.n_embd, sd);
+  if (oss) {
+    for (const auto& [n, w] : {std::pair{"attn_q.bias", qd},
+                               {"attn_k.bias", kvd},
+                               {"attn_v.bias", kvd},
+                               {"attn_output.bias", s.n_embd}})
+      m.vector(p + n, w, 0.0f, 0.1f);
+    m.vector(p + "attn_sinks.weight", s.n_head, 1.0f, 1.0f);
+  } else {
+    m.vector(p + "attn_q_norm.weight", hd, 1.0f, 0.05f);
+    m.vector(p + "attn_k_norm.weight", hd, 1.0f, 0.05f);
+  }
+  m.vector(p + (oss ? "post_attention_norm.weight" : "ffn_norm.weight"), s.n_embd, 1.0f, 0.05f);
+  m.f32_matrix(p + "ffn_gate_inp.weight", s.n_embd, E, 0.1f);
+  const DType et = oss ? DType::MXFP4 : type;
+  m.experts(p + "ffn_gate_exps.weight", s.n_embd, ff, E, sd, et);
+  m.experts(p + "ffn_up_exps.weight", s.n_embd, ff, E, sd, et);
+  m.experts(p + "ffn_down_exps.weight", ff, s.n_embd, E, sd_out, et);
+  if (oss) {
+    m.vector(p + "ffn_gate_inp.bias", E, 0.0f, 0.5f);
+    m.f32_matrix(p + "ffn_gate_exps.bias", ff, E, 0.1f);
+    m.f32_matrix(p + "ffn_up_exps.bias", ff, E, 0.1f);
+    m.f32_matrix(p + "ffn_down_exps.bias", s.n_embd, E, 0.1f);
   }
 }
 
@@ -253,7 +356,11 @@ void write_model(const Shape& s, DType type, uint64_t seed, int threads, const s
   w.set_string("general.architecture", a);
   w.set_string("general.type", "model");
   w.set_string("general.name", fmt::format("ferrum-random-{}-{}L-{}", a, s.n_layer, s.n_embd));
-  w.set_u32("general.file_type", type == DType::F16 ? 1 : 0);
+  // llama_ftype: all F32, mostly F16, mostly Q8_0, mostly MXFP4 (the MoE preset).
+  w.set_u32("general.file_type", s.arch == Arch::GptOss ? 38
+                                 : type == DType::F16   ? 1
+                                 : type == DType::Q8_0  ? 7
+                                                        : 0);
   w.set_u32(a + ".vocab_size", s.n_vocab);
   w.set_u32(a + ".context_length", s.n_ctx);
   w.set_u32(a + ".embedding_length", s.n_embd);
@@ -286,7 +393,8 @@ void write_model(const Shape& s, DType type, uint64_t seed, int threads, const s
 
   m.matrix("token_embd.weight", s.n_embd, s.n_vocab, 0.02f);
   if (s.llama3_rope) m.values("rope_freqs.weight", llama3_freq_factors(s.hd(), s.rope_theta));
-  if (s.orig_ctx) {  // LongRoPE divisors: about 1 within the original context, growing beyond
+  if (s.orig_ctx &&
+      s.arch == Arch::Phi3) {  // LongRoPE divisors: about 1 within the original context, growing beyond
     std::vector<float> lng(s.rot() / 2), shrt(s.rot() / 2);
     for (int i = 0; i < s.rot() / 2; ++i) {
       shrt[i] = 1.0f + 0.05f * static_cast<float>(i) / static_cast<float>(s.rot() / 2);
@@ -295,7 +403,11 @@ void write_model(const Shape& s, DType type, uint64_t seed, int threads, const s
     m.values("rope_factors_long.weight", lng);
     m.values("rope_factors_short.weight", shrt);
   }
-  for (int l = 0; l < s.n_layer; ++l) layer_tensors(m, s, l);
+  for (int l = 0; l < s.n_layer; ++l)
+    if (s.n_expert > 0)
+      moe_layer_tensors(m, s, l, type);
+    else
+      layer_tensors(m, s, l);
   m.vector("output_norm.weight", s.n_embd, 1.0f, 0.05f);
   if (!s.tied) m.matrix("output.weight", s.n_embd, s.n_vocab, 0.02f);
   w.write(out);
@@ -316,12 +428,16 @@ Runner add_make_model(CLI::App& app) {
       app.add_subcommand("make-model", "write a GGUF with random weights for a model shape (benchmarks)");
   sub->group("");  // a developer tool: not listed in --help
   sub->add_option("output", f->out, "output GGUF")->required();
-  sub->add_option("--shape", f->shape,
-                  "llama-1b (Llama-3.2-1B), qwen-0.5b (Qwen2.5-0.5B), gemma3-1b (Gemma-3-1B), phi4-mini "
-                  "(Phi-4-mini) or tiny")
-      ->check(one_of({kShapes[0], kShapes[1], kShapes[2], kShapes[3], kShapes[4]}));
-  sub->add_option("--type", f->type, "weight type: F16 or F32 (quantize afterwards with `ferrum quantize`)")
-      ->check(one_of({"F16", "F32"}));
+  sub->add_option(
+         "--shape", f->shape,
+         "llama-1b (Llama-3.2-1B), qwen-0.5b (Qwen2.5-0.5B), gemma3-1b (Gemma-3-1B), phi4-mini "
+         "(Phi-4-mini), qwen3-30b-a3b (Qwen3-30B-A3B), gpt-oss-20b (gpt-oss-20b, MXFP4 experts) or tiny")
+      ->check(one_of({kShapes[0], kShapes[1], kShapes[2], kShapes[3], kShapes[4], kShapes[5], kShapes[6]}));
+  sub->add_option(
+         "--type", f->type,
+         "weight type: F16, F32 or Q8_0 (quantize afterwards with `ferrum quantize`; gpt-oss's experts "
+         "are MXFP4 whatever the type)")
+      ->check(one_of({"F16", "F32", "Q8_0"}));
   sub->add_option("--seed", f->seed, "random seed")->transform(whole(0, INT64_MAX));
   sub->add_option("--layers", f->layers, "override the number of layers")->transform(whole(1, 1024));
   sub->add_option("--vocab", f->vocab, "override the vocabulary size")->transform(whole(311, 1 << 24));
@@ -342,7 +458,7 @@ Runner add_make_model(CLI::App& app) {
     if (f->vocab) s.n_vocab = *f->vocab;
     if (f->context) s.n_ctx = *f->context;
     if (f->tied) s.tied = *f->tied;
-    write_model(s, f->type == "F16" ? DType::F16 : DType::F32, f->seed, f->threads, f->out);
+    write_model(s, *dtype_from_name(f->type), f->seed, f->threads, f->out);
     std::fprintf(stderr, "wrote %s\n", f->out.c_str());
     return 0;
   };

@@ -17,6 +17,9 @@ struct BlockMXFP4 {
 static_assert(sizeof(BlockMXFP4) == 17);
 
 inline constexpr int8_t kMXFP4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+// The same + 128, as unsigned bytes (for u8 x s8 dot products; the activations' bias removes the 128).
+inline constexpr uint8_t kMXFP4Biased[16] = {128, 129, 130, 131, 132, 134, 136, 140,
+                                             128, 127, 126, 125, 124, 122, 120, 116};
 
 // 2^(e - 128) for every e (e 0 and 1 give the denormals 2^-128 and 2^-127).
 inline float mxfp4_scale(uint8_t e) {
@@ -24,6 +27,12 @@ inline float mxfp4_scale(uint8_t e) {
   float f;
   std::memcpy(&f, &bits, sizeof f);
   return f;
+}
+
+// Block scales F16 holds exactly: 2^(e - 128) for e in [104, 143] (F16's subnormals start at 2^-24,
+// its largest power of two is 2^15). The packed layout stores the scale as F16 (Q4_0's layout).
+inline bool mxfp4_scale_fits_f16(uint8_t e) {
+  return e >= 104 && e <= 143;
 }
 
 namespace quant_mxfp4 {

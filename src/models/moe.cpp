@@ -70,7 +70,7 @@ const float* expert_bias(const WeightSet& w, const std::string& name, int64_t pe
 }
 }  // namespace
 
-MoeFeedForward::MoeFeedForward(const ModelConfig& cfg, const WeightSet& w, int l,
+MoeFeedForward::MoeFeedForward(const ModelConfig& cfg, const WeightSet& w, int l, kernels::Precision prec,
                                kernels::WeightRounding rounding, ThreadPool& pool)
     : layer_(l),
       n_embd_(cfg.n_embd),
@@ -103,6 +103,24 @@ MoeFeedForward::MoeFeedForward(const ModelConfig& cfg, const WeightSet& w, int l
   up_b_ = expert_bias(w, name("ffn_up_exps.bias"), ff, E);
   down_b_ = expert_bias(w, name("ffn_down_exps.bias"), d, E);
   for (TensorView* t : {&gate_, &up_, &down_}) round_matrix(*t, rounding, w, pool, copies_);
+  // The packed copies replace the file pages (as for dense matrices; see WeightSet).
+  const bool pack =
+      prec == kernels::Precision::Fast && kernels::packed_kernels_active() && kernels::packing_enabled();
+  for (auto [t, p] : {std::pair{&gate_, &pgate_}, {&up_, &pup_}, {&down_, &pdown_}})
+    if (pack && kernels::packed_kernel_for(t->type) && kernels::packable(t->type, t->rows(), t->cols()) &&
+        kernels::packable_values(*t)) {
+      *p = kernels::pack_matrix(std::span<const TensorView>(t, 1), pool);
+      w.release_pages(*t);
+    }
+}
+
+void MoeFeedForward::product(const TensorView& w, const kernels::PackedMatrix* p, int64_t r0, int64_t r1,
+                             const float* x, int64_t ldx, int64_t n, float* y, int64_t ldy, ThreadPool& pool,
+                             kernels::Precision prec, kernels::MatmulScratch& scratch) const {
+  if (p && prec == kernels::Precision::Fast && kernels::packed_kernel_for(p->type))
+    kernels::matmul_packed_rows(*p, r0, r1, x, ldx, n, y, ldy, pool, scratch);
+  else
+    kernels::matmul_rows(w, r0, r1, x, ldx, n, y, ldy, pool, prec, scratch);
 }
 
 void MoeFeedForward::run_expert_rows(int64_t e, int64_t f0, int64_t f1, ThreadPool& pool,
@@ -110,8 +128,8 @@ void MoeFeedForward::run_expert_rows(int64_t e, int64_t f0, int64_t f1, ThreadPo
   const int64_t d = n_embd_, ff = n_ff_, b = offset_[e], m = offset_[e + 1] - b;
   const float* x = &xg_[b * d];
   float* gu = &gu_[b * 2 * ff];
-  kernels::matmul_rows(gate_, e * ff + f0, e * ff + f1, x, d, m, gu + f0, 2 * ff, pool, prec, scratch);
-  kernels::matmul_rows(up_, e * ff + f0, e * ff + f1, x, d, m, gu + ff + f0, 2 * ff, pool, prec, scratch);
+  product(gate_, pgate_.get(), e * ff + f0, e * ff + f1, x, d, m, gu + f0, 2 * ff, pool, prec, scratch);
+  product(up_, pup_.get(), e * ff + f0, e * ff + f1, x, d, m, gu + ff + f0, 2 * ff, pool, prec, scratch);
   for (int64_t i = 0; i < m; ++i) {
     float *g = &gu[i * 2 * ff + f0], *u = g + ff;
     if (gate_b_) kernels::add_inplace(g, gate_b_ + e * ff + f0, f1 - f0);
@@ -123,8 +141,8 @@ void MoeFeedForward::run_expert_rows(int64_t e, int64_t f0, int64_t f1, ThreadPo
 void MoeFeedForward::run_expert_down(int64_t e, int64_t r0, int64_t r1, ThreadPool& pool,
                                      kernels::Precision prec, kernels::MatmulScratch& scratch) {
   const int64_t d = n_embd_, ff = n_ff_, b = offset_[e], m = offset_[e + 1] - b;
-  kernels::matmul_rows(down_, e * d + r0, e * d + r1, &act_out_[b * ff], ff, m, &yg_[b * d + r0], d, pool,
-                       prec, scratch);
+  product(down_, pdown_.get(), e * d + r0, e * d + r1, &act_out_[b * ff], ff, m, &yg_[b * d + r0], d, pool,
+          prec, scratch);
   if (down_b_)
     for (int64_t i = 0; i < m; ++i)
       kernels::add_inplace(&yg_[(b + i) * d + r0], down_b_ + e * d + r0, r1 - r0);

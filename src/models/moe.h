@@ -42,9 +42,10 @@ void moe_select_topk_softmax(const float* logits, int n, int k, int32_t* ids, fl
 class MoeFeedForward : public FeedForward {
  public:
   // rounding Bf16: F16/F32 expert matrices are multiplied as BF16 copies made here (the router stays
-  // as in the file, multiplied in F32).
-  MoeFeedForward(const ModelConfig& cfg, const WeightSet& w, int layer, kernels::WeightRounding rounding,
-                 ThreadPool& pool);
+  // as in the file, multiplied in F32). Fast precision: each stack of experts is repacked for the
+  // packed kernels when its type has a packed layout (an expert's rows are then a row range of it).
+  MoeFeedForward(const ModelConfig& cfg, const WeightSet& w, int layer, kernels::Precision prec,
+                 kernels::WeightRounding rounding, ThreadPool& pool);
   void forward(const float* x, int64_t n, float* out, FfnContext& ctx) override;
 
  private:
@@ -55,6 +56,7 @@ class MoeFeedForward : public FeedForward {
   ModelConfig::MoeGating gating_;
   GatedActivation act_;
   TensorView router_, gate_, up_, down_;
+  std::shared_ptr<const kernels::PackedMatrix> pgate_, pup_, pdown_;  // packed stacks (or null)
   // Biases (gpt-oss; null when absent): router [n_expert], gate/up [n_ff x n_expert], down [n_embd x
   // n_expert].
   const float *router_b_ = nullptr, *gate_b_ = nullptr, *up_b_ = nullptr, *down_b_ = nullptr;
@@ -66,6 +68,10 @@ class MoeFeedForward : public FeedForward {
                        kernels::MatmulScratch& scratch);
   void run_expert_down(int64_t e, int64_t row_begin, int64_t row_end, ThreadPool& pool,
                        kernels::Precision prec, kernels::MatmulScratch& scratch);
+  // Rows [r0, r1) of a stack: packed when it is and the precision is Fast, else from the file.
+  void product(const TensorView& w, const kernels::PackedMatrix* p, int64_t r0, int64_t r1, const float* x,
+               int64_t ldx, int64_t n, float* y, int64_t ldy, ThreadPool& pool, kernels::Precision prec,
+               kernels::MatmulScratch& scratch) const;
 
   // Grow-only workspace (no allocation once the largest batch has been seen).
   std::vector<float> logits_, probs_, weights_;

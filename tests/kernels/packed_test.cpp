@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/quant_mxfp4.h"
 #include "ferrum/error.h"
 #include "kernel_test_util.h"
 #include "kernels/cpu/kernels.h"
@@ -37,7 +38,8 @@ const Shape kShapes[] = {
     {DType::BF16, 16, 2048},  {DType::IQ4_NL, 16, 96},   {DType::IQ4_NL, 48, 4864}, {DType::IQ4_NL, 32, 2048},
     {DType::IQ4_XS, 16, 256}, {DType::IQ4_XS, 48, 4864}, {DType::IQ4_XS, 32, 2048}, {DType::Q4_1, 16, 96},
     {DType::Q4_1, 48, 4864},  {DType::Q4_1, 32, 2048},   {DType::Q3_K, 16, 256},    {DType::Q3_K, 48, 4864},
-    {DType::Q3_K, 32, 2048},  {DType::Q2_K, 16, 256},    {DType::Q2_K, 48, 4864},   {DType::Q2_K, 32, 2048}};
+    {DType::Q3_K, 32, 2048},  {DType::Q2_K, 16, 256},    {DType::Q2_K, 48, 4864},   {DType::Q2_K, 32, 2048},
+    {DType::MXFP4, 16, 96},   {DType::MXFP4, 48, 4864},  {DType::MXFP4, 32, 2880}};
 
 // Whether the active tier has the packed kernel of type t.
 bool has_kernel(DType t) {
@@ -67,6 +69,18 @@ TEST(Packed, RejectsWhatItCannotPack) {
   EXPECT_THROW(pack_matrix(std::span<const TensorView>(&f16.view, 1), pool), Error);
   test::TestMatrix q5(DType::Q5_1, 16, 256, 1);  // no packed layout for Q5_1
   EXPECT_THROW(pack_matrix(std::span<const TensorView>(&q5.view, 1), pool), Error);
+  // MXFP4 with a block scale F16 cannot hold (2^72): not packed (Linear multiplies it unpacked); a
+  // block of zeros may have any scale.
+  test::TestMatrix mx(DType::MXFP4, 16, 64, 3);
+  auto* blk = reinterpret_cast<BlockMXFP4*>(const_cast<uint8_t*>(mx.view.row(5)));
+  EXPECT_TRUE(packable_values(mx.view));
+  const uint8_t e = blk[1].e;
+  blk[1].e = 200;
+  EXPECT_FALSE(packable_values(mx.view));
+  EXPECT_THROW(pack_matrix(std::span<const TensorView>(&mx.view, 1), pool), Error);
+  std::memset(blk[1].qs, 0x88, 16);  // -0 everywhere
+  EXPECT_TRUE(packable_values(mx.view));
+  blk[1].e = e;
   test::TestMatrix a(DType::Q4_0, 16, 64, 1), b(DType::Q8_0, 16, 64, 2);
   const TensorView mixed[] = {a.view, b.view};
   EXPECT_THROW(pack_matrix(mixed, pool), Error);

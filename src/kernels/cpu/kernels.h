@@ -56,6 +56,7 @@ struct PackedKernels {
   };
   Kernel q4_0, q5_0, q8_0, q4_k, q5_k, q6_k, f16, bf16;
   Kernel iq4_nl, iq4_xs, q4_1, q3_k, q2_k;  // null on tiers without them (NEON)
+  Kernel mxfp4;                             // AVX2 and AVX-VNNI only
   const Kernel& of(DType t) const;          // throws for a type without a kernel here
   bool has(DType t) const;
   const Kernel* find(DType t) const;

@@ -15,11 +15,6 @@ bool same_input_order(const TensorView& a, const TensorView& b) {
   return a.input_order && b.input_order && std::equal(a.input_order, a.input_order + a.cols(), b.input_order);
 }
 
-bool packing_enabled() {
-  const char* env = std::getenv("FERRUM_PACK");
-  return !(env && std::strcmp(env, "0") == 0);
-}
-
 }  // namespace
 
 Linear::Linear(std::vector<TensorView> parts, Precision prec, ThreadPool& pool, WeightRounding rounding)
@@ -45,7 +40,7 @@ Linear::Linear(std::vector<TensorView> parts, Precision prec, ThreadPool& pool, 
   const bool pack = prec == Precision::Fast && packed_kernels_active() && packing_enabled();
   auto type = [&](const TensorView& p) { return rounded_type(rounding, p.type); };
   auto packs = [&](const TensorView& p) {
-    return pack && packable(type(p), p.rows(), p.cols()) && packed_kernel_for(type(p));
+    return pack && packable(type(p), p.rows(), p.cols()) && packed_kernel_for(type(p)) && packable_values(p);
   };
   // Runs of consecutive packable parts of one type become one packed segment.
   for (size_t i = 0; i < parts_.size();) {

@@ -249,7 +249,7 @@ constexpr std::pair<DType, PackedKernels::Kernel PackedKernels::*> kPackedTypes[
     {DType::Q2_K, &PackedKernels::q2_k},     {DType::Q3_K, &PackedKernels::q3_k},
     {DType::Q4_K, &PackedKernels::q4_k},     {DType::Q5_K, &PackedKernels::q5_k},
     {DType::Q6_K, &PackedKernels::q6_k},     {DType::BF16, &PackedKernels::bf16},
-    {DType::F16, &PackedKernels::f16}};
+    {DType::F16, &PackedKernels::f16},       {DType::MXFP4, &PackedKernels::mxfp4}};
 
 // The tier's kernel for packed matrices of type t, or null (no layout, or none on this tier).
 const PackedKernels::Kernel* PackedKernels::find(DType t) const {
@@ -269,12 +269,23 @@ bool PackedKernels::has(DType t) const {
 
 void matmul_packed(const PackedMatrix& P, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
                    ThreadPool& pool, MatmulScratch& scratch) {
+  matmul_packed_rows(P, 0, P.rows, x, ldx, n_tok, y, ldy, pool, scratch);
+}
+
+void matmul_packed_rows(const PackedMatrix& P, int64_t row_begin, int64_t row_end, const float* x,
+                        int64_t ldx, int64_t n_tok, float* y, int64_t ldy, ThreadPool& pool,
+                        MatmulScratch& scratch) {
   const IsaKernels& isa = active_kernels();
   if (!isa.packed) fail("matmul_packed: the {} kernels have no packed layouts", isa.name);
+  if (row_begin < 0 || row_end > P.rows || row_begin > row_end || row_begin % kPackRows != 0 ||
+      (row_end % kPackRows != 0 && row_end != P.rows))
+    fail("matmul_packed: rows [{}, {}) are not whole 16-row groups of a {}-row matrix", row_begin, row_end,
+         P.rows);
+  const int64_t rows = row_end - row_begin;
   if (n_tok < 0 || (n_tok > 0 && (!x || !y)))
     fail("matmul_packed: bad activations for a {}x{} matrix", P.rows, P.cols);
-  if (n_tok > 1 && (ldx < P.cols || ldy < P.rows)) fail("matmul_packed: strides {} / {} too small", ldx, ldy);
-  if (n_tok == 0 || P.rows == 0) return;
+  if (n_tok > 1 && (ldx < P.cols || ldy < rows)) fail("matmul_packed: strides {} / {} too small", ldx, ldy);
+  if (n_tok == 0 || rows == 0) return;
   const PackedKernels::Kernel kern = isa.packed->of(P.type);
   const int64_t cols = P.cols;
   const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
@@ -285,13 +296,14 @@ void matmul_packed(const PackedMatrix& P, const float* x, int64_t ldx, int64_t n
       prep_packed_act(isa, P.type, x + t * ldx, out, cols);
     });
   }
+  const int64_t g0 = row_begin / kPackRows;
   for_items(
-      pool, P.rows, cols, n_tok, kTokenGroup,
+      pool, rows, cols, n_tok, kTokenGroup,
       [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1, int) {
         for (int64_t t = t0; t < t1; t += kern.max_nt) {
           const int nt = static_cast<int>(std::min<int64_t>(kern.max_nt, t1 - t));
           for (int64_t r = r0; r < r1; r += kPackRows)
-            kern.fn(P.group(r / kPackRows), cols, act + t * stride, stride, nt, y + t * ldy + r, ldy);
+            kern.fn(P.group(g0 + r / kPackRows), cols, act + t * stride, stride, nt, y + t * ldy + r, ldy);
         }
       },
       kern.max_nt);

@@ -40,6 +40,11 @@ struct PackedMatrix;  // packed.h
 // Fast precision only: Q8 activations as in the row-major path.
 void matmul_packed(const PackedMatrix& P, const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
                    ThreadPool& pool, MatmulScratch& scratch);
+// Only output rows [row_begin, row_end) of P (both multiples of 16, or row_end == P.rows); y columns
+// are relative to row_begin. (One expert of a stacked MoE matrix.)
+void matmul_packed_rows(const PackedMatrix& P, int64_t row_begin, int64_t row_end, const float* x,
+                        int64_t ldx, int64_t n_tok, float* y, int64_t ldy, ThreadPool& pool,
+                        MatmulScratch& scratch);
 bool packed_kernels_active();
 // Whether the active tier multiplies packed matrices of type t.
 bool packed_kernel_for(DType t);

@@ -9,6 +9,7 @@
 #include "core/fail.h"
 #include "core/fp16.h"
 #include "core/quant.h"
+#include "core/quant_mxfp4.h"
 
 namespace ferrum::kernels {
 namespace {
@@ -21,6 +22,7 @@ size_t group_bytes(DType t, int64_t cols) {
   switch (t) {
     case DType::Q4_0:
     case DType::IQ4_NL:  // Q4_0's bytes: the nibbles index the IQ4 levels
+    case DType::MXFP4:   // the same, with the scale as F16
       return round64(q32_group_bytes(cols / 32, 256));
     case DType::Q5_0:
       return round64(q32_group_bytes(cols / 32, 320));
@@ -104,6 +106,13 @@ void pack_group(DType t, const uint8_t* const rows[kPackRows], int64_t nb, uint8
         for (int j = 0; j < 4; ++j)
           for (int i = 0; i < 4; ++i) out[o.qs + lane_byte(j, r, i)] = blk.qs[4 * j + i];
         reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
+      } else if (t == DType::MXFP4) {  // Q4_0's layout, the scale as F16 (checked by packable_values)
+        const auto& blk = reinterpret_cast<const BlockMXFP4*>(rows[r])[b];
+        const Q32Offsets o = q32_offsets(b, 256);
+        for (int j = 0; j < 4; ++j)
+          for (int i = 0; i < 4; ++i) out[o.qs + lane_byte(j, r, i)] = blk.qs[4 * j + i];
+        reinterpret_cast<uint16_t*>(out + o.d)[r] =
+            mxfp4_scale_fits_f16(blk.e) ? f32_to_f16(mxfp4_scale(blk.e)) : uint16_t{0};
       } else if (t == DType::Q4_1) {
         const auto& blk = reinterpret_cast<const BlockQ4_1*>(rows[r])[b];
         const Q32Offsets o = q41_offsets(b);
@@ -182,6 +191,11 @@ void pack_group(DType t, const uint8_t* const rows[kPackRows], int64_t nb, uint8
 
 }  // namespace
 
+bool packing_enabled() {
+  const char* env = std::getenv("FERRUM_PACK");
+  return !(env && std::strcmp(env, "0") == 0);
+}
+
 bool packable(DType t, int64_t rows, int64_t cols) {
   if (rows % kPackRows != 0 || cols <= 0) return false;
   switch (t) {
@@ -190,6 +204,7 @@ bool packable(DType t, int64_t rows, int64_t cols) {
     case DType::Q8_0:
     case DType::IQ4_NL:
     case DType::Q4_1:
+    case DType::MXFP4:
       return cols % 32 == 0;
     case DType::Q4_K:
     case DType::Q5_K:
@@ -204,6 +219,20 @@ bool packable(DType t, int64_t rows, int64_t cols) {
     default:
       return false;
   }
+}
+
+bool packable_values(const TensorView& t) {
+  if (t.type != DType::MXFP4) return true;
+  const int64_t nb = t.cols() / 32;
+  for (int64_t r = 0; r < t.rows(); ++r) {
+    const auto* blk = reinterpret_cast<const BlockMXFP4*>(t.row(r));
+    for (int64_t b = 0; b < nb; ++b) {
+      if (mxfp4_scale_fits_f16(blk[b].e)) continue;
+      for (uint8_t q : blk[b].qs)  // a block of zeros (+0 or -0) needs no scale
+        if ((q & 0x7) != 0 || (q & 0x70) != 0) return false;
+    }
+  }
+  return true;
 }
 
 std::unique_ptr<PackedMatrix> pack_matrix(std::span<const TensorView> parts, ThreadPool& pool,
@@ -224,6 +253,9 @@ std::unique_ptr<PackedMatrix> pack_matrix(std::span<const TensorView> parts, Thr
           p.name, dtype_name(t), p.shape_string());
     if (p.nbytes < p.row_bytes() * static_cast<size_t>(p.rows()))
       fail("pack_matrix: tensor '{}' has {} bytes, needs {}", p.name, p.nbytes, p.row_bytes() * p.rows());
+    if (!packable_values(p))
+      fail("pack_matrix: tensor '{}' has MXFP4 block scales outside F16's range; it is multiplied unpacked",
+           p.name);
     rows += p.rows();
   }
   auto m = std::make_unique<PackedMatrix>();
@@ -277,7 +309,18 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
     return;
   }
   std::vector<uint8_t> file_row(row_size(p.type, p.cols));
-  if (p.type == DType::Q4_0 || p.type == DType::IQ4_NL) {
+  if (p.type == DType::MXFP4) {  // e back from the F16 scale (a zero block's 0: its values are 0)
+    auto* blk = reinterpret_cast<BlockMXFP4*>(file_row.data());
+    for (int64_t b = 0; b < nb; ++b) {
+      const Q32Offsets o = q32_offsets(b, 256);
+      for (int j = 0; j < 4; ++j)
+        for (int i = 0; i < 4; ++i) blk[b].qs[4 * j + i] = g[o.qs + lane_byte(j, r, i)];
+      const float d = f16_to_f32(reinterpret_cast<const uint16_t*>(g + o.d)[r]);
+      int ex = 0;
+      if (d != 0) std::frexp(d, &ex);  // d = 2^(ex - 1)
+      blk[b].e = d == 0 ? uint8_t{0} : static_cast<uint8_t>(ex - 1 + 128);
+    }
+  } else if (p.type == DType::Q4_0 || p.type == DType::IQ4_NL) {
     auto* blk = reinterpret_cast<BlockQ4_0*>(file_row.data());
     for (int64_t b = 0; b < nb; ++b) {
       const Q32Offsets o = q32_offsets(b, 256);

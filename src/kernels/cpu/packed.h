@@ -18,6 +18,9 @@
 //         4r+i: byte i of row r); qs as Q4_0. Tiles as Q4_0.
 //   Q8_0 block: d[16]; qs[8 j][16 rows][4]: elements 4j..4j+3 (+128, as u8). Tiles as Q4_0.
 //   IQ4_NL block: as Q4_0 (the same block layout; the nibbles index the IQ4 levels). Tiles as Q4_0.
+//   MXFP4 block: as Q4_0, the nibbles indexing kMXFP4Values, d the F16 of the block's scale
+//         2^(e - 128) (exact for e in [104, 143]; 0 for a block of zeros; other blocks are not
+//         packed: packable_values). Tiles as Q4_0.
 //   Q4_1 block: d[16], m[16] (F16); qs as Q4_0. Tile of 2 blocks: d d m m, qs qs.
 //   IQ4_XS super-block: d[16] (F16), 32 bytes of padding, sc[8 sub-blocks][16 rows] (int8: the
 //         6-bit scale - 32), then per sub-block of 32 the nibbles as Q4_0's (256 bytes). 2240 bytes
@@ -154,6 +157,13 @@ struct PackedMatrix {
 // Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, F16 or BF16 (F16/BF16: cols a multiple of 32), rows a multiple of 16. (A tier
 // may lack the kernel of a layout: PackedKernels::has.)
 bool packable(DType t, int64_t rows, int64_t cols);
+
+// Whether packing keeps every value of t (an MXFP4 matrix: every block's scale is one F16 holds, or
+// the block is all zeros); the other packable types always. pack_matrix throws when it would not.
+bool packable_values(const TensorView& t);
+
+// False when FERRUM_PACK=0 is in the environment: weights are then multiplied from the file's rows.
+bool packing_enabled();
 
 // Packs the rows of all parts, stacked in order (e.g. q, k, v into one matrix). The parts must have
 // one packable type, the same number of columns and a multiple of 16 rows each; otherwise throws.

@@ -80,11 +80,11 @@ void prep_packed_act(const IsaKernels& k, DType t, const float* x, uint8_t* out,
     case DType::Q4_1:  // the row-major path's Q8Act as it is: the float sums d * sum(levels) for the mins
       return k.quantize_q8_1f(x, out, n);
     default:
-      // The weights' unsigned offset: Q8_0, IQ4_NL and IQ4_XS (levels + 128), Q5_0 16, Q4_0 8.
+      // The weights' unsigned offset: Q8_0, IQ4_NL, IQ4_XS and MXFP4 (levels + 128), Q5_0 16, Q4_0 8.
       return prep_q8b(k, x, out, n,
-                      t == DType::Q8_0 || t == DType::IQ4_NL || t == DType::IQ4_XS ? 128
-                      : t == DType::Q5_0                                           ? 16
-                                                                                   : 8);
+                      t == DType::Q8_0 || t == DType::IQ4_NL || t == DType::IQ4_XS || t == DType::MXFP4 ? 128
+                      : t == DType::Q5_0                                                                ? 16
+                                                                                                        : 8);
   }
 }
 

@@ -423,7 +423,8 @@ const PackedKernels kPacked = {{q32_fn<Q32::Q4_0>, kTileQ32},
                                {q32_fn<Q32::IQ4_XS>, kTileQ32},
                                {q32_fn<Q32::Q4_1>, kTileQ32},
                                {q3k_fn, kTileQ6K},
-                               {q2k_fn, kTileQ6K}};
+                               {q2k_fn, kTileQ6K},
+                               {nullptr, 0}};  // MXFP4: not packed on AVX-512 yet (row-major kernels)
 
 }  // namespace
 

@@ -507,7 +507,8 @@ constexpr PackedKernels neon_packed_table() {
           {nullptr, 0},
           {nullptr, 0},
           {nullptr, 0},
-          {nullptr, 0}};  // IQ4_NL, IQ4_XS, Q4_1, Q3_K, Q2_K: not packed on NEON
+          {nullptr, 0},
+          {nullptr, 0}};  // IQ4_NL, IQ4_XS, Q4_1, Q3_K, Q2_K, MXFP4: not packed on NEON
 }
 
 }  // namespace

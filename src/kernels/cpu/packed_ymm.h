@@ -19,6 +19,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/quant_mxfp4.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/packed.h"
 #include "kernels/cpu/packed_act.h"
@@ -124,16 +125,18 @@ struct DotVnni {
 
 // ---------------------------------------------------------------- Q4_0 / Q5_0 / Q8_0
 
-enum class Q32 { Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, Q4_1 };
+enum class Q32 { Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, Q4_1, MXFP4 };
 
-// IQ4_NL: the nibbles (0..15) -> the IQ4 levels, signed (the tiers without VNNI multiply magnitudes
-// by activations carrying the levels' signs), or + 128 as unsigned bytes (VNNI; the bias removes
-// the 128).
-template <bool kBiased>
+// IQ4_NL / MXFP4: the nibbles (0..15) -> the type's levels, signed (the tiers without VNNI multiply
+// magnitudes by activations carrying the levels' signs), or + 128 as unsigned bytes (VNNI; the bias
+// removes the 128).
+template <bool kBiased, bool kMx = false>
 inline __m256i iq4_bytes(__m256i nib) {
-  const auto* t = kBiased ? reinterpret_cast<const __m128i*>(kIQ4Biased.data())
-                          : reinterpret_cast<const __m128i*>(kIQ4Values);
-  return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(t)), nib);
+  const void* t =
+      kMx ? (kBiased ? static_cast<const void*>(kMXFP4Biased) : static_cast<const void*>(kMXFP4Values))
+          : (kBiased ? static_cast<const void*>(kIQ4Biased.data()) : static_cast<const void*>(kIQ4Values));
+  return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(static_cast<const __m128i*>(t))),
+                             nib);
 }
 
 // H halves x NT tokens. Per token, half and block: the integer sum (8 dot-product steps; Q8_0
@@ -145,7 +148,7 @@ void half32(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stri
   constexpr size_t kQs = kT == Q32::Q8_0 ? 512 : kT == Q32::Q5_0 ? 320 : 256;
   // Q8_0 without VNNI: the signed levels' magnitudes against activations carrying their signs (no
   // product of the unsigned bytes fits vpmaddubsw's 16 bits), widened every step; no bias then.
-  constexpr bool kIQ4 = kT == Q32::IQ4_NL || kT == Q32::IQ4_XS;
+  constexpr bool kIQ4 = kT == Q32::IQ4_NL || kT == Q32::IQ4_XS || kT == Q32::MXFP4;
   constexpr bool kSigned = (kT == Q32::Q8_0 || kIQ4) && !D::kVnni;
   constexpr bool kTwice = kT == Q32::Q5_0 && !D::kVnni;  // 8 steps of 5-bit weights: widen halfway
   const PackedTokens<32, int32_t, NT> tok(act, stride, n);
@@ -168,8 +171,8 @@ void half32(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stri
         for (int j = 0; j < 4; ++j) {
           __m256i lo, hi;
           nibbles<false>(q + 64 * j, nullptr, lo, hi);
-          lo = iq4_bytes<!kSigned>(lo);
-          hi = iq4_bytes<!kSigned>(hi);
+          lo = iq4_bytes<!kSigned, kT == Q32::MXFP4>(lo);
+          hi = iq4_bytes<!kSigned, kT == Q32::MXFP4>(hi);
           for (int t = 0; t < NT; ++t) {
             const __m256i al = bcast32(tok.qs[t] + 32 * b + 4 * j),
                           ah = bcast32(tok.qs[t] + 32 * b + 16 + 4 * j);
@@ -555,7 +558,8 @@ constexpr PackedKernels ymm_packed_kernels() {
           {q32_fn<D, Q32::IQ4_XS>, T::kQ8},
           {q32_fn<D, Q32::Q4_1>, T::kQ32},
           {q3k_fn<D>, T::kQ6K},
-          {q2k_fn<D>, T::kQ6K}};
+          {q2k_fn<D>, T::kQ6K},
+          {q32_fn<D, Q32::MXFP4>, T::kQ8}};
 }
 
 }  // namespace
