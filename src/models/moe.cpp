@@ -22,21 +22,28 @@ void set_moe_trace(MoeTraceFn fn) {
   trace_fn() = std::move(fn);
 }
 
-void moe_select(const float* logits, int n, int k, bool renormalize, int32_t* ids, float* weights,
-                float* probs) {
-  std::memcpy(probs, logits, n * sizeof(float));
-  kernels::softmax(probs, n);
+namespace {
+// The k largest of v[0..n) in descending order into ids, their values into top. Strictly greater
+// while scanning upwards: a tie keeps the smaller index.
+void top_k(const float* v, int n, int k, int32_t* ids, float* top) {
   for (int s = 0; s < k; ++s) {
     int best = -1;
     for (int e = 0; e < n; ++e) {
       bool taken = false;
       for (int j = 0; j < s; ++j) taken |= ids[j] == e;
-      // Strictly greater while scanning upwards: a tie keeps the smaller index.
-      if (!taken && (best < 0 || probs[e] > probs[best])) best = e;
+      if (!taken && (best < 0 || v[e] > v[best])) best = e;
     }
     ids[s] = best;
-    weights[s] = probs[best];
+    top[s] = v[best];
   }
+}
+}  // namespace
+
+void moe_select(const float* logits, int n, int k, bool renormalize, int32_t* ids, float* weights,
+                float* probs) {
+  std::memcpy(probs, logits, n * sizeof(float));
+  kernels::softmax(probs, n);
+  top_k(probs, n, k, ids, weights);
   if (renormalize) {
     float sum = 0;
     for (int s = 0; s < k; ++s) sum += weights[s];
@@ -45,16 +52,7 @@ void moe_select(const float* logits, int n, int k, bool renormalize, int32_t* id
 }
 
 void moe_select_topk_softmax(const float* logits, int n, int k, int32_t* ids, float* weights) {
-  for (int s = 0; s < k; ++s) {
-    int best = -1;
-    for (int e = 0; e < n; ++e) {
-      bool taken = false;
-      for (int j = 0; j < s; ++j) taken |= ids[j] == e;
-      if (!taken && (best < 0 || logits[e] > logits[best])) best = e;
-    }
-    ids[s] = best;
-    weights[s] = logits[best];
-  }
+  top_k(logits, n, k, ids, weights);
   kernels::softmax(weights, k);
 }
 
