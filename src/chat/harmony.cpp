@@ -13,10 +13,12 @@ constexpr std::array<std::string_view, 4> kTerminators = {"<|end|>", "<|call|>",
 constexpr std::array<std::string_view, 7> kMarkers = {
     "<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>", "<|call|>", "<|return|>"};
 
+constexpr size_t kLongestMarker = std::string_view("<|constrain|>").size();
+
 // Length of the longest suffix of `s` that could begin a marker (held until the next piece).
 size_t marker_prefix_at_end(std::string_view s) {
   const size_t lt = s.rfind('<');
-  if (lt == std::string_view::npos || s.size() - lt >= 13) return 0;
+  if (lt == std::string_view::npos || s.size() - lt >= kLongestMarker) return 0;
   const std::string_view tail = s.substr(lt);
   for (std::string_view m : kMarkers)
     if (m.substr(0, std::min(m.size(), tail.size())) == tail) return tail.size();
@@ -115,7 +117,7 @@ void HarmonyStream::start_message(const std::string& header, std::string& out) {
       out += "<think>";
     else
       out += "\n";  // a further analysis message in the same block
-    think_open_ = thought_ = true;
+    think_open_ = true;
   } else if (kind_ != Kind::Dropped) {
     if (think_open_) out += "</think>";
     think_open_ = false;

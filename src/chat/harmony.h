@@ -40,7 +40,7 @@ class HarmonyStream {
   bool first_ = true;  // before the first message's header
   Kind kind_ = Kind::Content;
   std::string call_name_, call_args_;
-  bool think_open_ = false, thought_ = false, answered_ = false;
+  bool think_open_ = false, answered_ = false;
 };
 
 // The whole answer at once (HarmonyStream's push then finish).

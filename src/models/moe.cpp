@@ -100,16 +100,21 @@ MoeFeedForward::MoeFeedForward(const ModelConfig& cfg, const WeightSet& w, int l
   gate_b_ = expert_bias(w, name("ffn_gate_exps.bias"), ff, E);
   up_b_ = expert_bias(w, name("ffn_up_exps.bias"), ff, E);
   down_b_ = expert_bias(w, name("ffn_down_exps.bias"), d, E);
-  for (TensorView* t : {&gate_, &up_, &down_}) round_matrix(*t, rounding, w, pool, copies_);
-  // The packed copies replace the file pages (as for dense matrices; see WeightSet).
+  // Fast precision: each stack packed (rounded to BF16 while it is packed under WeightRounding::Bf16),
+  // the packed copy replacing the file pages (as for dense matrices; see WeightSet); a stack that is
+  // not packed is rounded as a copy of its own.
   const bool pack =
       prec == kernels::Precision::Fast && kernels::packed_kernels_active() && kernels::packing_enabled();
-  for (auto [t, p] : {std::pair{&gate_, &pgate_}, {&up_, &pup_}, {&down_, &pdown_}})
-    if (pack && kernels::packed_kernel_for(t->type) && kernels::packable(t->type, t->rows(), t->cols()) &&
+  for (auto [t, p] : {std::pair{&gate_, &pgate_}, {&up_, &pup_}, {&down_, &pdown_}}) {
+    const DType type = kernels::rounded_type(rounding, t->type);
+    if (pack && kernels::packed_kernel_for(type) && kernels::packable(type, t->rows(), t->cols()) &&
         kernels::packable_values(*t)) {
-      *p = kernels::pack_matrix(std::span<const TensorView>(t, 1), pool);
+      *p = kernels::pack_matrix(std::span<const TensorView>(t, 1), pool, rounding);
       w.release_pages(*t);
+    } else {
+      round_matrix(*t, rounding, w, pool, copies_);
     }
+  }
 }
 
 void MoeFeedForward::product(const TensorView& w, const kernels::PackedMatrix* p, int64_t r0, int64_t r1,
