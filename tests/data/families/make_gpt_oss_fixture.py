@@ -179,19 +179,7 @@ def forward(W, Q, cfg, ids, truncate, stats=None):
 
 
 def write_safetensors(path, W, Q):
-    import json as js
-    import struct
-    header, blobs, off = {}, [], 0
-    items = [(n, np.ascontiguousarray(a, np.float32).tobytes(), "F32", a.shape) for n, a in W.items()]
-    items += [(n, np.ascontiguousarray(a, np.uint8).tobytes(), "U8", a.shape) for n, a in Q.items()]
-    for name, b, dt, shape in items:
-        header[name] = {"dtype": dt, "shape": list(shape), "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = js.dumps(header).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+    ml.write_safetensors(path, [(n, a, "F32") for n, a in W.items()] + [(n, a, "U8") for n, a in Q.items()])
 
 
 def main():

@@ -38,7 +38,7 @@ GGUF_NAME = {"q_proj": "attn_q", "k_proj": "attn_k", "v_proj": "attn_v", "o_proj
 
 # ------------------------------------------------------------------ safetensors
 
-ST_TYPES = {"F32": (np.float32, 4), "F16": (np.float16, 2)}
+ST_TYPES = {"F32": (np.float32, 4), "F16": (np.float16, 2), "U8": (np.uint8, 1)}  # U8: raw bytes (MXFP4 blocks)
 
 
 def read_safetensors(path):
@@ -67,7 +67,7 @@ def bf16_bits(a):
 
 
 def write_safetensors(path, tensors):
-    """tensors: list of (name, float64 array, dtype 'F32'|'F16'|'BF16')."""
+    """tensors: list of (name, array, dtype 'F32'|'F16'|'BF16'|'U8'): float64 values, or U8 raw bytes."""
     header, blobs, off = {}, [], 0
     for name, a, dt in tensors:
         if dt == "BF16":
