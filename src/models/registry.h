@@ -18,8 +18,8 @@ void check_decoder_weights(const ModelConfig& c, const WeightSet& w);
 // Builds the model implementation for cfg.arch.
 std::unique_ptr<Model> create_model(ModelConfig cfg, WeightSet weights, const ModelOptions& opts);
 
-// The CPU kernel tier models run with on this machine ("avx2", "avx2vnni", "avx512", "scalar"):
-// the best the CPU has, or FERRUM_ISA.
+// The CPU kernel tier models run with on this machine ("avx2", "avx2vnni", "avx512", "avx512bf16",
+// "scalar"): the best the CPU has, or FERRUM_ISA.
 std::string kernel_tier();
 
 }  // namespace ferrum

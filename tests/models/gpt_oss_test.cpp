@@ -52,7 +52,10 @@ TEST(GptOss, HfDirectoryMatchesFloat64Forward) {
 // llama.cpp ran the GGUF ferrum writes, and ferrum reads it back to the same numbers: the exact path
 // as the float64 forward (llama.cpp's YaRN ramp), the fast path, which multiplies MXFP4 by activations
 // rounded to Q8_0 as llama.cpp does, as llama.cpp (0.02 from the float64 forward on average, a logit
-// where the rounding changes a token's experts).
+// where the rounding changes a token's experts). The fast path's F32 products sum in the tier's lane
+// order: on AVX2 and scalar it lands within 1e-6 of llama.cpp, while AVX-512's 16-lane sums move one
+// activation across a Q8_0 rounding boundary (0.04 on one logit, 1e-3 on average); anything not
+// rounding llama.cpp's way (F32 activations for MXFP4: 0.02 on average) fails the mean.
 TEST(GptOss, ConvertedGgufMatchesLlamaCpp) {
   const std::string gguf = family_gguf(kFamily, "F32");
   const Npy exact = logits("exact-gguf-p3"), lc = logits("llamacpp-gguf-p3");
@@ -63,7 +66,8 @@ TEST(GptOss, ConvertedGgufMatchesLlamaCpp) {
               e.max_abs, f.max_abs, f.mean_abs);
   EXPECT_LE(e.max_abs, 1e-4);
   EXPECT_EQ(e.argmax_agree, T);
-  EXPECT_LE(f.max_abs, 1e-3);
+  EXPECT_LE(f.max_abs, 0.1);
+  EXPECT_LE(f.mean_abs, 4e-3);
   EXPECT_EQ(f.argmax_agree, T);
 }
 

@@ -1,5 +1,6 @@
-// x86-64 tiers: scalar, AVX2 (+ FMA, F16C, BMI2), AVX2 + AVX-VNNI, AVX-512 (F, BW, VL, DQ, VNNI,
-// BF16), each usable when CPUID reports it and the OS saves its registers (XCR0).
+// x86-64 tiers: scalar, AVX2 (+ FMA, F16C, BMI2), AVX2 + AVX-VNNI, AVX-512 (F, BW, VL, DQ, VNNI:
+// Cascade Lake, Ice Lake), AVX-512 + BF16 (Sapphire Rapids, Zen 4), each usable when CPUID reports
+// it and the OS saves its registers (XCR0).
 #include <cpuid.h>
 
 #include <array>
@@ -13,7 +14,8 @@ namespace {
 struct CpuFeatures {
   bool avx2 = false;      // AVX2 + FMA + F16C (+ BMI2)
   bool avx2vnni = false;  // and AVX-VNNI (VEX vpdpbusd: Alder Lake, Zen 5 and later)
-  bool avx512 = false;    // F + BW + VL + DQ + VNNI + BF16
+  bool avx512 = false;    // F + BW + VL + DQ + VNNI
+  bool avx512bf16 = false;  // and BF16 (vdpbf16ps)
 };
 
 uint64_t xgetbv0() {
@@ -40,7 +42,8 @@ CpuFeatures detect() {
   const bool bf16 = a1 & (1u << 5), avxvnni = a1 & (1u << 4);
   f.avx2 = os_avx && avx2 && fma && f16c && bmi2;
   f.avx2vnni = f.avx2 && avxvnni;
-  f.avx512 = f.avx2 && os_avx512 && f512 && dq && bw && vl && vnni && bf16;
+  f.avx512 = f.avx2 && os_avx512 && f512 && dq && bw && vl && vnni;
+  f.avx512bf16 = f.avx512 && bf16;
   return f;
 }
 
@@ -63,11 +66,12 @@ const IsaKernels& avx2vnni_kernels() {
 }
 
 std::span<const CpuTier> cpu_tiers() {
-  static constexpr std::array<CpuTier, 4> kTiers = {{
+  static constexpr std::array<CpuTier, 5> kTiers = {{
       {"scalar", [] { return true; }, scalar_kernels},
       {"avx2", [] { return features().avx2; }, avx2_kernels},
       {"avx2vnni", [] { return features().avx2vnni; }, avx2vnni_kernels},
       {"avx512", [] { return features().avx512; }, avx512_kernels},
+      {"avx512bf16", [] { return features().avx512bf16; }, avx512bf16_kernels},
   }};
   return kTiers;
 }

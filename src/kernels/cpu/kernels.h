@@ -56,7 +56,7 @@ struct PackedKernels {
   };
   Kernel q4_0, q5_0, q8_0, q4_k, q5_k, q6_k, f16, bf16;
   Kernel iq4_nl, iq4_xs, q4_1, q3_k, q2_k;  // null on tiers without them (NEON)
-  Kernel mxfp4;                             // AVX2 and AVX-VNNI only
+  Kernel mxfp4;                             // null on NEON
   const Kernel& of(DType t) const;          // throws for a type without a kernel here
   bool has(DType t) const;
   const Kernel* find(DType t) const;
@@ -108,12 +108,14 @@ constexpr float kGeluTanhC3 = 1.5957691216057308f * 0.044715f;
 // Each architecture's tiers (cpu_tiers_x86.cpp, cpu_tiers_arm.cpp); a build has only its own.
 const IsaKernels& scalar_kernels();
 #if defined(__x86_64__)
-const PackedKernels& avx512_packed_kernels();
+const PackedKernels& avx512_packed_kernels();      // F/BW/VL/DQ + VNNI
+const PackedKernels& avx512bf16_packed_kernels();  // and vdpbf16ps for BF16
 const PackedKernels& avx2_packed_kernels();     // vpmaddubsw: AVX2 + FMA + F16C
 const PackedKernels& avxvnni_packed_kernels();  // VEX vpdpbusd on 256-bit registers
 const IsaKernels& avx2_kernels();
 const IsaKernels& avx2vnni_kernels();
 const IsaKernels& avx512_kernels();
+const IsaKernels& avx512bf16_kernels();
 #elif defined(__aarch64__)
 const IsaKernels& neon_kernels();     // ARMv8.0 Advanced SIMD
 const IsaKernels& neondot_kernels();  // and the dot-product extension (SDOT)

@@ -10,6 +10,7 @@
 #include "kernels/cpu/exp_avx2.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/kernels_lowbit.h"
+#include "kernels/cpu/tile_dispatch.h"
 
 namespace ferrum::kernels {
 namespace {
@@ -28,20 +29,6 @@ inline float hsum(__m256 v) {
 // sum over groups of 4 of u[i]*s[i] -> 8 x i32.
 inline __m256i dot_u8s8(__m256i u, __m256i s) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
-}
-
-template <template <int> class K, typename... Args>
-void tile_dispatch(int nt, Args... args) {
-  switch (nt) {
-    case 1:
-      return K<1>::run(args...);
-    case 2:
-      return K<2>::run(args...);
-    case 3:
-      return K<3>::run(args...);
-    default:
-      return K<4>::run(args...);
-  }
 }
 
 // ---------------------------------------------------------------- F32 / F16 / BF16
@@ -108,28 +95,6 @@ struct FloatTile {
     }
   };
 };
-
-template <template <int, int> class K, int NR>
-void tile_nt(const uint8_t* w, size_t ws, int64_t n, const uint8_t* act, size_t as, int nt, float* y,
-             int64_t ldy) {
-  switch (nt) {
-    case 1:
-      return K<NR, 1>::run(w, ws, n, act, as, y, ldy);
-    case 2:
-      return K<NR, 2>::run(w, ws, n, act, as, y, ldy);
-    case 3:
-      return K<NR, 3>::run(w, ws, n, act, as, y, ldy);
-    default:
-      return K<NR, 4>::run(w, ws, n, act, as, y, ldy);
-  }
-}
-// Rows two at a time.
-template <template <int, int> class K>
-void tile_fn2(const uint8_t* w, size_t ws, int nr, int64_t n, const uint8_t* act, size_t as, int nt, float* y,
-              int64_t ldy) {
-  for (; nr >= 2; nr -= 2, w += 2 * ws, y += 2) tile_nt<K, 2>(w, ws, n, act, as, nt, y, ldy);
-  if (nr) tile_nt<K, 1>(w, ws, n, act, as, nt, y, ldy);
-}
 
 // ---------------------------------------------------------------- 32-element blocks x Q8Act
 

@@ -1,5 +1,6 @@
-// AVX-512 kernels (F/BW/VL/DQ, VNNI, BF16): vpdpbusd for the 32-element types, maddubs + vpdpwssd
-// for the K-quants (sub-block scales applied in the same instruction), vdpbf16ps for BF16. Each
+// AVX-512 kernels (F/BW/VL/DQ, VNNI): vpdpbusd for the 32-element types, maddubs + vpdpwssd for the
+// K-quants (sub-block scales applied in the same instruction), BF16 widened by shifts (vdpbf16ps in
+// kernels_avx512bf16.cpp, the avx512bf16 tier, where the CPU has it). Each
 // kernel unpacks a weight block once and uses it for up to kMaxTile tokens (and several rows for
 // the F32/F16/BF16 and 32-element tiles) held in registers.
 #include <immintrin.h>
@@ -12,6 +13,7 @@
 #include "kernels/cpu/exp_avx512.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/kernels_lowbit.h"
+#include "kernels/cpu/tile_dispatch.h"
 
 namespace ferrum::kernels {
 namespace {
@@ -25,59 +27,6 @@ inline float hsum256(__m256 v) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
-}
-
-// Dispatches a runtime token count 1..kMaxTile to a template instantiation.
-template <template <int> class K, typename... Args>
-void tile_dispatch(int nt, Args... args) {
-  switch (nt) {
-    case 1:
-      return K<1>::run(args...);
-    case 2:
-      return K<2>::run(args...);
-    case 3:
-      return K<3>::run(args...);
-    default:
-      return K<4>::run(args...);
-  }
-}
-
-// Same for multi-row kernels K<NR, NT>.
-template <template <int, int> class K, int NR>
-void tile_nt(const uint8_t* w, size_t ws, int64_t n, const uint8_t* act, size_t as, int nt, float* y,
-             int64_t ldy) {
-  switch (nt) {
-    case 1:
-      return K<NR, 1>::run(w, ws, n, act, as, y, ldy);
-    case 2:
-      return K<NR, 2>::run(w, ws, n, act, as, y, ldy);
-    case 3:
-      return K<NR, 3>::run(w, ws, n, act, as, y, ldy);
-    default:
-      return K<NR, 4>::run(w, ws, n, act, as, y, ldy);
-  }
-}
-template <template <int, int> class K>
-void tile_fn(const uint8_t* w, size_t ws, int nr, int64_t n, const uint8_t* act, size_t as, int nt, float* y,
-             int64_t ldy) {
-  switch (nr) {
-    case 1:
-      return tile_nt<K, 1>(w, ws, n, act, as, nt, y, ldy);
-    case 2:
-      return tile_nt<K, 2>(w, ws, n, act, as, nt, y, ldy);
-    case 3:
-      return tile_nt<K, 3>(w, ws, n, act, as, nt, y, ldy);
-    default:
-      return tile_nt<K, 4>(w, ws, n, act, as, nt, y, ldy);
-  }
-}
-
-// At most two rows per kernel call (register budget of the quantized tiles).
-template <template <int, int> class K>
-void tile_fn2(const uint8_t* w, size_t ws, int nr, int64_t n, const uint8_t* act, size_t as, int nt, float* y,
-              int64_t ldy) {
-  for (; nr >= 2; nr -= 2, w += 2 * ws, y += 2) tile_nt<K, 2>(w, ws, n, act, as, nt, y, ldy);
-  if (nr) tile_nt<K, 1>(w, ws, n, act, as, nt, y, ldy);
 }
 
 // ---------------------------------------------------------------- F32 / F16 / BF16
@@ -119,6 +68,17 @@ struct FloatTile {
   };
 };
 
+// BF16 rows x BF16 activations without the BF16 extension (Cascade Lake, Ice Lake): 32 values as
+// 16 pairs, widened by shifts; per pair the odd product is added before the even one, as vdpbf16ps
+// does (kernels_avx512bf16.cpp), and products of BF16 values are exact in F32, so both give the same
+// sums (up to vdpbf16ps flushing denormals).
+inline __m512 bf16_hi(__m512i v) {
+  return _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(static_cast<int32_t>(0xFFFF0000u))));
+}
+inline __m512 bf16_lo(__m512i v) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+}
+
 template <int NR, int NT>
 struct Bf16Tile {
   static void run(const uint8_t* w, size_t ws, int64_t n, const uint8_t* act, size_t stride, float* y,
@@ -131,13 +91,17 @@ struct Bf16Tile {
     }
     for (int64_t i = 0; i < n; i += 32) {
       const __mmask32 m = n - i >= 32 ? 0xFFFFFFFFu : static_cast<__mmask32>((1u << (n - i)) - 1);
-      __m512bh wv[NR];
-      for (int r = 0; r < NR; ++r)
-        wv[r] = reinterpret_cast<__m512bh>(
-            _mm512_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(w + r * ws) + i));
+      __m512 wl[NR], wh[NR];
+      for (int r = 0; r < NR; ++r) {
+        const __m512i v = _mm512_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(w + r * ws) + i);
+        wl[r] = bf16_lo(v);
+        wh[r] = bf16_hi(v);
+      }
       for (int t = 0; t < NT; ++t) {
-        const __m512bh av = reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(m, a[t] + i));
-        for (int r = 0; r < NR; ++r) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], wv[r], av);
+        const __m512i v = _mm512_maskz_loadu_epi16(m, a[t] + i);
+        const __m512 al = bf16_lo(v), ah = bf16_hi(v);
+        for (int r = 0; r < NR; ++r)
+          acc[r][t] = _mm512_fmadd_ps(wl[r], al, _mm512_fmadd_ps(wh[r], ah, acc[r][t]));
       }
     }
     for (int t = 0; t < NT; ++t)
@@ -243,10 +207,11 @@ struct Row32 {
       }
       const __m512i zero = _mm512_setzero_si512();
       const __m512i pair = two_halves(_mm256_setzero_si256(), _mm256_set1_epi32(1));
-      // [v[0] x8, v[1] x8] from two consecutive floats.
-      auto expand2 = [&](const float* v) {
-        return _mm512_permutexvar_ps(
-            pair, _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(v)))));
+      // [v[0] x8, v[1] x8] from two consecutive floats; [v[0] x8, 0 x8] for a lone last block (the
+      // float after it may be anything, a NaN too, which times 0 would still be NaN).
+      auto expand2 = [&](const float* v, bool two) {
+        const __m128 f = two ? _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(v))) : _mm_load_ss(v);
+        return _mm512_permutexvar_ps(pair, _mm512_castps128_ps512(f));
       };
       auto step = [&](int64_t b, bool two) {
         __m512i q[NR];
@@ -270,10 +235,9 @@ struct Row32 {
           const __m512i av = two ? _mm512_loadu_si512(aq[t] + 32 * b)
                                  : _mm512_castsi256_si512(
                                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq[t] + 32 * b)));
-          // For a lone last block the second lane group reads the next float (in the buffer) times 0.
-          const __m512 da = expand2(ad[t] + b);
+          const __m512 da = expand2(ad[t] + b, two);
           __m512 sa = _mm512_setzero_ps();
-          if constexpr (!U::kSigned) sa = expand2(as[t] + b);
+          if constexpr (!U::kSigned) sa = expand2(as[t] + b, two);
           for (int r = 0; r < NR; ++r) {
             __m512i avr = av;
             if constexpr (U::kSigned) avr = _mm512_mask_sub_epi8(av, neg[r], zero, av);
@@ -293,42 +257,12 @@ struct Row32 {
   };
 };
 
-// Decode (one token): one block per step in ymm, four independent accumulators per row.
-template <typename U>
-void row32_one(const uint8_t* w, int64_t n, const uint8_t* act, float* y) {
-  const auto* wb = reinterpret_cast<const typename U::Block*>(w);
-  const Q8Act a(act, n);
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  float off[4] = {};
-  const __m256i zero = _mm256_setzero_si256();
-  auto step = [&](int64_t b, int u) {
-    float d, c;
-    __m256i q = U::q(wb[b], d, c);
-    __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * b));
-    if constexpr (U::kSigned) {
-      av = _mm256_mask_sub_epi8(av, _mm256_movepi8_mask(q), zero, av);
-      q = _mm256_abs_epi8(q);
-    }
-    const __m256i p = _mm256_dpbusd_epi32(zero, q, av);
-    acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * a.d[b]), acc[u]);
-    if constexpr (!U::kSigned) off[u] += c * a.s[b];
-  };
-  const int64_t nb = n / 32;
-  int64_t b = 0;
-  for (; b + 4 <= nb; b += 4)
-    for (int u = 0; u < 4; ++u) step(b + u, u);
-  for (; b < nb; ++b) step(b, 0);
-  *y = hsum256(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]))) +
-       ((off[0] + off[1]) + (off[2] + off[3]));
-}
-
 template <typename U>
 void row32_tile(const uint8_t* w, size_t ws, int nr, int64_t n, const uint8_t* act, size_t as, int nt,
                 float* y, int64_t ldy) {
-  if (nt == 1) {
-    for (int r = 0; r < nr; ++r) row32_one<U>(w + r * ws, n, act, y + r);
-    return;
-  }
+  // One token (decode) too: a separate ymm decode path summed in another order, so a token's
+  // product depended on whether others shared the call (1.6x faster for one token, on the types
+  // without packed kernels here: Q5_1, MXFP4, and FERRUM_PACK=0).
   tile_fn2<Row32<U>::template K>(w, ws, nr, n, act, as, nt, y, ldy);
 }
 

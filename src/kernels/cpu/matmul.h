@@ -49,9 +49,9 @@ bool packed_kernels_active();
 // Whether the active tier multiplies packed matrices of type t.
 bool packed_kernel_for(DType t);
 
-// The kernel tier in use: "scalar", "avx2", "avx2vnni" or "avx512" on x86-64; "scalar", "neon" or
-// "neondot" on ARM64. The default is the best the CPU has, or the FERRUM_ISA environment variable.
-// force_isa throws ferrum::Error if the CPU lacks it.
+// The kernel tier in use: "scalar", "avx2", "avx2vnni", "avx512" or "avx512bf16" on x86-64;
+// "scalar", "neon" or "neondot" on ARM64. The default is the best the CPU has, or the FERRUM_ISA environment
+// variable. force_isa throws ferrum::Error if the CPU lacks it.
 const char* active_isa();
 void force_isa(const char* name);
 // Whether this CPU (and OS) can run the named tier; throws for a name this build has no tier of.

@@ -9,9 +9,11 @@
 #include <type_traits>
 
 #include "core/quant.h"
+#include "core/quant_mxfp4.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/packed.h"
 #include "kernels/cpu/packed_act.h"
+#include "kernels/cpu/packed_zmm_float.h"
 
 namespace ferrum::kernels {
 namespace {
@@ -54,11 +56,15 @@ inline void nibbles(const uint8_t* w, const uint8_t* h, __m512i& lo, __m512i& hi
 
 // The 32-element block types with one float scale: Q4_0 (4 zmm of nibbles per block), Q5_0 (the same
 // plus 64 bytes of fifth bits) and Q8_0 (8 zmm of levels).
-enum class Q32 { Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, Q4_1 };
+// IQ4_NL, IQ4_XS and MXFP4: codebook levels in Q4_0's nibble layout.
+enum class Q32 { Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, Q4_1, MXFP4 };
 
-// IQ4_NL: the nibbles (0..15) -> the IQ4 levels + 128 as unsigned bytes (the bias removes the 128).
+// IQ4_NL / IQ4_XS / MXFP4: the nibbles (0..15) -> the type's levels + 128 as unsigned bytes (the
+// activations' bias removes the 128).
+template <bool kMx>
 inline __m512i iq4_bytes(__m512i nib) {
-  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Biased.data()));
+  const void* levels = kMx ? static_cast<const void*>(kMXFP4Biased) : static_cast<const void*>(kIQ4Biased.data());
+  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(levels));
   return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(table), nib);
 }
 
@@ -72,7 +78,7 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   const PackedTokens<32, int32_t, NT> tok(act, stride, n);
-  constexpr bool kIQ4 = kT == Q32::IQ4_NL || kT == Q32::IQ4_XS;
+  constexpr bool kIQ4 = kT == Q32::IQ4_NL || kT == Q32::IQ4_XS || kT == Q32::MXFP4;
   for (int64_t b = 0; b < nb; ++b) {
     const Q32Offsets o = kT == Q32::IQ4_XS ? iq4xs_offsets(b)
                          : kT == Q32::Q4_1 ? q41_offsets(b)
@@ -100,8 +106,8 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
         __m512i lo, hi;
         nibbles<kT == Q32::Q5_0>(q + kL + 64 * j, q + 16 * j, lo, hi);
         if constexpr (kIQ4) {
-          lo = iq4_bytes(lo);
-          hi = iq4_bytes(hi);
+          lo = iq4_bytes<kT == Q32::MXFP4>(lo);
+          hi = iq4_bytes<kT == Q32::MXFP4>(hi);
         }
         for (int t = 0; t < NT; ++t) {
           p0[t] = _mm512_dpbusd_epi32(p0[t], lo, bcast32(tok.qs[t] + 32 * b + 4 * j));
@@ -339,54 +345,40 @@ void group_q2k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
 
 // ---------------------------------------------------------------- F16 x F32 and BF16 x BF16
 
-// acc += w . (the BF16 pair at p, broadcast to every lane), with the broadcast folded into the
-// instruction's memory operand. Written in asm because clang 16 crashes (unbounded recursion in
-// instruction selection) when it folds such a broadcast into vdpbf16ps itself, and with the
-// broadcast kept in a register the kernel ran at 73 GFLOP/s instead of 200 (one broadcast per pair).
-inline __m512 dpbf16_bcast(__m512 acc, __m512i w, const uint16_t* p) {
-  asm("vdpbf16ps %[a]%{1to16%}, %[w], %[acc]" : [acc] "+v"(acc) : [w] "v"(w), [a] "m"(*reinterpret_cast<const float*>(p)));
-  return acc;
-}
-
-// One weight vector of a float group: kIn inputs of 16 rows (32 bytes per input in both layouts),
-// multiplied into a token's accumulator. F16: converted to F32, one FMA with the broadcast F32
-// activation. BF16: 2 inputs per int32 lane, one vdpbf16ps with the broadcast pair of BF16
-// activations (the row-major Fast path's rounding): 32 multiply-adds per instruction.
+// F16: converted to F32, one FMA with the broadcast F32 activation.
 struct F16Vec {
   using Act = float;
+  using W = __m512;
   static constexpr int kIn = 1;
-  static __m512 load(const uint8_t* p) { return load_f16x16(p); }
-  static __m512 madd(__m512 acc, __m512 w, const float* a) { return _mm512_fmadd_ps(w, _mm512_set1_ps(*a), acc); }
+  static W load(const uint8_t* p) { return load_f16x16(p); }
+  static __m512 madd(__m512 acc, W w, const float* a) { return _mm512_fmadd_ps(w, _mm512_set1_ps(*a), acc); }
 };
-struct BF16Vec {
+// BF16 without the BF16 extension: 2 inputs per int32 lane widened by shifts into two F32
+// vectors, multiplied with the broadcast pair of BF16 activations (the row-major Fast path's
+// rounding), odd input first as vdpbf16ps does (BF16Vec in kernels_avx512bf16.cpp gives the same
+// sums: products of BF16 values are exact in F32).
+struct BF16ShiftVec {
   using Act = uint16_t;
+  struct W {
+    __m512 lo, hi;
+  };
   static constexpr int kIn = 2;
-  static __m512i load(const uint8_t* p) { return _mm512_load_si512(p); }
-  static __m512 madd(__m512 acc, __m512i w, const uint16_t* a) { return dpbf16_bcast(acc, w, a); }
+  static __m512 hi(__m512i v) {
+    return _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(static_cast<int32_t>(0xFFFF0000u))));
+  }
+  static __m512 lo(__m512i v) { return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)); }
+  static W load(const uint8_t* p) {
+    const __m512i v = _mm512_load_si512(p);
+    return {lo(v), hi(v)};
+  }
+  static __m512 madd(__m512 acc, const W& w, const uint16_t* a) {
+    const __m512i x = bcast32(a);
+    return _mm512_fmadd_ps(w.lo, lo(x), _mm512_fmadd_ps(w.hi, hi(x), acc));
+  }
 };
-
-// Per 2 weight vectors: one multiply-add each per token, into even- and odd-vector accumulators
-// (two chains: a lone token is not bound by the latency).
-template <class V, int NT>
-void group_float(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
-  const typename V::Act* a[NT];
-  __m512 e[NT], o[NT];
-  for (int t = 0; t < NT; ++t) {
-    a[t] = reinterpret_cast<const typename V::Act*>(act + t * stride);
-    e[t] = o[t] = _mm512_setzero_ps();
-  }
-  for (int64_t k = 0; k < n; k += 2 * V::kIn) {
-    const auto w0 = V::load(g + 32 * k), w1 = V::load(g + 32 * (k + V::kIn));
-    for (int t = 0; t < NT; ++t) {
-      e[t] = V::madd(e[t], w0, a[t] + k);
-      o[t] = V::madd(o[t], w1, a[t] + k + V::kIn);
-    }
-  }
-  for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ldy, _mm512_add_ps(e[t], o[t]));
-}
 
 // Tokens per call: as many as the registers hold (accumulators and partial sums per token).
-constexpr int kTileQ32 = 8, kTileQ4K = 6, kTileQ6K = 4, kTileFloat = 8;
+constexpr int kTileQ32 = 8, kTileQ4K = 6, kTileQ6K = 4;
 
 // The GroupFn of each kernel family.
 template <Q32 kT>
@@ -406,10 +398,6 @@ void q3k_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, flo
 void q2k_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
   with_nt<kTileQ6K>(nt, [&](auto k) { group_q2k<decltype(k)::value>(g, n, a, s, y, l); });
 }
-template <class V>
-void float_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
-  with_nt<kTileFloat>(nt, [&](auto k) { group_float<V, decltype(k)::value>(g, n, a, s, y, l); });
-}
 
 const PackedKernels kPacked = {{q32_fn<Q32::Q4_0>, kTileQ32},
                                {q32_fn<Q32::Q5_0>, kTileQ32},
@@ -418,13 +406,13 @@ const PackedKernels kPacked = {{q32_fn<Q32::Q4_0>, kTileQ32},
                                {k4_fn<true>, kTileQ4K},
                                {q6k_fn, kTileQ6K},
                                {float_fn<F16Vec>, kTileFloat},
-                               {float_fn<BF16Vec>, kTileFloat},
+                               {float_fn<BF16ShiftVec>, kTileFloat},
                                {q32_fn<Q32::IQ4_NL>, kTileQ32},
                                {q32_fn<Q32::IQ4_XS>, kTileQ32},
                                {q32_fn<Q32::Q4_1>, kTileQ32},
                                {q3k_fn, kTileQ6K},
                                {q2k_fn, kTileQ6K},
-                               {nullptr, 0}};  // MXFP4: not packed on AVX-512 yet (row-major kernels)
+                               {q32_fn<Q32::MXFP4>, kTileQ32}};
 
 }  // namespace
 
