@@ -19,6 +19,17 @@ json parameters_of(const json& f) {
 
 }  // namespace
 
+std::string harmony_call_prefill(const ToolRequest& req) {
+  const std::string* name = harmony_call_head(req);
+  return "<|channel|>commentary to=functions." + (name ? *name + kHarmonyArgsHeader : std::string());
+}
+
+const std::string* harmony_call_head(const ToolRequest& req) {
+  if (req.choice.mode == ToolChoice::Mode::Named) return &req.choice.name;
+  if (req.tools.size() == 1) return req.tools[0]["function"]["name"].get_ptr<const std::string*>();
+  return nullptr;
+}
+
 std::string tool_call_gbnf(ToolStyle style, const ToolRequest& req) {
   const char* args_key = style == ToolStyle::Llama3 ? "parameters" : "arguments";
   std::string rules, calls;
@@ -33,12 +44,18 @@ std::string tool_call_gbnf(ToolStyle style, const ToolRequest& req) {
       const std::string where = fmt::format("tools[{}].function.parameters", i);
       throw ChatError(where, fmt::format("{}: {}", where, e.what()));
     }
+    if (style == ToolStyle::Harmony) {  // the header up to "to=functions." is in the prompt
+      const std::string head = harmony_call_head(req) ? "" : name + kHarmonyArgsHeader;
+      calls += fmt::format("{}{}{}", calls.empty() ? "" : " | ", head.empty() ? "" : gbnf_literal(head) + " ", args);
+      continue;
+    }
     const std::string head = fmt::format("{{\"name\": \"{}\", \"{}\": ", name, args_key);
     calls += fmt::format("{}{} {} \"}}\"", calls.empty() ? "" : " | ", gbnf_literal(head), args);
   }
   rules += "call ::= " + calls + "\n";
   switch (style) {
     case ToolStyle::Llama3:
+    case ToolStyle::Harmony:
       return "root ::= call\n" + rules;
     case ToolStyle::Mistral:
       return fmt::format("root ::= \"[\" call {}\"]\"\n", req.parallel ? "(\", \" call)* " : "") + rules;
@@ -47,7 +64,6 @@ std::string tool_call_gbnf(ToolStyle style, const ToolRequest& req) {
                          req.parallel ? "(\", \" call)* " : "") +
              rules;
     case ToolStyle::Hermes:
-    case ToolStyle::Harmony:  // (the server refuses forced calls in harmony)
     case ToolStyle::Default:
       break;
   }

@@ -7,6 +7,9 @@
 //   Llama3           {"name": "f", "parameters": ARGS}
 //   Mistral          [{"name": "f", "arguments": ARGS}, ...]  ([TOOL_CALLS] is a control token,
 //                    which no grammar produces; the parser takes the bare array)
+//   Harmony          (after harmony_call_prefill in the prompt) ARGS when the function is known,
+//                    else f <|constrain|>json<|message|>ARGS, the markers spelled as text (the
+//                    grammar produces no special token; the output is parsed as text). One call.
 #pragma once
 
 #include <string>
@@ -17,5 +20,13 @@ namespace ferrum::chat {
 
 // Throws ChatError("tools[i].function.parameters", ...) for a schema the compiler does not support.
 std::string tool_call_gbnf(ToolStyle style, const ToolRequest& req);
+
+// A forced call in gpt-oss's harmony format begins the answer, in the prompt: the commentary
+// channel's header to functions., with the function's name and the arguments' header when the
+// call has one function to choose from (a named one, or "required" with one tool).
+inline constexpr const char* kHarmonyArgsHeader = " <|constrain|>json<|message|>";
+std::string harmony_call_prefill(const ToolRequest& req);
+// The function a forced harmony call is to (null: the grammar chooses among several).
+const std::string* harmony_call_head(const ToolRequest& req);
 
 }  // namespace ferrum::chat

@@ -251,21 +251,25 @@ void setup_reasoning(const chat::ChatPrompt& prompt, const Tokenizer& tok, chat:
 // rewritten per request into <think> reasoning, text and Hermes-style calls, which the answer
 // builders of every API split as they do for other models. A grammar (response_format) and a
 // reasoning budget apply from the final channel on; the budget writes the analysis's end and the
-// final channel's header.
-void setup_harmony(bool reasoning, ParsedRequest& r) {
-  if (r.tools.forced())
-    bad("tool_choice",
-        "'tool_choice' \"required\" or a named function is not supported with the harmony format (gpt-oss); "
-        "use \"auto\"");
+// final channel's header. A forced tool call (tool_choice "required" or named) skips the analysis:
+// the prompt ends in the call's header (chat::harmony_call_prefill), which the stream reads first,
+// and the grammar writes the rest of the call from the start.
+void setup_harmony(bool reasoning, const Tokenizer& tok, ParsedRequest& r) {
+  const std::string prefill = r.tools.forced() ? chat::harmony_call_prefill(r.tools) : std::string();
+  if (!prefill.empty()) {
+    const auto ids = tok.encode(prefill, /*add_special=*/false, /*parse_special=*/true);
+    r.params.prompt.insert(r.params.prompt.end(), ids.begin(), ids.end());
+  }
   r.params.keep_special = true;
-  r.params.output_filter = [] {
+  r.params.output_filter = [prefill] {
     auto s = std::make_shared<chat::HarmonyStream>();
+    s->push(prefill);  // a header: nothing to release yet
     return OutputFilter{[s](std::string_view t) { return s->push(t); }, [s] { return s->finish(); }};
   };
   r.tool_style = chat::ToolStyle::Hermes;
   if (reasoning) r.reasoning = chat::ReasoningMarkers{};
   r.reasoning_open = false;
-  if ((r.grammar && r.grammar_param != "grammar") || r.params.reasoning_budget >= 0) {
+  if (prefill.empty() && ((r.grammar && r.grammar_param != "grammar") || r.params.reasoning_budget >= 0)) {
     r.params.reasoning_end = "<|channel|>final<|message|>";
     r.params.reasoning_close = "<|end|><|start|>assistant<|channel|>final<|message|>";
   }
@@ -314,7 +318,7 @@ ParsedRequest parse_chat_request(const json& b, const Tokenizer& tok, const chat
     bad(e.param, e.what());
   }
   if (r.tool_style == chat::ToolStyle::Harmony)
-    setup_harmony(reasoning, r);
+    setup_harmony(reasoning, tok, r);
   else if (reasoning)
     setup_reasoning(prompt, tok, where, r);
   r.params.at_text_start = true;

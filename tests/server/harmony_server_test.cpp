@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 
 #include "chat/chat_prompt.h"
 #include "server/openai_request.h"
@@ -132,7 +133,7 @@ TEST(HarmonyServer, CommentaryToAFunctionIsAToolCall) {
   EXPECT_EQ(s.finish_reason, "tool_calls");
 }
 
-TEST(HarmonyServer, BadEffortAndForcedCallsAreRefusedByName) {
+TEST(HarmonyServer, BadEffortIsRefusedByName) {
   TestServer ts(stories_gguf(), with_harmony(), {}, 512);
   auto c = ts.client();
   int status = 0;
@@ -141,10 +142,72 @@ TEST(HarmonyServer, BadEffortAndForcedCallsAreRefusedByName) {
   json r = post_json(c, "/v1/chat/completions", b, &status);
   EXPECT_EQ(status, 400);
   EXPECT_EQ(r["error"]["param"], "reasoning_effort") << r.dump();
-  b = {{"messages", kMessages}, {"tools", kTools}, {"tool_choice", "required"}};
-  r = post_json(c, "/v1/chat/completions", b, &status);
-  EXPECT_EQ(status, 400);
-  EXPECT_EQ(r["error"]["param"], "tool_choice") << r.dump();
+}
+
+// tool_choice "required" or a named function: the prompt ends in the commentary header to
+// functions. (with the name when there is one to choose), the grammar writes the rest, and the
+// answer is that call, its arguments valid for the function's schema, whatever the model wanted.
+json forced_tools() {
+  auto tool = [](const char* name, json values) {
+    return json{{"type", "function"},
+                {"function",
+                 {{"name", name},
+                  {"description", "D"},  // the template writes it (a tool without one is an error there)
+                  {"parameters",
+                   {{"type", "object"},
+                    {"properties", {{"c", {{"enum", values}}}}},
+                    {"required", {"c"}},
+                    {"additionalProperties", false}}}}}};
+  };
+  return json::array({tool("w", {"P", "Q"}), tool("t", {1, 2})});
+}
+
+void expect_forced_call(httplib::Client& c, json tools, json choice, const std::set<std::string>& names) {
+  json b = {{"messages", kMessages},
+            {"tools", tools},
+            {"tool_choice", choice},
+            {"chat_template_kwargs", {{"model_identity", "M"}}},
+            {"max_tokens", 64},
+            {"temperature", 1.0},
+            {"seed", 5}};
+  for (bool streamed : {false, true}) {
+    std::string name, args, finish;
+    if (streamed) {
+      const Streamed s = stream(c, b);
+      ASSERT_EQ(s.calls.size(), 1u) << choice.dump();
+      name = s.calls[0]["function"]["name"];
+      args = s.calls[0]["function"]["arguments"];
+      finish = s.finish_reason;
+      EXPECT_EQ(s.reasoning, "");
+      EXPECT_EQ(s.content, "");
+    } else {
+      int status = 0;
+      const json r = post_json(c, "/v1/chat/completions", b, &status);
+      ASSERT_EQ(status, 200) << r.dump();
+      const json& m = r["choices"][0]["message"];
+      ASSERT_EQ(m["tool_calls"].size(), 1u) << r.dump();
+      name = m["tool_calls"][0]["function"]["name"];
+      args = m["tool_calls"][0]["function"]["arguments"];
+      finish = r["choices"][0]["finish_reason"];
+    }
+    EXPECT_EQ(finish, "tool_calls") << choice.dump();
+    EXPECT_TRUE(names.count(name)) << name;
+    const json a = json::parse(args);
+    ASSERT_TRUE(a.contains("c")) << args;
+    if (name == "w")
+      EXPECT_TRUE(a["c"] == "P" || a["c"] == "Q") << args;
+    else
+      EXPECT_TRUE(a["c"] == 1 || a["c"] == 2) << args;
+  }
+}
+
+TEST(HarmonyServer, ForcedCallsFollowTheSchema) {
+  TestServer ts(stories_gguf(), with_harmony(), {}, 512);
+  auto c = ts.client();
+  const json tools = forced_tools();
+  expect_forced_call(c, tools, {{"type", "function"}, {"function", {{"name", "t"}}}}, {"t"});
+  expect_forced_call(c, tools, "required", {"w", "t"});              // the grammar picks the name
+  expect_forced_call(c, json::array({tools[0]}), "required", {"w"});  // one tool: named in the prompt
 }
 
 // What the template gets: the effort in its system message; an earlier turn's reasoning_content
