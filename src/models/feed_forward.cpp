@@ -62,7 +62,7 @@ void DenseFeedForward::forward(const float* x, int64_t n, float* out, FfnContext
                     ctx.scratch);
 }
 
-std::unique_ptr<FeedForward> make_feed_forward(const ModelConfig& cfg, const WeightSet& w, int layer,
+std::unique_ptr<FeedForward> make_feed_forward(const ModelConfig& cfg, WeightSet& w, int layer,
                                                kernels::Precision prec, kernels::WeightRounding rounding,
                                                ThreadPool& pool) {
   if (cfg.n_expert > 0) return std::make_unique<MoeFeedForward>(cfg, w, layer, prec, rounding, pool);

@@ -61,7 +61,7 @@ class DenseFeedForward : public FeedForward {
 // Builds the layer's block: mixture of experts when cfg.n_expert > 0, else dense.
 // prec, rounding and pool: how the weights are prepared (packed for the Fast kernels, F16/F32 rounded
 // to BF16 under WeightRounding::Bf16).
-std::unique_ptr<FeedForward> make_feed_forward(const ModelConfig& cfg, const WeightSet& w, int layer,
+std::unique_ptr<FeedForward> make_feed_forward(const ModelConfig& cfg, WeightSet& w, int layer,
                                                kernels::Precision prec, kernels::WeightRounding rounding,
                                                ThreadPool& pool);
 

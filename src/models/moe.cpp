@@ -68,7 +68,7 @@ const float* expert_bias(const WeightSet& w, const std::string& name, int64_t pe
 }
 }  // namespace
 
-MoeFeedForward::MoeFeedForward(const ModelConfig& cfg, const WeightSet& w, int l, kernels::Precision prec,
+MoeFeedForward::MoeFeedForward(const ModelConfig& cfg, WeightSet& w, int l, kernels::Precision prec,
                                kernels::WeightRounding rounding, ThreadPool& pool)
     : layer_(l),
       n_embd_(cfg.n_embd),
@@ -111,6 +111,7 @@ MoeFeedForward::MoeFeedForward(const ModelConfig& cfg, const WeightSet& w, int l
         kernels::packable_values(*t)) {
       *p = kernels::pack_matrix(std::span<const TensorView>(t, 1), pool, rounding);
       w.release_pages(*t);
+      if (w.release_owned(t->name) > 0) t->data = nullptr;  // HF gpt-oss: the rewritten stack
     } else {
       round_matrix(*t, rounding, w, pool, copies_);
     }
@@ -122,6 +123,11 @@ void MoeFeedForward::product(const TensorView& w, const kernels::PackedMatrix* p
                              kernels::Precision prec, kernels::MatmulScratch& scratch) const {
   if (p && prec == kernels::Precision::Fast && kernels::packed_kernel_for(p->type))
     kernels::matmul_packed_rows(*p, r0, r1, x, ldx, n, y, ldy, pool, scratch);
+  else if (!w.data)
+    fail(
+        "{}: the expert stack was packed at load and its rows freed; the kernel tier changed since "
+        "(load the model again)",
+        w.name);
   else
     kernels::matmul_rows(w, r0, r1, x, ldx, n, y, ldy, pool, prec, scratch);
 }

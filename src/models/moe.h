@@ -43,8 +43,9 @@ class MoeFeedForward : public FeedForward {
  public:
   // rounding Bf16: F16/F32 expert matrices are multiplied as BF16 copies made here (the router stays
   // as in the file, multiplied in F32). Fast precision: each stack of experts is repacked for the
-  // packed kernels when its type has a packed layout (an expert's rows are then a row range of it).
-  MoeFeedForward(const ModelConfig& cfg, const WeightSet& w, int layer, kernels::Precision prec,
+  // packed kernels when its type has a packed layout (an expert's rows are then a row range of it),
+  // and the stack's own copy in `w` is released (file pages dropped, a rewritten buffer freed).
+  MoeFeedForward(const ModelConfig& cfg, WeightSet& w, int layer, kernels::Precision prec,
                  kernels::WeightRounding rounding, ThreadPool& pool);
   void forward(const float* x, int64_t n, float* out, FfnContext& ctx) override;
 

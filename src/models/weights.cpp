@@ -59,8 +59,30 @@ size_t WeightSet::release_packed(const kernels::Linear& lin) const {
 uint8_t* WeightSet::allocate(size_t n) {
   void* p = std::aligned_alloc(64, (n + 63) / 64 * 64);
   if (!p) fail("out of memory allocating {} bytes for weights", n);
-  buffers_.emplace_back(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
-  return buffers_.back().get();
+  buffers_.push_back({{static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); }}, n});
+  return buffers_.back().data.get();
+}
+
+size_t WeightSet::release_owned(const std::string& name) {
+  auto t = tensors_.find(name);
+  if (t == tensors_.end() || !t->second.data) return 0;
+  for (auto b = buffers_.begin(); b != buffers_.end(); ++b) {
+    if (b->data.get() != t->second.data || b->bytes != t->second.nbytes) continue;
+    const uint8_t *lo = b->data.get(), *hi = lo + b->bytes;
+    for (const auto& [other, v] : tensors_)  // another view into the buffer keeps it
+      if (other != name && v.data && v.data < hi && v.data + v.nbytes > lo) return 0;
+    const size_t n = b->bytes;
+    buffers_.erase(b);
+    t->second.data = nullptr;
+    return n;
+  }
+  return 0;
+}
+
+size_t WeightSet::owned_bytes() const {
+  size_t n = 0;
+  for (const Owned& b : buffers_) n += b.bytes;
+  return n;
 }
 
 size_t WeightSet::total_bytes() const {

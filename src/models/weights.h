@@ -43,12 +43,23 @@ class WeightSet {
   size_t release_pages(const TensorView& t) const;
   // release_pages() for every part of `lin` that it holds in its own memory (packed or a BF16 copy).
   size_t release_packed(const kernels::Linear& lin) const;
+  // Frees the owned buffer that holds exactly the tensor `name` (a stack a loader rewrote, such as
+  // gpt-oss's HF experts) once a packed copy replaced it; the tensor's view is left with null data,
+  // so a later use fails instead of reading freed memory. Returns the bytes freed (0 for a tensor in
+  // a file mapping or sharing its buffer).
+  size_t release_owned(const std::string& name);
+  // The bytes of the buffers this set owns (tensors converted or rewritten at load).
+  size_t owned_bytes() const;
 
  private:
   std::string source_;
   std::map<std::string, TensorView> tensors_;
   std::vector<std::shared_ptr<const void>> owners_;
-  std::vector<std::unique_ptr<uint8_t[], void (*)(uint8_t*)>> buffers_;
+  struct Owned {
+    std::unique_ptr<uint8_t[], void (*)(uint8_t*)> data;
+    size_t bytes;
+  };
+  std::vector<Owned> buffers_;
   const uint8_t* map_begin_ = nullptr;
   const uint8_t* map_end_ = nullptr;
 };

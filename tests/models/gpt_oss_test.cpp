@@ -49,6 +49,30 @@ TEST(GptOss, HfDirectoryMatchesFloat64Forward) {
   EXPECT_GT(reference()["distances"]["exact_hf_vs_exact_gguf_max"].get<double>(), 1e-3);
 }
 
+// The HF directory's MXFP4 experts are rewritten at load into GGUF's block layout; once a stack is
+// packed that copy is freed (else a 20B directory held its experts twice, ~24 GiB), and the fast path
+// still gives the float64 forward's answer (within the Q8_0 rounding of the activations).
+TEST(GptOss, PackedExpertStacksFreeTheirRewrittenCopy) {
+  if (!kernels::packed_kernels_active() || !kernels::packed_kernel_for(DType::MXFP4))
+    GTEST_SKIP() << "no packed MXFP4 kernel on this tier";
+  HfModel hm = load_hf_dir(hf());
+  const std::string g = "blk.0.ffn_gate_exps.weight", u = "blk.0.ffn_up_exps.weight",
+                    d = "blk.0.ffn_down_exps.weight";
+  const size_t stacks = hm.weights.get(g).nbytes + hm.weights.get(u).nbytes + hm.weights.get(d).nbytes;
+  const size_t before = hm.weights.owned_bytes();
+  ThreadPool pool(1);
+  MoeFeedForward ffn(hm.config, hm.weights, 0, kernels::Precision::Fast, kernels::WeightRounding::None, pool);
+  EXPECT_EQ(hm.weights.owned_bytes(), before - stacks);
+  EXPECT_EQ(hm.weights.get(g).data, nullptr);
+  EXPECT_NE(hm.weights.get("blk.0.ffn_gate_exps.bias").data, nullptr);  // biases are not packed
+
+  const Npy ref = logits("exact-hf-p3");
+  const Diff f = compare(run(hf(), Precision::Fast), ref.data, ref.shape[0], ref.shape[1]);
+  std::printf("gpt-oss HF fast (experts packed, rewritten copies freed): max %.3g mean %.3g\n", f.max_abs,
+              f.mean_abs);
+  EXPECT_LE(f.mean_abs, 0.05);
+}
+
 // llama.cpp ran the GGUF ferrum writes, and ferrum reads it back to the same numbers: the exact path
 // as the float64 forward (llama.cpp's YaRN ramp), the fast path, which multiplies MXFP4 by activations
 // rounded to Q8_0 as llama.cpp does, as llama.cpp (0.02 from the float64 forward on average, a logit
