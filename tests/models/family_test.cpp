@@ -110,6 +110,14 @@ TEST_P(Family, PromptsAtTheirContextSize) {
   }
 }
 
+// llama.cpp's greedy text on the same file (llama-simple, make_greedy_fixtures.sh), token for token: the
+// exact path over the prefill and 23 decode steps (mistral has none: llama.cpp ignores its window).
+TEST_P(Family, GreedyTextEqualsLlamaCpp) {
+  const auto [got, want] = greedy_text_vs_llamacpp(f(), ids());
+  if (want.empty()) GTEST_SKIP() << "no llama.cpp greedy text for " << f();
+  EXPECT_EQ(got, want);
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, Family,
                          ::testing::Values("smollm3", "phi3", "gemma2", "gemma3", "mistral"),
                          [](const auto& info) { return info.param; });

@@ -95,6 +95,15 @@ TEST(GptOss, ConvertedGgufMatchesLlamaCpp) {
   EXPECT_EQ(f.argmax_agree, T);
 }
 
+// llama.cpp's greedy text on the converted file (llama-simple, make_greedy_fixtures.sh), token for token
+// (the exact path: the fast path's Q8_0 rounding of other sums may pick another token on this
+// random-weight model).
+TEST(GptOss, GreedyTextEqualsLlamaCpp) {
+  const auto [got, want] = greedy_text_vs_llamacpp(kFamily, ids());
+  ASSERT_FALSE(want.empty());
+  EXPECT_EQ(got, want);
+}
+
 // The o200k pattern (tokenizer.json's, and llama.cpp's "gpt-4o" pre-tokenizer in the GGUF) splits the
 // prompt as llama.cpp did.
 TEST(GptOss, O200kPreTokenizerMatchesLlamaCpp) {

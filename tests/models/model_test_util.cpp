@@ -1,5 +1,6 @@
 #include "model_test_util.h"
 
+#include <fmt/format.h>
 #include <time.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <map>
 #include <mutex>
 
+#include "ferrum/loader.h"
 #include "ferrum/sampler.h"
 #include "formats/convert_hf.h"
 #include "models/quantize.h"
@@ -144,6 +146,22 @@ std::vector<int32_t> greedy_continuation(CachedModel& m, const std::vector<int32
     if (i + 1 < n) m.decode(0, got.back(), m.seq_len(0), logits.data());
   }
   return got;
+}
+
+std::pair<std::string, std::string> greedy_text_vs_llamacpp(const std::string& family,
+                                                            const std::vector<int32_t>& prompt) {
+  const std::string ref = data_path("families/" + family + "/llamacpp-greedy24.hex");
+  std::ifstream f(ref);
+  std::string want;
+  if (!(f >> want)) return {};
+  const std::string gguf = family_gguf(family, "F32");
+  auto m = open_model(gguf, Precision::Exact, 2, kReferenceKvType, 256);
+  const auto tok = load_tokenizer(gguf);
+  std::string text;
+  for (int32_t id : greedy_continuation(*m, prompt, 24)) text += tok->token_to_piece(id);
+  std::string hex;
+  for (unsigned char c : text) hex += fmt::format("{:02x}", c);
+  return {hex, want};
 }
 
 double cpu_seconds() {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "loading/loader.h"
@@ -81,6 +82,13 @@ std::vector<float> all_logits(CachedModel& m, const std::vector<int32_t>& ids);
 // Greedy continuation (argmax, lowest id on ties): `prompt` as one prefill, then one token per
 // decode, n tokens in all (the way llama.cpp's reference greedy runs were made).
 std::vector<int32_t> greedy_continuation(CachedModel& m, const std::vector<int32_t>& prompt, size_t n);
+
+// A family fixture's greedy text against llama.cpp's (families/<f>/llamacpp-greedy24.hex, made by
+// make_greedy_fixtures.sh): the exact path on the F32 GGUF with llama.cpp's 256-token context, 24
+// tokens from the fixture's prompt, their pieces as hex. Returns {ferrum's, llama.cpp's}, or empty
+// strings where the family has no such file.
+std::pair<std::string, std::string> greedy_text_vs_llamacpp(const std::string& family,
+                                                            const std::vector<int32_t>& prompt);
 
 // Benchmarks: process CPU seconds (on a shared, overloaded machine wall time mostly measures the
 // other processes; tokens per CPU-second x threads is the load-independent figure), and the
