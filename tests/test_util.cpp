@@ -47,6 +47,11 @@ std::string self_command() {
   return (emulator && *emulator ? std::string(emulator) + " " : std::string()) + "'" + self + "'";
 }
 
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
 std::string temp_dir() {
   std::string tmpl = (fs::temp_directory_path() / "ferrum-test-XXXXXX").string();
   if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");

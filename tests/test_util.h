@@ -16,6 +16,19 @@ std::string self_command();
 std::string data_path(const std::string& rel);
 // A fresh temporary directory under /tmp, removed with its contents when the test process exits.
 std::string temp_dir();
+// The whole file as bytes ("" when it cannot be read).
+std::string read_text(const std::string& path);
+
+// Built with ASan or TSan (Open MPI's library is not built for the sanitizers: MPI tests skip).
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+inline constexpr bool kSanitizedBuild = true;
+#else
+inline constexpr bool kSanitizedBuild = false;
+#endif
+#else
+inline constexpr bool kSanitizedBuild = false;
+#endif
 
 struct Npy {
   std::vector<int64_t> shape;

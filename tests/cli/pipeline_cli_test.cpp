@@ -16,23 +16,6 @@
 namespace ferrum::test {
 namespace {
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 const std::string kRun = "run -p 'Once upon a time' -n 24 --temperature 0 -t 1";
 
 TEST(PipelineCli, StagesAsThreadsGiveTheOneProcessAnswer) {
@@ -50,7 +33,7 @@ TEST(PipelineCli, StagesAsThreadsGiveTheOneProcessAnswer) {
 }
 
 TEST(PipelineCli, MpiRanksGiveTheOneProcessAnswer) {
-  if (kSanitized) GTEST_SKIP() << "sanitized build (Open MPI is not built for the sanitizers)";
+  if (kSanitizedBuild) GTEST_SKIP() << "sanitized build (Open MPI is not built for the sanitizers)";
   if (std::system("command -v mpirun > /dev/null 2>&1") != 0)
     GTEST_SKIP() << "no mpirun (Debian: openmpi-bin)";
   const RunResult probe = run_ferrum(kRun + " --pipeline 2");
@@ -62,29 +45,29 @@ TEST(PipelineCli, MpiRanksGiveTheOneProcessAnswer) {
   const std::string dir = temp_dir();
   const int rc = std::system(
       (mpirun + kRun + " --pipeline 2 > '" + dir + "/out' 2> '" + dir + "/err' < /dev/null").c_str());
-  EXPECT_EQ(rc, 0) << slurp(dir + "/err");
-  EXPECT_EQ(slurp(dir + "/out"), one.out) << slurp(dir + "/err");
+  EXPECT_EQ(rc, 0) << read_text(dir + "/err");
+  EXPECT_EQ(read_text(dir + "/out"), one.out) << read_text(dir + "/err");
   // Three ranks, and `eval`'s logits (every position's, as .npy) bit for bit.
   const std::string mpirun3 =
       "mpirun --allow-run-as-root --oversubscribe -np 3 '" + std::string(FERRUM_BINARY) + "' ";
   EXPECT_EQ(
       std::system((mpirun3 + kRun + " --pipeline 3 > '" + dir + "/out3' 2> /dev/null < /dev/null").c_str()),
       0);
-  EXPECT_EQ(slurp(dir + "/out3"), one.out);
+  EXPECT_EQ(read_text(dir + "/out3"), one.out);
   const std::string eval = "eval '" + std::string(FERRUM_SOURCE_DIR) +
                            "/models/stories260K.gguf' -p 'Once upon a time there was' -t 1 --out '" + dir +
                            "/e.json' --logits-npy '";
   ASSERT_EQ(run_ferrum(eval + dir + "/one.npy'").exit_code, 0);
   EXPECT_EQ(
       std::system((mpirun + eval + dir + "/two.npy' --pipeline 2 > /dev/null 2>&1 < /dev/null").c_str()), 0);
-  const std::string a = slurp(dir + "/one.npy"), b = slurp(dir + "/two.npy");
+  const std::string a = read_text(dir + "/one.npy"), b = read_text(dir + "/two.npy");
   EXPECT_GT(a.size(), 1000u);
   EXPECT_TRUE(a == b) << "eval's logits through 2 ranks differ from one process's";
 }
 
 // A rank that dies mid-run ends the job: mpirun (and rank 0 with it) exits non-zero within 10 s.
 TEST(PipelineCli, ARankKilledMidRunEndsTheJob) {
-  if (kSanitized) GTEST_SKIP() << "sanitized build (Open MPI is not built for the sanitizers)";
+  if (kSanitizedBuild) GTEST_SKIP() << "sanitized build (Open MPI is not built for the sanitizers)";
   if (std::system("command -v mpirun > /dev/null 2>&1") != 0)
     GTEST_SKIP() << "no mpirun (Debian: openmpi-bin)";
   if (run_ferrum(kRun + " --pipeline 2").err.find("built without MPI") != std::string::npos)
@@ -106,9 +89,9 @@ TEST(PipelineCli, ARankKilledMidRunEndsTheJob) {
   std::ofstream(dir + "/kill.sh") << script;
   ASSERT_EQ(std::system(("bash '" + dir + "/kill.sh'").c_str()), 0) << "rank 1 never started";
   double waited = 0;
-  for (; waited < 10 && slurp(dir + "/rc").empty(); waited += 0.1) usleep(100000);
-  ASSERT_FALSE(slurp(dir + "/rc").empty()) << "the job still runs 10 s after rank 1 was killed";
-  EXPECT_NE(std::stoi(slurp(dir + "/rc")), 0);
+  for (; waited < 10 && read_text(dir + "/rc").empty(); waited += 0.1) usleep(100000);
+  ASSERT_FALSE(read_text(dir + "/rc").empty()) << "the job still runs 10 s after rank 1 was killed";
+  EXPECT_NE(std::stoi(read_text(dir + "/rc")), 0);
 }
 
 TEST(PipelineCli, TooFewRanksIsOneCleanError) {

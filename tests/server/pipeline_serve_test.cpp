@@ -20,24 +20,7 @@
 namespace ferrum::test {
 namespace {
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
 using json = nlohmann::json;
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // mpirun started in the background; stopped (SIGTERM, which it passes to the ranks) when the test ends.
 class MpiServer {
@@ -47,7 +30,7 @@ class MpiServer {
     const std::string cmd = "mpirun --allow-run-as-root --oversubscribe -np 2 '" +
                             std::string(FERRUM_BINARY) + "' " + args + " > '" + log_ +
                             "' 2>&1 < /dev/null & echo $! > '" + pidfile + "'";
-    if (std::system(cmd.c_str()) == 0) pid_ = std::atoi(slurp(pidfile).c_str());
+    if (std::system(cmd.c_str()) == 0) pid_ = std::atoi(read_text(pidfile).c_str());
   }
   ~MpiServer() {
     if (pid_ <= 0) return;
@@ -61,13 +44,13 @@ class MpiServer {
     const std::regex at(R"(at http://127\.0\.0\.1:(\d+))");
     for (int i = 0; i < 600 && pid_ > 0; ++i) {
       std::smatch m;
-      const std::string log = slurp(log_);
+      const std::string log = read_text(log_);
       if (std::regex_search(log, m, at)) return std::stoi(m[1]);
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     return 0;
   }
-  std::string log() const { return slurp(log_); }
+  std::string log() const { return read_text(log_); }
 
  private:
   std::string log_;
@@ -84,7 +67,7 @@ std::string complete(int port, const std::string& prompt) {
 }
 
 TEST(PipelineServe, SixteenConcurrentRequestsEqualTheirAnswersAlone) {
-  if (kSanitized) GTEST_SKIP() << "sanitized build (Open MPI is not built for the sanitizers)";
+  if (kSanitizedBuild) GTEST_SKIP() << "sanitized build (Open MPI is not built for the sanitizers)";
   if (std::system("command -v mpirun > /dev/null 2>&1") != 0)
     GTEST_SKIP() << "no mpirun (Debian: openmpi-bin)";
   if (!std::filesystem::exists(FERRUM_BINARY)) GTEST_SKIP() << "no ferrum binary in this build";

@@ -10,6 +10,7 @@
 
 #include "core/fp16.h"
 #include "kernels/cpu/attention_tile.h"
+#include "kernels/cpu/bf16_tile_zmm.h"
 #include "kernels/cpu/exp_avx512.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/kernels_lowbit.h"
@@ -79,33 +80,16 @@ inline __m512 bf16_lo(__m512i v) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
 }
 
-template <int NR, int NT>
-struct Bf16Tile {
-  static void run(const uint8_t* w, size_t ws, int64_t n, const uint8_t* act, size_t stride, float* y,
-                  int64_t ldy) {
-    __m512 acc[NR][NT];
-    const uint16_t* a[NT];
-    for (int t = 0; t < NT; ++t) {
-      for (int r = 0; r < NR; ++r) acc[r][t] = _mm512_setzero_ps();
-      a[t] = reinterpret_cast<const uint16_t*>(act + t * stride);
-    }
-    for (int64_t i = 0; i < n; i += 32) {
-      const __mmask32 m = n - i >= 32 ? 0xFFFFFFFFu : static_cast<__mmask32>((1u << (n - i)) - 1);
-      __m512 wl[NR], wh[NR];
-      for (int r = 0; r < NR; ++r) {
-        const __m512i v = _mm512_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(w + r * ws) + i);
-        wl[r] = bf16_lo(v);
-        wh[r] = bf16_hi(v);
-      }
-      for (int t = 0; t < NT; ++t) {
-        const __m512i v = _mm512_maskz_loadu_epi16(m, a[t] + i);
-        const __m512 al = bf16_lo(v), ah = bf16_hi(v);
-        for (int r = 0; r < NR; ++r)
-          acc[r][t] = _mm512_fmadd_ps(wl[r], al, _mm512_fmadd_ps(wh[r], ah, acc[r][t]));
-      }
-    }
-    for (int t = 0; t < NT; ++t)
-      for (int r = 0; r < NR; ++r) y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
+struct ShiftDot {
+  struct V {
+    __m512 lo, hi;
+  };
+  static V load(const uint16_t* p, __mmask32 m) {
+    const __m512i v = _mm512_maskz_loadu_epi16(m, p);
+    return {bf16_lo(v), bf16_hi(v)};
+  }
+  static __m512 madd(__m512 acc, const V& w, const V& a) {
+    return _mm512_fmadd_ps(w.lo, a.lo, _mm512_fmadd_ps(w.hi, a.hi, acc));
   }
 };
 
@@ -539,7 +523,7 @@ const IsaKernels& avx512_kernels() {
                                rows_of<row_fn<RowQ4K<true>::K>>,
                                rows_of<row_fn<RowQ6K>>,
                                lowbit_rows_avx512(),
-                               tile_fn<Bf16Tile>,
+                               tile_fn<Bf16TileOf<ShiftDot>::K>,
                                tile_fn<FloatTile<true>::K>,
                                tile_fn<FloatTile<false>::K>,
                                quantize_q8_1f,

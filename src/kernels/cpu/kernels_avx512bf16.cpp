@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "kernels/cpu/bf16_tile_zmm.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/packed_zmm_float.h"
 #include "kernels/cpu/tile_dispatch.h"
@@ -13,31 +14,13 @@
 namespace ferrum::kernels {
 namespace {
 
-// NR BF16 rows x NT BF16 activation rows: 32 inputs per vdpbf16ps.
-template <int NR, int NT>
-struct Bf16Tile {
-  static void run(const uint8_t* w, size_t ws, int64_t n, const uint8_t* act, size_t stride, float* y,
-                  int64_t ldy) {
-    __m512 acc[NR][NT];
-    const uint16_t* a[NT];
-    for (int t = 0; t < NT; ++t) {
-      for (int r = 0; r < NR; ++r) acc[r][t] = _mm512_setzero_ps();
-      a[t] = reinterpret_cast<const uint16_t*>(act + t * stride);
-    }
-    for (int64_t i = 0; i < n; i += 32) {
-      const __mmask32 m = n - i >= 32 ? 0xFFFFFFFFu : static_cast<__mmask32>((1u << (n - i)) - 1);
-      __m512bh wv[NR];
-      for (int r = 0; r < NR; ++r)
-        wv[r] = reinterpret_cast<__m512bh>(
-            _mm512_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(w + r * ws) + i));
-      for (int t = 0; t < NT; ++t) {
-        const __m512bh av = reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(m, a[t] + i));
-        for (int r = 0; r < NR; ++r) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], wv[r], av);
-      }
-    }
-    for (int t = 0; t < NT; ++t)
-      for (int r = 0; r < NR; ++r) y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
+// 32 inputs per vdpbf16ps.
+struct Dpbf16 {
+  using V = __m512bh;
+  static V load(const uint16_t* p, __mmask32 m) {
+    return reinterpret_cast<V>(_mm512_maskz_loadu_epi16(m, p));
   }
+  static __m512 madd(__m512 acc, V w, V a) { return _mm512_dpbf16_ps(acc, w, a); }
 };
 
 // acc += w . (the BF16 pair at p, broadcast to every lane), with the broadcast folded into the
@@ -75,7 +58,7 @@ const IsaKernels& avx512bf16_kernels() {
   static const IsaKernels k = [] {
     IsaKernels v = avx512_kernels();
     v.name = "avx512bf16";
-    v.bf16 = tile_fn<Bf16Tile>;
+    v.bf16 = tile_fn<Bf16TileOf<Dpbf16>::K>;
     v.packed = &avx512bf16_packed_kernels();
     return v;
   }();
