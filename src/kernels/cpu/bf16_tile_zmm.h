@@ -1,6 +1,8 @@
-// The row-major BF16 tile of the AVX-512 tiers: NR BF16 weight rows x NT BF16 activation rows, 32
-// inputs (16 pairs) per step. D says how a pair of 32-value vectors is multiplied into 16 lane sums:
-// D::V, D::load(p, mask), D::madd(acc, w, a); kernels_avx512.cpp widens by shifts,
+// BF16 on the AVX-512 tiers. bf16_lo / bf16_hi widen the even / odd BF16 of each int32 lane to F32
+// (the upper half of a float), for the tier without the BF16 extension. Bf16TileOf is the
+// row-major BF16 tile: NR BF16 weight rows x NT BF16 activation rows, 32 inputs (16 pairs) per
+// step. D says how a pair of 32-value vectors is multiplied into 16 lane sums: D::V,
+// D::load(p, mask), D::madd(acc, w, a); kernels_avx512.cpp widens by shifts,
 // kernels_avx512bf16.cpp uses vdpbf16ps (the same sums). Include from AVX-512 files only.
 #pragma once
 
@@ -10,6 +12,13 @@
 #include <cstdint>
 
 namespace ferrum::kernels {
+
+inline __m512 bf16_lo(__m512i v) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+}
+inline __m512 bf16_hi(__m512i v) {
+  return _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(static_cast<int32_t>(0xFFFF0000u))));
+}
 
 template <class D>
 struct Bf16TileOf {

@@ -73,13 +73,6 @@ struct FloatTile {
 // 16 pairs, widened by shifts; per pair the odd product is added before the even one, as vdpbf16ps
 // does (kernels_avx512bf16.cpp), and products of BF16 values are exact in F32, so both give the same
 // sums (up to vdpbf16ps flushing denormals).
-inline __m512 bf16_hi(__m512i v) {
-  return _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(static_cast<int32_t>(0xFFFF0000u))));
-}
-inline __m512 bf16_lo(__m512i v) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
-}
-
 struct ShiftDot {
   struct V {
     __m512 lo, hi;
@@ -244,9 +237,9 @@ struct Row32 {
 template <typename U>
 void row32_tile(const uint8_t* w, size_t ws, int nr, int64_t n, const uint8_t* act, size_t as, int nt,
                 float* y, int64_t ldy) {
-  // One token (decode) too: a separate ymm decode path summed in another order, so a token's
-  // product depended on whether others shared the call (1.6x faster for one token, on the types
-  // without packed kernels here: Q5_1, MXFP4, and FERRUM_PACK=0).
+  // One token (decode) goes through the tile as well, so a token's product is the same alone or
+  // among others. (A separate ymm one-token path, removed, was 1.6x faster but summed in another
+  // order; it mattered for the types without packed kernels here: Q5_1, and FERRUM_PACK=0.)
   tile_fn2<Row32<U>::template K>(w, ws, nr, n, act, as, nt, y, ldy);
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/quant.h"
 #include "core/quant_mxfp4.h"
+#include "kernels/cpu/bf16_tile_zmm.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/packed.h"
 #include "kernels/cpu/packed_act.h"
@@ -363,17 +364,13 @@ struct BF16ShiftVec {
     __m512 lo, hi;
   };
   static constexpr int kIn = 2;
-  static __m512 hi(__m512i v) {
-    return _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(static_cast<int32_t>(0xFFFF0000u))));
-  }
-  static __m512 lo(__m512i v) { return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)); }
   static W load(const uint8_t* p) {
     const __m512i v = _mm512_load_si512(p);
-    return {lo(v), hi(v)};
+    return {bf16_lo(v), bf16_hi(v)};
   }
   static __m512 madd(__m512 acc, const W& w, const uint16_t* a) {
     const __m512i x = bcast32(a);
-    return _mm512_fmadd_ps(w.lo, lo(x), _mm512_fmadd_ps(w.hi, hi(x), acc));
+    return _mm512_fmadd_ps(w.lo, bf16_lo(x), _mm512_fmadd_ps(w.hi, bf16_hi(x), acc));
   }
 };
 
