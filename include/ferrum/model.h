@@ -20,7 +20,8 @@
 
 namespace ferrum {
 
-class LoraAdapter;  // ferrum/lora.h
+class LoraAdapter;          // ferrum/lora.h
+class TensorParallelGroup;  // src/models/tensor_parallel.h
 
 // Exact: activations stay F32 in every matmul (reference path).
 // Fast:  activations are quantized/rounded to the weight type's partner as llama.cpp does.
@@ -43,6 +44,9 @@ struct ModelOptions {
   // Called after each layer's weights are ready (checked, packed) while the model is built: the
   // layers done of `n_layers`, and their weight bytes of all the layers' (for progress displays).
   std::function<void(int layers_done, int n_layers, uint64_t bytes_done, uint64_t bytes_total)> load_progress;
+  // Tensor parallelism (set by the loader for `--tp N`): this model is one rank's share of every
+  // layer and sums its partial outputs with the other ranks' through the group. Null: the whole model.
+  std::shared_ptr<TensorParallelGroup> tensor_parallel;
 };
 
 // Which new positions of a sequence an output is wanted for.

@@ -181,13 +181,13 @@ int Cli::run() {
   try {
     for (auto& [sub, runner] : runners_)
       if (sub->parsed()) return runner();
-  } catch (const PipelineRankDone&) {  // a pipeline's later rank: its stage served to the end
+  } catch (const LaterRankDone&) {  // a later rank: its part served to the end
     return 0;
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "ferrum: error: %s\n", e.what());
     std::fflush(stderr);
-    dist::mpi_abort(1);  // in a pipeline over MPI, the other ranks wait for this one: end them too
+    dist::mpi_abort(1);  // over MPI, the other ranks wait for this one: end them too
     return 1;
   }
   return 0;

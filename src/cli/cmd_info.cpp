@@ -14,6 +14,7 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/matmul.h"
 #include "loading/loader.h"
+#include "models/tensor_parallel.h"
 
 namespace ferrum::cli {
 namespace {
@@ -100,7 +101,7 @@ Runner add_info(CLI::App& app) {
   struct Flags {
     std::string model, tokenizer, pipeline_split;
     bool json = false, tensors = false, metadata = false;
-    int pipeline = 1;
+    int pipeline = 1, tensor_parallel = 1;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand("info", "show a model's architecture, shapes, tensor types and memory");
@@ -114,6 +115,9 @@ Runner add_info(CLI::App& app) {
       ->transform(whole(1, 1024));
   sub->add_option("--pipeline-split", f->pipeline_split, "layers of each stage, e.g. 10,14")
       ->check(non_empty());
+  sub->add_option("--tp,--tensor-parallel", f->tensor_parallel,
+                  "show each rank's heads and weight bytes for N tensor-parallel ranks")
+      ->transform(whole(1, 1024));
   return [f] {
     ModelFiles m = open_model_files(f->model, f->tokenizer);
     nlohmann::json j = describe(m);
@@ -133,6 +137,18 @@ Runner add_info(CLI::App& app) {
       for (size_t r = 0; r < ranges.size(); ++r)
         j["pipeline"].push_back(
             {{"rank", r}, {"layers", {ranges[r].begin, ranges[r].end}}, {"weight_bytes", bytes[r]}});
+    }
+    if (f->tensor_parallel > 1) {
+      const int n = f->tensor_parallel;
+      for (int r = 0; r < n; ++r) {
+        ModelConfig c = m.config;
+        const uint64_t bytes = shard_bytes(c, m.weights, r, n);
+        const ShareRange v = vocab_share(c, r, n);
+        j["tensor_parallel"].push_back({{"rank", r},
+                                        {"heads", {c.n_head * r / n, c.n_head * (r + 1) / n}},
+                                        {"vocabulary", {v.begin, v.end}},
+                                        {"weight_bytes", bytes}});
+      }
     }
     if (f->json) {
       std::printf("%s\n", j.dump(2).c_str());
@@ -174,6 +190,12 @@ Runner add_info(CLI::App& app) {
       std::printf("pipeline rank %d: layers %d-%d%s, weights %s\n", st["rank"].get<int>(),
                   st["layers"][0].get<int>(), st["layers"][1].get<int>() - 1,
                   st["rank"].get<int>() + 1 == static_cast<int>(j["pipeline"].size()) ? " + output" : "",
+                  human_bytes(st["weight_bytes"].get<double>()).c_str());
+    for (const auto& st : j.value("tensor_parallel", nlohmann::json::array()))
+      std::printf("tensor-parallel rank %d: heads %d-%d, vocabulary %lld-%lld, weights %s\n",
+                  st["rank"].get<int>(), st["heads"][0].get<int>(), st["heads"][1].get<int>() - 1,
+                  static_cast<long long>(st["vocabulary"][0].get<int64_t>()),
+                  static_cast<long long>(st["vocabulary"][1].get<int64_t>()) - 1,
                   human_bytes(st["weight_bytes"].get<double>()).c_str());
     if (f->tensors)
       for (const auto& t : j["tensors"])

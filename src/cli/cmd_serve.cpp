@@ -186,8 +186,8 @@ int serve(ServeFlags& f) {
   const bool model_given = !f.model.model.empty() || !f.model.model_flag.empty();
   std::vector<server::ModelSource> folder;
   if (!f.models_dir.empty()) {
-    if (f.model.pipeline > 1)
-      fail("--models-dir: a models folder is not served over a pipeline (--pipeline)");
+    if (f.model.pipeline > 1 || f.model.tensor_parallel > 1)
+      fail("--models-dir: a models folder is not served over MPI ranks (--pipeline, --tp)");
     folder = server::scan_models_dir(f.models_dir, f.models_preset);
     if (folder.empty() && !model_given)
       fail("--models-dir {}: no GGUF file or Hugging Face directory found", f.models_dir);

@@ -14,8 +14,9 @@ namespace ferrum::cli {
 
 using Runner = std::function<int()>;
 
-// A pipeline rank other than 0 served its stage to the end: the command has nothing more to do.
-struct PipelineRankDone {};
+// A rank other than 0 of a pipeline or of a tensor-parallel job served its part to the end: the
+// command has nothing more to do.
+struct LaterRankDone {};
 
 // Flags shared by every command that loads a model.
 struct ModelFlags {
@@ -31,12 +32,15 @@ struct ModelFlags {
   int pipeline = 1;                // --pipeline N: stages over MPI ranks
   int pipeline_micro = 0;          // --pipeline-micro-batches (0: one per stage)
   std::string pipeline_split, pipeline_dtype = "f32";
+  int tensor_parallel = 1;  // --tp N: every layer split over MPI ranks
   void add(CLI::App* app, bool model_optional);
   void add_lora(CLI::App* app);      // run, eval, bench
-  void add_pipeline(CLI::App* app);  // run, eval, bench, serve
-  // The model (a pipeline's rank 0 with --pipeline) and its tokenizer. On the other ranks of a
-  // pipeline it serves the rank's stage until rank 0 is done, then throws PipelineRankDone.
+  void add_pipeline(CLI::App* app);  // run, eval, bench, serve: --pipeline* and --tp
+  // The model (rank 0's with --pipeline or --tp) and its tokenizer. On the other ranks it serves
+  // the rank's part until rank 0 is done, then throws LaterRankDone.
   LoadedModel load(const ModelOptions& opts) const;
+  LoadedModel load_tensor_parallel(const std::string& path, const ModelOptions& opts) const;
+  LoadedModel with_tokenizer(std::unique_ptr<Model> model, const std::string& path) const;
   // The --lora adapters loaded as one for `model`; null when none was given.
   std::shared_ptr<const LoraAdapter> load_adapter(const Model& model) const;
   ModelOptions options() const;

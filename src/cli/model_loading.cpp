@@ -1,5 +1,5 @@
-// Loading a command's model: in this process, or as the first stage of a pipeline whose other
-// stages run on other MPI ranks (--pipeline).
+// Loading a command's model: in this process, or as rank 0 of a job whose other parts run on other
+// MPI ranks: the first stage of a pipeline (--pipeline), or a share of every layer (--tp).
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -9,6 +9,7 @@
 #include "cli/progress.h"
 #include "core/fail.h"
 #include "dist/pipeline.h"
+#include "dist/tensor_parallel.h"
 
 namespace ferrum::cli {
 
@@ -26,6 +27,10 @@ void ModelFlags::add_pipeline(CLI::App* app) {
   app->add_option("--pipeline-dtype", pipeline_dtype,
                   "hidden states between stages: f32 or bf16 (half the bytes)")
       ->check(one_of({"f32", "bf16"}));
+  app->add_option("--tp,--tensor-parallel", tensor_parallel,
+                  "split every layer (attention heads, FFN width, vocabulary) over N MPI ranks: "
+                  "mpirun -np N ferrum ... --tp N")
+      ->transform(whole(1, 1024));
 }
 
 namespace {
@@ -46,6 +51,7 @@ constexpr uint64_t kShowLoadProgress = 1ull << 30;  // files from 1 GiB on show 
 
 LoadedModel ModelFlags::load(const ModelOptions& opts) const {
   const std::string path = model_path();
+  if (tensor_parallel > 1) return load_tensor_parallel(path, opts);
   if (pipeline <= 1) {
     if (!pipeline_split.empty()) fail("--pipeline-split needs --pipeline N");
     if (bytes_on_disk(path) < kShowLoadProgress) return load_model(path, opts, tokenizer);
@@ -64,9 +70,25 @@ LoadedModel ModelFlags::load(const ModelOptions& opts) const {
   p.micro_batches = pipeline_micro;
   // The stages as threads of this process instead of MPI ranks (tests; checking a split).
   if (const char* v = std::getenv("FERRUM_PIPELINE_IN_PROCESS")) p.in_process = std::string(v) == "1";
+  return with_tokenizer(dist::load_pipeline(path, opts, p), path);
+}
+
+LoadedModel ModelFlags::load_tensor_parallel(const std::string& path, const ModelOptions& opts) const {
+  if (pipeline > 1)
+    fail("--tp with --pipeline: tensor parallelism within pipeline stages is not supported yet");
+  if (!lora.empty()) fail("--lora: adapters do not run over tensor-parallel ranks yet");
+  dist::TensorParallelOptions p;
+  p.ranks = tensor_parallel;
+  // The ranks as threads of this process instead of MPI ranks (tests).
+  if (const char* v = std::getenv("FERRUM_TP_IN_PROCESS")) p.in_process = std::string(v) == "1";
+  return with_tokenizer(dist::load_tensor_parallel(path, opts, p), path);
+}
+
+// Rank 0's model with its tokenizer; on the other ranks (null model) the command is done.
+LoadedModel ModelFlags::with_tokenizer(std::unique_ptr<Model> model, const std::string& path) const {
+  if (!model) throw LaterRankDone{};
   LoadedModel lm;
-  lm.model = dist::load_pipeline(path, opts, p);
-  if (!lm.model) throw PipelineRankDone{};
+  lm.model = std::move(model);
   lm.path = path;
   lm.tokenizer = load_tokenizer(path, tokenizer);
   if (lm.tokenizer->n_vocab() > lm.model->config().n_vocab)

@@ -74,6 +74,8 @@ const char* op_name(Op op) {
       return "sampling";
     case Op::PoolWait:
       return "pool wait";
+    case Op::Exchange:
+      return "exchange";
   }
   return "?";
 }

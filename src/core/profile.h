@@ -14,7 +14,19 @@
 
 namespace ferrum::profile {
 
-enum class Op : uint8_t { Matmul, Attention, Norm, Rope, KvWrite, Elementwise, Lora, Sampling, PoolWait };
+// Exchange: time in tensor-parallel sums and gathers (waiting for the other ranks included).
+enum class Op : uint8_t {
+  Matmul,
+  Attention,
+  Norm,
+  Rope,
+  KvWrite,
+  Elementwise,
+  Lora,
+  Sampling,
+  PoolWait,
+  Exchange
+};
 const char* op_name(Op op);
 
 extern std::atomic<bool> g_enabled;

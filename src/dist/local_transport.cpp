@@ -1,5 +1,7 @@
 #include "dist/local_transport.h"
 
+#include <cstring>
+
 namespace ferrum::dist {
 
 class LocalEndpoint : public Transport {
@@ -23,13 +25,39 @@ class LocalEndpoint : public Transport {
     b.q.pop_front();
     return m;
   }
+  void allgather(const void* mine, size_t n, void* all) override {
+    w_.posted_[r_] = mine;
+    w_.barrier();  // every rank's buffer posted
+    for (int r = 0; r < w_.size(); ++r) std::memcpy(static_cast<uint8_t*>(all) + r * n, w_.posted_[r], n);
+    w_.barrier();  // every rank done reading
+  }
+  void gather(const void* mine, std::span<const size_t> bytes, void* all) override {
+    w_.posted_[r_] = mine;
+    w_.barrier();
+    if (r_ == 0)
+      for (size_t r = 0, at = 0; r < bytes.size(); at += bytes[r], ++r)
+        std::memcpy(static_cast<uint8_t*>(all) + at, w_.posted_[r], bytes[r]);
+    w_.barrier();
+  }
 
  private:
   LocalWorld& w_;
   int r_;
 };
 
-LocalWorld::LocalWorld(int n) : n_(n), boxes_(static_cast<size_t>(n) * n) {
+void LocalWorld::barrier() {
+  std::unique_lock lk(mu_);
+  const uint64_t gen = generation_;
+  if (++arrived_ == n_) {
+    arrived_ = 0;
+    ++generation_;
+    cv_.notify_all();
+  } else {
+    cv_.wait(lk, [&] { return generation_ != gen; });
+  }
+}
+
+LocalWorld::LocalWorld(int n) : n_(n), boxes_(static_cast<size_t>(n) * n), posted_(n) {
   for (int r = 0; r < n; ++r) endpoints_.push_back(std::make_unique<LocalEndpoint>(*this, r));
 }
 

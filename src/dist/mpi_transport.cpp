@@ -7,6 +7,7 @@
 
 #include <climits>
 #include <deque>
+#include <vector>
 
 namespace ferrum::dist {
 namespace {
@@ -50,6 +51,20 @@ class MpiTransport : public Transport {
     reap();
     return m;
   }
+  void allgather(const void* mine, size_t n, void* all) override {
+    MPI_Allgather(mine, count(n), MPI_BYTE, all, count(n), MPI_BYTE, MPI_COMM_WORLD);
+  }
+  void gather(const void* mine, std::span<const size_t> bytes, void* all) override {
+    counts_.resize(bytes.size());
+    displs_.resize(bytes.size());
+    size_t at = 0;
+    for (size_t r = 0; r < bytes.size(); at += bytes[r], ++r) {
+      counts_[r] = count(bytes[r]);
+      displs_[r] = count(at);
+    }
+    MPI_Gatherv(mine, counts_[rank_], MPI_BYTE, all, counts_.data(), displs_.data(), MPI_BYTE, 0,
+                MPI_COMM_WORLD);
+  }
 
  private:
   struct Pending {
@@ -64,8 +79,13 @@ class MpiTransport : public Transport {
       pending_.pop_front();
     }
   }
+  static int count(size_t n) {
+    if (n > static_cast<size_t>(INT_MAX)) fail("MPI: a collective of {} bytes is too large", n);
+    return static_cast<int>(n);
+  }
   int rank_ = 0, size_ = 1;
   std::deque<Pending> pending_;
+  std::vector<int> counts_, displs_;
 };
 
 }  // namespace

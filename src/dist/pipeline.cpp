@@ -8,6 +8,7 @@
 #include "dist/local_transport.h"
 #include "dist/pipeline_model.h"
 #include "dist/pipeline_split.h"
+#include "dist/rank_check.h"
 #include "dist/stage_worker.h"
 #include "loading/loader.h"
 #include "models/registry.h"
@@ -22,46 +23,6 @@ std::unique_ptr<Model> load_stage(ModelFiles files, const ModelOptions& opts, St
   o.layer_end = r.end;
   o.lm_head = last;
   return create_model(std::move(files.config), std::move(files.weights), o);
-}
-
-// What every rank must have loaded alike: the shape and the tensor directory (names, types,
-// shapes, sizes) of the file, and the split. Not the tensor bytes: reading them would cost a
-// whole pass over the file at start.
-uint64_t directory_hash(const ModelFiles& files, const std::vector<StageRange>& ranges) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  auto mix = [&](const void* p, size_t n) {
-    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const uint8_t*>(p)[i]) * 1099511628211ull;
-  };
-  const ModelConfig& c = files.config;
-  for (int64_t v : {int64_t{c.n_layer}, int64_t{c.n_embd}, int64_t{c.n_vocab}, int64_t{c.n_head}}) mix(&v, 8);
-  for (const auto& [name, t] : files.weights.all()) {
-    mix(name.data(), name.size());
-    const int type = static_cast<int>(t.type);
-    mix(&type, sizeof type);
-    const std::string shape = t.shape_string();
-    mix(shape.data(), shape.size());
-    mix(&t.nbytes, sizeof t.nbytes);
-  }
-  for (const StageRange& r : ranges) mix(&r, sizeof r);
-  return h;
-}
-
-// Every rank tells rank 0 it loaded its stage, with its file's directory hash: a rank whose model
-// file differs (another version on another host) stops the job at start.
-void check_ranks_agree(Transport& t, uint64_t hash, const std::string& path) {
-  if (t.rank() > 0) {
-    Bytes b(sizeof hash);
-    std::memcpy(b.data(), &hash, sizeof hash);
-    t.send(0, b);
-    return;
-  }
-  for (int r = 1; r < t.size(); ++r) {
-    const Bytes b = t.recv(r);
-    uint64_t theirs = 0;
-    if (b.size() == sizeof theirs) std::memcpy(&theirs, b.data(), sizeof theirs);
-    if (theirs != hash)
-      fail("--pipeline: rank {} loaded a different {} (its tensors or split differ from rank 0's)", r, path);
-  }
 }
 
 void print_split(const std::vector<StageRange>& ranges, const char* how) {
@@ -135,9 +96,11 @@ std::unique_ptr<Model> load_pipeline(const std::string& path, const ModelOptions
     fail("--pipeline {} needs {} MPI ranks (mpirun -np {} ferrum ...); this run has {}", p.stages, p.stages,
          p.stages, t->size());
   const int r = t->rank();
-  const uint64_t hash = directory_hash(files, ranges);
+  std::vector<int64_t> split;
+  for (const StageRange& s : ranges) split.insert(split.end(), {s.begin, s.end});
+  const uint64_t hash = directory_hash(files, split);
   std::unique_ptr<Model> stage = load_stage(std::move(files), opts, ranges[r], r + 1 == p.stages);
-  check_ranks_agree(*t, hash, path);
+  check_ranks_agree(*t, hash, path, "--pipeline");
   if (r > 0) {
     StageWorker(*stage, *t).run();
     return nullptr;

@@ -34,24 +34,6 @@ void PipelineModel::stop() {
   }
 }
 
-void PipelineModel::track_cache(KvCache& kv) const {
-  std::lock_guard lk(mu_);
-  const int id = next_id_++;
-  auto it = std::find_if(ids_.begin(), ids_.end(), [&](const auto& p) { return p.first == &kv; });
-  if (it != ids_.end())
-    it->second = id;  // a new cache where a dropped one was
-  else
-    ids_.push_back({&kv, id});
-  kv.set_journal(&journal_, id);
-}
-
-int PipelineModel::cache_id(const KvCache& kv) const {
-  std::lock_guard lk(mu_);
-  for (const auto& [p, id] : ids_)
-    if (p == &kv) return id;
-  fail("pipeline: this cache was not made by KvCache::for_model for this model");
-}
-
 // The batch in micro-batches of about equal token counts, items cut at token boundaries (a
 // sequence's chunks go in consecutive micro-batches, in order). Rows come out in the batch's order.
 void PipelineModel::split(std::span<const SeqInput> batch, int64_t total) {
@@ -91,9 +73,9 @@ void PipelineModel::send_micro(KvCache& kv, std::span<const SeqInput> items, boo
   }
   batch_.rows.resize(total * d);
   first_->forward(kv, local_, ForwardOut{nullptr, batch_.rows.data()});
-  batch_.cache = cache_id(kv);
+  batch_.cache = book_.id(kv);
   batch_.bf16_rows = bf16_rows_;
-  batch_.ops = with_ops ? journal_.take() : std::vector<KvOp>{};
+  batch_.ops = with_ops ? book_.take() : std::vector<KvOp>{};
   batch_.items.clear();
   batch_.ids.clear();
   for (const SeqInput& it : items) {

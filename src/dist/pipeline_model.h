@@ -6,8 +6,8 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 
+#include "dist/cache_sync.h"
 #include "dist/stage_message.h"
 #include "dist/transport.h"
 #include "ferrum/model.h"
@@ -32,10 +32,9 @@ class PipelineModel : public Model {
   size_t weight_bytes() const override { return first_->weight_bytes(); }
   ModelStats stats() const override { return first_->stats(); }
   std::pair<int, int> cache_layers() const override { return first_->cache_layers(); }
-  void track_cache(KvCache& kv) const override;
+  void track_cache(KvCache& kv) const override { book_.track(kv); }
 
  private:
-  int cache_id(const KvCache& kv) const;
   void split(std::span<const SeqInput> batch, int64_t total);
   void send_micro(KvCache& kv, std::span<const SeqInput> items, bool with_ops);
 
@@ -45,10 +44,7 @@ class PipelineModel : public Model {
   bool bf16_rows_;
   int micro_batches_;
   bool broken_ = false, stopped_ = false;
-  mutable KvJournal journal_;  // what callers did to this model's caches
-  mutable std::mutex mu_;      // ids_ (caches are made on any thread)
-  mutable std::vector<std::pair<const KvCache*, int>> ids_;
-  mutable int next_id_ = 0;
+  mutable CacheJournalBook book_;  // what callers did to this model's caches
   StageBatch batch_;
   std::vector<std::vector<SeqInput>> micro_;
   std::vector<std::pair<int, int64_t>> fit_;

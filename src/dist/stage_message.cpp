@@ -118,6 +118,7 @@ Bytes encode_forward(const StageBatch& b) {
     w.put<int64_t>(it.n);
     w.put<uint8_t>(static_cast<uint8_t>(it.logits));
     w.put<uint8_t>(static_cast<uint8_t>(it.hidden));
+    w.put<uint8_t>(it.rows_in);
   }
   w.put_array(b.ids.data(), b.ids.size());
   w.put<uint8_t>(b.bf16_rows);
@@ -176,6 +177,7 @@ void decode_forward(const Bytes& m, StageBatch& b) {
     if (lw > 2 || hw > 2) fail("pipeline message: bad output request");
     it.logits = static_cast<Want>(lw);
     it.hidden = static_cast<Want>(hw);
+    it.rows_in = r.get<uint8_t>() != 0;
   }
   r.get_array(b.ids);
   b.bf16_rows = r.get<uint8_t>() != 0;

@@ -24,6 +24,7 @@ struct StageItem {
   int32_t seq = 0;
   int64_t n = 0;
   Want logits = Want::None, hidden = Want::None;
+  bool rows_in = false;  // tensor parallelism: the item's input is rows of StageBatch::rows, not its ids
 };
 
 struct StageBatch {

@@ -8,7 +8,7 @@
 namespace ferrum::dist {
 
 StageWorker::StageWorker(Model& model, Transport& t)
-    : model_(model), t_(t), last_(t.rank() == t.size() - 1) {}
+    : model_(model), t_(t), last_(t.rank() == t.size() - 1), caches_(model) {}
 
 void StageWorker::run() {
   const int prev = t_.rank() - 1, next = last_ ? 0 : t_.rank() + 1;
@@ -29,7 +29,7 @@ void StageWorker::run() {
     }
     try {
       decode_forward(m, b);
-      replay(b.ops);
+      caches_.replay(b.ops);
       forward(b);
     } catch (const std::exception& e) {
       t_.send(next, encode_error(fmt::format("pipeline rank {}: {}", t_.rank(), e.what())));
@@ -40,44 +40,6 @@ void StageWorker::run() {
     } else {
       b.rows.swap(out_rows_);
       t_.send(next, encode_forward(b));
-    }
-  }
-}
-
-KvCache& StageWorker::cache(int id) {
-  auto it = caches_.find(id);
-  if (it == caches_.end()) fail("pipeline: rank 0 used cache {} before creating it", id);
-  return *it->second;
-}
-
-void StageWorker::replay(const std::vector<KvOp>& ops) {
-  for (const KvOp& op : ops) {
-    switch (op.kind) {
-      case KvOp::Kind::Create:
-        caches_[op.cache] = KvCache::for_model(model_, op.options);
-        break;
-      case KvOp::Kind::Drop:
-        caches_.erase(op.cache);
-        break;
-      case KvOp::Kind::Truncate:
-        cache(op.cache).truncate(op.seq, op.n);
-        break;
-      case KvOp::Kind::Release:
-        cache(op.cache).release(op.seq);
-        break;
-      case KvOp::Kind::Reset:
-        cache(op.cache).reset();
-        break;
-      case KvOp::Kind::Reserve:
-        cache(op.cache).reserve(op.seq, op.n);
-        break;
-      case KvOp::Kind::Reuse: {
-        const int64_t n = cache(op.cache).reuse_prefix(op.seq, op.prompt, op.lora_id);
-        if (n != op.n)
-          fail("rank 0 reused {} cached tokens of sequence {}, this rank {}: the caches went apart", op.n,
-               op.seq, n);
-        break;
-      }
     }
   }
 }
@@ -113,7 +75,7 @@ void StageWorker::forward(StageBatch& b) {
     logits_.clear(), hidden_.clear(), out_rows_.clear();
     return;
   }
-  KvCache& kv = cache(b.cache);
+  KvCache& kv = caches_.get(b.cache);
   if (last_) {
     logits_.resize(logit_rows * V);
     hidden_.resize(hidden_rows * d);

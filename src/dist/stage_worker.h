@@ -5,9 +5,7 @@
 // rank 0, which reports it.
 #pragma once
 
-#include <map>
-#include <memory>
-
+#include "dist/cache_sync.h"
 #include "dist/stage_message.h"
 #include "dist/transport.h"
 #include "ferrum/model.h"
@@ -22,14 +20,12 @@ class StageWorker {
   void run();
 
  private:
-  void replay(const std::vector<KvOp>& ops);
   void forward(StageBatch& b);  // runs the stage; b.rows become its output rows
-  KvCache& cache(int id);
 
   Model& model_;
   Transport& t_;
   bool last_;
-  std::map<int, std::unique_ptr<KvCache>> caches_;
+  CacheReplicas caches_;
   std::vector<SeqInput> items_;
   std::vector<float> out_rows_, logits_, hidden_;
 };

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace ferrum::dist {
@@ -20,6 +21,11 @@ class Transport {
   virtual void send(int to, const Bytes& msg) = 0;
   // The next message from `from` (blocks until one arrives).
   virtual Bytes recv(int from) = 0;
+  // Collectives (tensor parallelism): every rank makes the same calls in the same order.
+  // `all` (size() * n bytes) receives every rank's n bytes, in rank order, on every rank.
+  virtual void allgather(const void* mine, size_t n, void* all) = 0;
+  // Rank 0's `all` receives rank r's bytes[r] bytes after those of the ranks before it.
+  virtual void gather(const void* mine, std::span<const size_t> bytes, void* all) = 0;
 };
 
 // The MPI world of this process (MPI initialised on first use, finalised at exit), or null when

@@ -20,7 +20,7 @@ void GatedActivation::operator()(const float* gate, const float* up, float* out,
   }
 }
 
-DenseFeedForward::DenseFeedForward(const ModelConfig& cfg, const WeightSet& w, int l, kernels::Precision prec,
+DenseFeedForward::DenseFeedForward(const ModelConfig& cfg, WeightSet& w, int l, kernels::Precision prec,
                                    kernels::WeightRounding rounding, ThreadPool& pool)
     : n_embd_(cfg.n_embd), n_ff_(cfg.n_ff), act_(cfg) {
   const int64_t d = n_embd_, ff = n_ff_;

@@ -46,7 +46,7 @@ class GatedActivation {
 // SwiGLU: down(silu(gate(x)) * up(x)); gate/up fused (ffn_gate_up) or separate (ffn_gate, ffn_up).
 class DenseFeedForward : public FeedForward {
  public:
-  DenseFeedForward(const ModelConfig& cfg, const WeightSet& w, int layer, kernels::Precision prec,
+  DenseFeedForward(const ModelConfig& cfg, WeightSet& w, int layer, kernels::Precision prec,
                    kernels::WeightRounding rounding, ThreadPool& pool);
   void forward(const float* x, int64_t n, float* out, FfnContext& ctx) override;
 

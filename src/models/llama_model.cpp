@@ -25,7 +25,8 @@ LlamaModel::LlamaModel(ModelConfig cfg, WeightSet weights, ModelOptions opts)
       opts_(opts),
       pool_(opts.n_threads),
       kprec_(kernel_precision(opts.precision)),
-      rounding_(weight_rounding(opts.precision)) {
+      rounding_(weight_rounding(opts.precision)),
+      tp_(opts_.tensor_parallel.get()) {
   check_options();
   bind_weights();
 }
@@ -59,11 +60,15 @@ void LlamaModel::bind_weights() {
   const bool tied = !weights_.find("output.weight");
   if (first || (head && tied)) tok_embd_ = weights_.get("token_embd.weight", {d, cfg_.n_vocab});
   if (last) output_norm_ = f32_tensor("output_norm.weight", d);
+  head_rows_ = cfg_.n_vocab;
+  if (tp_) {
+    for (int r = 0; r < tp_->size(); ++r) head_shares_.push_back(vocab_share(cfg_, r, tp_->size()).size());
+    head_rows_ = head_shares_[tp_->rank()];
+  }
   // Tied embeddings: the output matrix is token_embd (the lookup keeps reading the file's rows).
   if (head)
-    output_ =
-        kernels::Linear({tied ? tok_embd_ : weights_.get("output.weight", {d, cfg_.n_vocab})}, kprec_, pool_,
-                        rounding_);
+    output_ = kernels::Linear({tied ? tok_embd_ : weights_.get("output.weight", {d, head_rows_})}, kprec_,
+                              pool_, rounding_);
   // RoPE frequency divisors that GGUF files hold as tensors (Llama-3 scaling; Phi-3 LongRoPE).
   auto factors = [&](const char* name, std::vector<float>& to) {
     if (!to.empty()) return;
@@ -206,7 +211,9 @@ int64_t LlamaModel::plan(runtime::KvCache& kv, std::span<const SeqInput> batch, 
           "ending at "
           "layer {}); ask for hidden states",
           it.seq, opts_.layer_end);
-    if ((it.logits != Want::None && !out.logits) || (it.hidden != Want::None && !out.hidden))
+    const bool gathered_elsewhere = tp_ && tp_->rank() > 0;  // rank 0 receives the logits
+    if ((it.logits != Want::None && !out.logits && !gathered_elsewhere) ||
+        (it.hidden != Want::None && !out.hidden))
       fail("forward: sequence {} asks for an output with no buffer given", it.seq);
     for (const auto& r : requests_)
       if (r.first == it.seq) fail("forward: sequence {} appears twice in one batch", it.seq);
@@ -312,6 +319,12 @@ void LlamaModel::add_residual(const float* y, int64_t n) {
   kernels::add_inplace(x_.data(), y, n * cfg_.n_embd);
 }
 
+void LlamaModel::sum_over_ranks(float* y, int64_t n) {
+  if (!tp_) return;
+  const profile::Scope scope(profile::Op::Exchange);
+  tp_->sum(y, n * cfg_.n_embd);
+}
+
 void LlamaModel::run_layer(int l, runtime::KvCache& kv, std::span<const SeqInput> batch, int64_t n) {
   const int64_t d = cfg_.n_embd, qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), hd = cfg_.head_dim;
   const int64_t wqkv = qd + 2 * kvd;
@@ -338,6 +351,7 @@ void LlamaModel::run_layer(int l, runtime::KvCache& kv, std::span<const SeqInput
   }
   matmul(L.wo, attn_.data(), qd, n, tmp_.data(), d);
   if (lora) lora->apply(l, LoraSite::Out, attn_.data(), qd, tmp_.data(), d, pool_, kprec_, mm_scratch_);
+  sum_over_ranks(tmp_.data(), n);  // before the bias and the post-norm, which see the whole output
   if (L.wo_bias)
     for (int64_t t = 0; t < n; ++t) kernels::add_inplace(&tmp_[t * d], L.wo_bias, d);
   if (L.attn_post_norm) norm_rows(tmp_.data(), L.attn_post_norm, tmp_.data(), n);
@@ -346,6 +360,7 @@ void LlamaModel::run_layer(int l, runtime::KvCache& kv, std::span<const SeqInput
   norm_rows(x_.data(), L.ffn_norm, h_.data(), n);
   FfnContext fctx{pool_, kprec_, mm_scratch_, lora, l};
   L.ffn->forward(h_.data(), n, tmp_.data(), fctx);
+  sum_over_ranks(tmp_.data(), n);
   if (L.ffn_post_norm) norm_rows(tmp_.data(), L.ffn_post_norm, tmp_.data(), n);
   add_residual(tmp_.data(), n);
   profile::set_layer(-1);
@@ -373,10 +388,25 @@ void LlamaModel::write_outputs(std::span<const SeqInput> batch, ForwardOut out) 
       for (int64_t t = first_row(batch[i].logits, jobs_[i].n_tok); t < jobs_[i].n_tok; ++t, ++rows)
         kernels::rms_norm(&x_[(off + t) * d], output_norm_, &h_[rows * d], d, eps);
   }
-  if (rows > 0) matmul(output_, h_.data(), d, rows, out.logits, cfg_.n_vocab);
-  if (const float cap = cfg_.final_softcap;
-      cap > 0 && rows > 0)  // Gemma 2: logits = cap * tanh(logits / cap)
-    for (int64_t i = 0; i < rows * cfg_.n_vocab; ++i) out.logits[i] = cap * std::tanh(out.logits[i] / cap);
+  if (rows > 0) head_logits(h_.data(), rows, out.logits);
+}
+
+// The LM head over `rows` normed rows; under tensor parallelism each rank computes its vocabulary
+// share and rank 0 gathers them.
+void LlamaModel::head_logits(const float* h, int64_t rows, float* logits) {
+  const int64_t d = cfg_.n_embd, V = cfg_.n_vocab;
+  float* y = logits;
+  if (tp_) {
+    if (static_cast<int64_t>(logit_part_.size()) < rows * head_rows_) logit_part_.resize(rows * head_rows_);
+    y = logit_part_.data();
+  }
+  matmul(output_, h, d, rows, y, head_rows_);
+  if (const float cap = cfg_.final_softcap; cap > 0)  // Gemma 2: logits = cap * tanh(logits / cap)
+    for (int64_t i = 0; i < rows * head_rows_; ++i) y[i] = cap * std::tanh(y[i] / cap);
+  if (tp_) {
+    const profile::Scope scope(profile::Op::Exchange);
+    tp_->gather_columns(y, rows, head_shares_, logits, V);
+  }
 }
 
 void LlamaModel::forward(KvCache& cache, std::span<const SeqInput> batch, ForwardOut out) {

@@ -13,6 +13,7 @@
 #include "kernels/cpu/matmul.h"
 #include "models/feed_forward.h"
 #include "models/lora_apply.h"
+#include "models/tensor_parallel.h"
 #include "models/weights.h"
 #include "runtime/kv_cache.h"
 
@@ -61,6 +62,8 @@ class LlamaModel : public Model {
   void rope_qk(const Layer& L, int64_t n);
   void write_kv(int kl, runtime::KvCache& kv, std::span<const SeqInput> batch);
   void add_residual(const float* y, int64_t n);
+  void sum_over_ranks(float* y, int64_t n);  // tensor parallelism: a block's partial outputs added
+  void head_logits(const float* h, int64_t rows, float* logits);
   void write_outputs(std::span<const SeqInput> batch, ForwardOut out);
 
   ModelConfig cfg_;
@@ -74,6 +77,10 @@ class LlamaModel : public Model {
   kernels::Linear output_;
   const float* output_norm_ = nullptr;  // set when the stage ends at the last layer
   std::vector<Layer> layers_;           // layers [layer_begin, layer_end)
+  TensorParallelGroup* tp_ = nullptr;   // this rank's share of every layer (null: the whole model)
+  int64_t head_rows_ = 0;               // the LM head's rows here: the vocabulary, or this rank's share
+  std::vector<int64_t> head_shares_;    // tensor parallelism: every rank's head rows
+  std::vector<float> logit_part_;       // tensor parallelism: this rank's logit columns
 
   // Workspace, grown to the largest batch seen (never per token).
   int64_t ws_tokens_ = 0;

@@ -49,10 +49,15 @@ size_t WeightSet::release_pages(const TensorView& t) const {
   return e - b;
 }
 
-size_t WeightSet::release_packed(const kernels::Linear& lin) const {
+size_t WeightSet::release_packed(const kernels::Linear& lin) {
   size_t n = 0;
-  for (size_t i = 0; i < lin.parts().size(); ++i)
-    if (lin.part_copied(i)) n += release_pages(lin.parts()[i]);
+  for (size_t i = 0; i < lin.parts().size(); ++i) {
+    if (!lin.part_copied(i)) continue;
+    const TensorView& p = lin.parts()[i];
+    n += release_pages(p);
+    const TensorView* t = find(p.name);
+    if (transient_.contains(p.name) && t && t->data == p.data) n += release_owned(p.name);
+  }
   return n;
 }
 

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ class WeightSet {
 
   const std::string& source() const { return source_; }
   void add(TensorView t) { tensors_[t.name] = std::move(t); }
+  void remove(const std::string& name) { tensors_.erase(name); }
   const TensorView* find(const std::string& name) const;
   // Throws "<source>: tensor '<name>' is missing".
   const TensorView& get(const std::string& name) const;
@@ -41,8 +43,12 @@ class WeightSet {
   // its own memory): they are re-read from the file if touched again (e.g. a few embedding rows).
   // Does nothing for tensors in owned memory. Returns the bytes released.
   size_t release_pages(const TensorView& t) const;
-  // release_pages() for every part of `lin` that it holds in its own memory (packed or a BF16 copy).
-  size_t release_packed(const kernels::Linear& lin) const;
+  // release_pages() for every part of `lin` that it holds in its own memory (packed or a BF16 copy),
+  // and release_owned() for such parts that were marked transient.
+  size_t release_packed(const kernels::Linear& lin);
+  // Marks the owned tensor `name` (a copy made at load, such as a tensor-parallel rank's column
+  // slice) as needed only until a packed copy replaces it.
+  void mark_transient(const std::string& name) { transient_.insert(name); }
   // Frees the owned buffer that holds exactly the tensor `name` (a stack a loader rewrote, such as
   // gpt-oss's HF experts) once a packed copy replaced it; the tensor's view is left with null data,
   // so a later use fails instead of reading freed memory. Returns the bytes freed (0 for a tensor in
@@ -54,6 +60,7 @@ class WeightSet {
  private:
   std::string source_;
   std::map<std::string, TensorView> tensors_;
+  std::set<std::string> transient_;
   std::vector<std::shared_ptr<const void>> owners_;
   struct Owned {
     std::unique_ptr<uint8_t[], void (*)(uint8_t*)> data;

@@ -1,0 +1,59 @@
+// Rank 0 of a tensor-parallel job: the model the engine, the CLI and the library see. Each pass
+// goes to every other rank first (the batch, its token ids or input rows, and the cache
+// operations made since the last pass); then every rank runs its share of every layer at once,
+// adding the partial block outputs through the group, and rank 0 receives the logits.
+#pragma once
+
+#include <memory>
+
+#include "dist/cache_sync.h"
+#include "dist/stage_message.h"
+#include "dist/transport.h"
+#include "ferrum/model.h"
+
+namespace ferrum::dist {
+
+class TensorParallelModel : public Model {
+ public:
+  // `local`: rank 0's share (its options carry the group); t: rank 0's transport.
+  TensorParallelModel(std::unique_ptr<Model> local, Transport& t);
+  ~TensorParallelModel() override;  // tells the other ranks to stop
+  void stop();                      // once; the destructor does it too
+
+  const ModelConfig& config() const override { return local_->config(); }
+  const ModelOptions& options() const override { return local_->options(); }
+  void forward(KvCache& kv, std::span<const SeqInput> batch, ForwardOut out) override;
+  void embed_tokens(std::span<const int32_t> ids, float* rows) const override {
+    local_->embed_tokens(ids, rows);
+  }
+  size_t weight_bytes() const override { return local_->weight_bytes(); }
+  ModelStats stats() const override { return local_->stats(); }
+  void track_cache(KvCache& kv) const override { book_.track(kv); }
+
+ private:
+  void send_batch(KvCache& kv, std::span<const SeqInput> batch);
+
+  std::unique_ptr<Model> local_;
+  Transport& t_;
+  bool broken_ = false, stopped_ = false;
+  mutable CacheJournalBook book_;
+  StageBatch batch_;
+};
+
+// Ranks 1..N-1: run each pass rank 0 sends with their share of the model, answering rank 0 with
+// an empty result or their error, until rank 0 says stop.
+class TensorParallelWorker {
+ public:
+  TensorParallelWorker(Model& model, Transport& t) : model_(model), t_(t), caches_(model) {}
+  void run();
+
+ private:
+  void forward(const StageBatch& b);
+
+  Model& model_;
+  Transport& t_;
+  CacheReplicas caches_;
+  std::vector<SeqInput> items_;
+};
+
+}  // namespace ferrum::dist

@@ -1,0 +1,192 @@
+// Cutting a decoder's weights into one tensor-parallel rank's share (models/tensor_parallel.h).
+#include <algorithm>
+#include <cstring>
+
+#include "core/fail.h"
+#include "models/tensor_parallel.h"
+
+namespace ferrum {
+namespace {
+
+// Rows or columns [begin, end) of tensor `from`, becoming tensor `to`.
+struct Cut {
+  std::string from, to;
+  bool columns = false;
+  int64_t begin = 0, end = 0;
+  bool drop_source = true;  // false: `from` stays whole too (the tied embedding)
+};
+
+struct Shares {
+  ShareRange q, kv;  // heads
+  ShareRange ff;     // FFN width
+  ShareRange vocab;
+};
+
+int64_t block_of(DType t) {
+  return dtype_info(t).block_size;
+}
+
+std::string blk(int l, const char* name) {
+  return "blk." + std::to_string(l) + "." + name;
+}
+
+// The heads of rank r: a whole group of query heads per key/value head, or (more ranks than
+// key/value heads) one key/value head shared by the ranks of its group.
+void head_shares(const ModelConfig& c, int r, int n, Shares& s) {
+  if (c.n_head % n != 0)
+    fail("--tp {}: the model's {} attention heads do not split evenly over {} ranks", n, c.n_head, n);
+  const int hq = c.n_head / n, g = c.n_head / c.n_head_kv;
+  s.q = {int64_t{r} * hq, int64_t{r + 1} * hq};
+  if (hq % g == 0)
+    s.kv = {s.q.begin / g, s.q.end / g};
+  else if (g % hq == 0)
+    s.kv = {s.q.begin / g, s.q.begin / g + 1};
+  else
+    fail(
+        "--tp {}: {} query heads per rank do not fit the model's groups of {} query heads per key/value head",
+        n, hq, g);
+}
+
+std::vector<Cut> plan_cuts(const ModelConfig& c, const WeightSet& w, int r, int n, Shares& s) {
+  if (n < 2) fail("--tp {}: tensor parallelism needs 2 ranks at least", n);
+  if (r < 0 || r >= n) fail("--tp {}: rank {} is not one of the {} ranks", n, r, n);
+  if (c.is_encoder()) fail("--tp: {} is an encoder; tensor parallelism runs decoders", w.source());
+  if (c.n_expert > 0) fail("--tp: mixture-of-experts layers are not split over ranks yet");
+  head_shares(c, r, n, s);
+  const TensorView& down = w.get(blk(0, "ffn_down.weight"));
+  s.ff = share_of(c.n_ff, n, r, block_of(down.type));
+  s.vocab = share_of(c.n_vocab, n, r);
+  const int64_t hd = c.head_dim, qd = c.q_dim(), kvd = c.kv_dim();
+  std::vector<Cut> cuts;
+  auto rows = [&](const std::string& from, const std::string& to, ShareRange k, int64_t unit) {
+    cuts.push_back({from, to, false, k.begin * unit, k.end * unit});
+  };
+  for (int l = 0; l < c.n_layer; ++l) {
+    for (const char* part : {"weight", "bias"}) {
+      const std::string sfx = std::string(".") + part;
+      if (const std::string fused = blk(l, "attn_qkv") + sfx; w.find(fused)) {
+        rows(fused, blk(l, "attn_q") + sfx, s.q, hd);
+        cuts.push_back({fused, blk(l, "attn_k") + sfx, false, qd + s.kv.begin * hd, qd + s.kv.end * hd});
+        cuts.push_back(
+            {fused, blk(l, "attn_v") + sfx, false, qd + kvd + s.kv.begin * hd, qd + kvd + s.kv.end * hd});
+      } else if (w.find(blk(l, "attn_q") + sfx)) {
+        rows(blk(l, "attn_q") + sfx, blk(l, "attn_q") + sfx, s.q, hd);
+        rows(blk(l, "attn_k") + sfx, blk(l, "attn_k") + sfx, s.kv, hd);
+        rows(blk(l, "attn_v") + sfx, blk(l, "attn_v") + sfx, s.kv, hd);
+      }
+    }
+    if (w.find(blk(l, "attn_sinks.weight")))
+      rows(blk(l, "attn_sinks.weight"), blk(l, "attn_sinks.weight"), s.q, 1);
+    const std::string wo = blk(l, "attn_output.weight");
+    cuts.push_back({wo, wo, true, s.q.begin * hd, s.q.end * hd});
+    const std::string up = blk(l, "ffn_up.weight"), gate = blk(l, "ffn_gate.weight");
+    const std::string fused = w.find(blk(l, "ffn_gate_up.weight"))              ? blk(l, "ffn_gate_up.weight")
+                              : !w.find(gate) && w.get(up).rows() == 2 * c.n_ff ? up  // GGUF phi3: gate|up
+                                                                                : "";
+    if (!fused.empty()) {
+      rows(fused, gate, s.ff, 1);
+      cuts.push_back({fused, up, false, c.n_ff + s.ff.begin, c.n_ff + s.ff.end});
+    } else {
+      rows(gate, gate, s.ff, 1);
+      rows(up, up, s.ff, 1);
+    }
+    const std::string dn = blk(l, "ffn_down.weight");
+    cuts.push_back({dn, dn, true, s.ff.begin, s.ff.end});
+  }
+  if (w.find("output.weight"))
+    rows("output.weight", "output.weight", s.vocab, 1);
+  else  // tied: the head is a slice of the embedding, which every rank keeps whole for the lookup
+    cuts.push_back({"token_embd.weight", "output.weight", false, s.vocab.begin, s.vocab.end, false});
+  return cuts;
+}
+
+// The view of a row cut (into the same memory), or the shape of a column cut (data left null).
+TensorView cut_view(const WeightSet& w, const Cut& k) {
+  const TensorView& t = w.get(k.from);
+  TensorView v = t;
+  v.name = k.to;
+  if (!k.columns) {
+    const int64_t have = t.n_dims <= 1 ? t.ne[0] : t.rows();
+    if (k.end > have)
+      fail("{}: tensor '{}' has {} rows, the split needs {}", w.source(), k.from, have, k.end);
+    v.n_dims = std::max(t.n_dims, 1);
+    if (t.n_dims <= 1) {
+      v.ne = {k.end - k.begin, 1, 1, 1};
+      v.data = t.data + k.begin * dtype_info(t.type).type_size / block_of(t.type);
+      v.nbytes = row_size(t.type, k.end - k.begin);
+    } else {
+      v.ne = {t.ne[0], k.end - k.begin, 1, 1};
+      v.n_dims = 2;
+      v.data = t.row(k.begin);
+      v.nbytes = static_cast<size_t>(k.end - k.begin) * t.row_bytes();
+    }
+    return v;
+  }
+  const int64_t b = block_of(t.type);
+  if (k.begin % b != 0 || k.end % b != 0)
+    fail(
+        "{}: tensor '{}' ({}, blocks of {}) cannot be cut at columns {} and {}: the ranks' shares must end "
+        "on "
+        "block boundaries (try another --tp)",
+        w.source(), k.from, dtype_name(t.type), b, k.begin, k.end);
+  if (t.input_order)
+    fail("{}: tensor '{}' is act-order GPTQ; its columns are not split over ranks", w.source(), k.from);
+  v.ne = {k.end - k.begin, t.rows(), 1, 1};
+  v.n_dims = 2;
+  v.data = nullptr;
+  v.nbytes = static_cast<size_t>(t.rows()) * row_size(t.type, k.end - k.begin);
+  return v;
+}
+
+}  // namespace
+
+ShareRange share_of(int64_t n, int parts, int r, int64_t granule) {
+  const int64_t units = n / granule;
+  return {units * r / parts * granule, units * (r + 1) / parts * granule};
+}
+
+ShareRange vocab_share(const ModelConfig& full, int rank, int size) {
+  return share_of(full.n_vocab, size, rank);
+}
+
+void shard_weights(ModelConfig& cfg, WeightSet& w, int rank, int size) {
+  Shares s;
+  const std::vector<Cut> cuts = plan_cuts(cfg, w, rank, size, s);
+  std::vector<TensorView> made;
+  for (const Cut& k : cuts) {
+    TensorView v = cut_view(w, k);
+    if (k.columns) {  // copied, row by row, from the file
+      const TensorView& t = w.get(k.from);
+      uint8_t* p = w.allocate(v.nbytes);
+      const size_t skip = row_size(t.type, k.begin), n = row_size(t.type, k.end - k.begin);
+      for (int64_t r = 0; r < t.rows(); ++r) std::memcpy(p + r * n, t.row(r) + skip, n);
+      w.release_pages(t);
+      v.data = p;
+      w.mark_transient(v.name);
+    }
+    made.push_back(std::move(v));
+  }
+  for (const Cut& k : cuts)
+    if (k.drop_source) w.remove(k.from);
+  for (TensorView& v : made) w.add(std::move(v));
+  cfg.n_head = static_cast<int>(s.q.size());
+  cfg.n_head_kv = static_cast<int>(s.kv.size());
+  cfg.n_ff = static_cast<int>(s.ff.size());
+}
+
+uint64_t shard_bytes(const ModelConfig& cfg, const WeightSet& w, int rank, int size) {
+  Shares s;
+  const std::vector<Cut> cuts = plan_cuts(cfg, w, rank, size, s);
+  uint64_t n = w.total_bytes();
+  std::vector<std::string> dropped;
+  for (const Cut& k : cuts) {
+    n += cut_view(w, k).nbytes;
+    if (k.drop_source && std::find(dropped.begin(), dropped.end(), k.from) == dropped.end()) {
+      dropped.push_back(k.from);
+      n -= w.get(k.from).nbytes;
+    }
+  }
+  return n;
+}
+
+}  // namespace ferrum

@@ -1,0 +1,233 @@
+// Tensor parallelism (src/dist, models/tensor_shard.cpp) against the model in one piece: the ranks
+// run as threads of this process over the in-process transport (the MPI transport carries the
+// same messages and collectives; the CLI test runs it under mpirun). The ranks' partial sums are
+// added in another order than the whole model's products, so the logits agree to rounding, and
+// the greedy tokens are the whole model's.
+#include "dist/tensor_parallel.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "../models/model_test_util.h"
+#include "engine/engine.h"
+#include "engine/ngram_proposer.h"
+#include "ferrum/error.h"
+#include "loading/loader.h"
+#include "models/registry.h"
+#include "models/tensor_parallel.h"
+#include "test_util.h"
+
+namespace ferrum::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+ModelOptions options(Precision p) {
+  ModelOptions o;
+  o.n_threads = 1;
+  o.max_batch = 32;
+  o.precision = p;
+  return o;
+}
+
+std::unique_ptr<Model> whole(const std::string& path, Precision p) {
+  ModelFiles f = open_model_files(path);
+  return create_model(std::move(f.config), std::move(f.weights), options(p));
+}
+
+std::unique_ptr<Model> split(const std::string& path, int ranks, Precision p) {
+  dist::TensorParallelOptions t;
+  t.ranks = ranks;
+  t.in_process = true;
+  return dist::load_tensor_parallel(path, options(p), t);
+}
+
+// Two sequences: prompts prefilled in uneven chunks, then decoded together, each step fed the
+// whole model's greedy token (so both runs see the same inputs); every step's logits.
+std::vector<float> run(Model& m, const std::vector<int32_t>& a, const std::vector<int32_t>& b,
+                       const std::vector<int32_t>& feed, KvLayout layout) {
+  KvOptions ko;
+  ko.layout = layout;
+  ko.capacity = 256;
+  auto kv = KvCache::for_model(m, ko);
+  const int V = m.config().n_vocab;
+  std::vector<float> out, logits(2 * V);
+  m.prefill(*kv, 0, std::span(a).first(7), nullptr);
+  m.prefill(*kv, 0, std::span(a).subspan(7), logits.data());
+  m.prefill(*kv, 1, b, logits.data() + V);
+  out.insert(out.end(), logits.begin(), logits.end());
+  for (size_t s = 0; s + 1 < feed.size(); s += 2) {
+    std::vector<DecodeItem> items = {{0, feed[s], kv->seq_len(0)}, {1, feed[s + 1], kv->seq_len(1)}};
+    m.decode_batch(*kv, items, logits.data());
+    out.insert(out.end(), logits.begin(), logits.end());
+  }
+  return out;
+}
+
+// The greedy tokens of each row of logits (V per row), two per step.
+std::vector<int32_t> greedy_feed(Model& m, const std::vector<int32_t>& a, const std::vector<int32_t>& b,
+                                 int steps) {
+  std::vector<int32_t> feed;
+  const int V = m.config().n_vocab;
+  for (int s = 0; s < steps; ++s) {
+    const std::vector<float> l = run(m, a, b, feed, KvLayout::Paged);
+    feed.push_back(argmax(&l[l.size() - 2 * V], V));
+    feed.push_back(argmax(&l[l.size() - V], V));
+  }
+  return feed;
+}
+
+class TensorParallel : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::string path() const {
+    return is_family(GetParam()) ? data_dir("families/" + GetParam() + "/hf")
+                                 : model_file(GetParam(), "gguf/" + GetParam() + "-Q8_0.gguf");
+  }
+};
+
+TEST_P(TensorParallel, LogitsAreTheWholeModelsToRounding) {
+  const std::vector<int32_t> a = prompt_ids(GetParam(), "p4"), b = prompt_ids(GetParam(), "p2");
+  auto one = whole(path(), Precision::Exact);
+  const std::vector<int32_t> feed = greedy_feed(*one, a, b, 8);
+  const int V = one->config().n_vocab;
+  for (KvLayout layout : {KvLayout::Contiguous, KvLayout::Paged}) {
+    const std::vector<float> want = run(*one, a, b, feed, layout);
+    auto tp = split(path(), 2, Precision::Exact);
+    const std::vector<float> got = run(*tp, a, b, feed, layout);
+    ASSERT_EQ(got.size(), want.size());
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      worst = std::max(worst, std::abs(double(got[i]) - want[i]));
+      scale = std::max(scale, std::abs(double(want[i])));
+    }
+    EXPECT_LT(worst, 1e-4 * std::max(1.0, scale)) << GetParam() << ", " << kv_layout_name(layout);
+    for (size_t r = 0; r < got.size() / V; ++r)
+      EXPECT_EQ(argmax(&got[r * V], V), argmax(&want[r * V], V)) << "row " << r;
+  }
+}
+
+// The engine's cache operations (prefix-cache reuse, releases, speculative rollbacks) reach every
+// rank's cache: the answers are the whole model's (exact precision: the same greedy tokens).
+TEST_P(TensorParallel, EngineAnswersAreTheWholeModels) {
+  auto one = whole(path(), Precision::Exact);
+  auto tp = split(path(), 2, Precision::Exact);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 4; ++i)
+    for (const char* pid : {"p4", "p3", "p1", "p2"}) prompts.push_back(prompt_ids(GetParam(), pid));
+  auto answers = [&](Model& m) {
+    EngineOptions eo;
+    eo.kv.layout = KvLayout::Paged;
+    eo.kv.prefix_cache = true;
+    eo.kv.capacity = 256;
+    eo.max_num_seqs = 16;
+    eo.max_batched_tokens = 48;
+    eo.spec.proposer = std::make_shared<NgramProposer>();
+    eo.spec.draft_max = 4;
+    LoadedModel lm = load_model(path());
+    Engine eng(m, *lm.tokenizer, eo);
+    std::vector<std::vector<int32_t>> out;
+    for (int round = 0; round < 2; ++round) {
+      std::vector<std::shared_ptr<RequestHandle>> hs;
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        RequestParams rp;
+        rp.prompt = prompts[i];
+        rp.max_tokens = 20 + static_cast<int>(i);
+        rp.ignore_eos = true;
+        rp.sampling.temperature = 0;
+        hs.push_back(eng.submit(rp));
+      }
+      for (auto& h : hs) {
+        std::vector<int32_t> toks;
+        for (int i = 0; i < 3000; ++i) {
+          auto e = h->next(100ms);
+          if (!e) continue;
+          toks.insert(toks.end(), e->tokens.begin(), e->tokens.end());
+          EXPECT_NE(e->finish_reason, "error") << e->error;
+          if (e->finished) break;
+        }
+        out.push_back(toks);
+      }
+    }
+    EXPECT_GT(eng.kv_usage().prefix_hits, 0);
+    return out;
+  };
+  const auto want = answers(*one), got = answers(*tp);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], want[i]) << "request " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, TensorParallel,
+                         ::testing::Values("llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "smollm3",
+                                           "mistral"));
+
+}  // namespace
+}  // namespace ferrum::test
+
+namespace ferrum::test {
+namespace {
+
+// Four ranks on a model with two key/value heads: pairs of ranks share one (each holds a copy).
+TEST(TensorParallelShares, MoreRanksThanKeyValueHeads) {
+  const std::string path = model_file("llama", "gguf/llama-Q8_0.gguf");
+  const std::vector<int32_t> a = prompt_ids("llama", "p4"), b = prompt_ids("llama", "p2");
+  auto one = whole(path, Precision::Exact);
+  const std::vector<int32_t> feed = greedy_feed(*one, a, b, 4);
+  auto tp = split(path, 4, Precision::Exact);
+  EXPECT_EQ(tp->config().n_head, one->config().n_head / 4);
+  EXPECT_EQ(tp->config().n_head_kv, 1);
+  const std::vector<float> want = run(*one, a, b, feed, KvLayout::Paged),
+                           got = run(*tp, a, b, feed, KvLayout::Paged);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4) << i;
+}
+
+// Each rank holds about its share of the weights: the split matrices' slices and the whole
+// embedding and norms; what `ferrum info --tp N` prints is what a rank's model holds.
+TEST(TensorParallelShares, EachRankHoldsItsShare) {
+  const std::string path = model_file("llama", "gguf/llama-Q8_0.gguf");
+  ModelFiles f = open_model_files(path);
+  const uint64_t total = f.weights.total_bytes();
+  const uint64_t embd = f.weights.get("token_embd.weight").nbytes;
+  uint64_t sum = 0;
+  for (int r = 0; r < 2; ++r) {
+    const uint64_t mine = shard_bytes(f.config, f.weights, r, 2);
+    EXPECT_LT(mine, (total - embd) / 2 + embd + total / 100) << "rank " << r;
+    sum += mine;
+  }
+  EXPECT_GE(sum, total);  // the embedding and the norms are on both
+  auto tp = split(path, 2, Precision::Exact);
+  EXPECT_EQ(tp->weight_bytes(), shard_bytes(f.config, f.weights, 0, 2));
+}
+
+TEST(TensorParallelErrors, WhatCannotBeSplitIsNamed) {
+  const std::string llama = model_file("llama", "gguf/llama-Q8_0.gguf");
+  EXPECT_NE(error_of([&] {
+              split(llama, 3, Precision::Fast);
+            }).find("4 attention heads do not split evenly over 3"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              split(model_file("qwen3moe", "gguf/qwen3moe-Q8_0.gguf"), 2, Precision::Fast);
+            }).find("mixture-of-experts"),
+            std::string::npos);
+  // A bad batch fails on every rank alike, and the ranks go on (their caches unchanged).
+  auto tp = split(llama, 2, Precision::Exact);
+  KvOptions ko;
+  ko.capacity = 16;
+  auto kv = KvCache::for_model(*tp, ko);
+  const std::vector<int32_t> bad = {1, 99999}, good = {1, 2, 3};
+  EXPECT_NE(error_of([&] { tp->prefill(*kv, 0, bad, nullptr); }).find("out of range"), std::string::npos);
+  const std::vector<int32_t> long_prompt(40, 5);
+  EXPECT_THROW(tp->prefill(*kv, 0, long_prompt, nullptr), CapacityError);
+  std::vector<float> logits(tp->config().n_vocab);
+  tp->prefill(*kv, 0, good, logits.data());
+  auto one = whole(llama, Precision::Exact);
+  auto kv1 = KvCache::for_model(*one, ko);
+  std::vector<float> want(one->config().n_vocab);
+  one->prefill(*kv1, 0, good, want.data());
+  EXPECT_EQ(argmax(logits.data(), logits.size()), argmax(want.data(), want.size()));
+}
+
+}  // namespace
+}  // namespace ferrum::test
