@@ -1,6 +1,7 @@
 // Cutting a decoder's weights into one tensor-parallel rank's share (models/tensor_parallel.h).
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 
 #include "core/fail.h"
 #include "models/tensor_parallel.h"
@@ -8,17 +9,22 @@
 namespace ferrum {
 namespace {
 
-// Rows or columns [begin, end) of tensor `from`, becoming tensor `to`.
+// Rows or columns [begin, end) of tensor `from`, becoming tensor `to`. With groups > 1 (a stack of
+// experts) the rows [begin, end) of each of `groups` equal row blocks. `zero`: the same shape, all
+// zeros (a bias added after the ranks' sum, which only rank 0 keeps).
 struct Cut {
   std::string from, to;
   bool columns = false;
   int64_t begin = 0, end = 0;
   bool drop_source = true;  // false: `from` stays whole too (the tied embedding)
+  int64_t groups = 1;
+  bool zero = false;
 };
 
 struct Shares {
   ShareRange q, kv;  // heads
   ShareRange ff;     // FFN width
+  ShareRange ff_expert;
   ShareRange vocab;
 };
 
@@ -47,14 +53,37 @@ void head_shares(const ModelConfig& c, int r, int n, Shares& s) {
         n, hq, g);
 }
 
+// The width unit of an FFN split: the down matrix's block, and whole 16-row groups of the gate and
+// up rows (the packed layouts' unit) where the width allows.
+int64_t granule(int64_t width, DType down) {
+  const int64_t b = block_of(down);
+  const int64_t g = std::lcm(b, int64_t{16});
+  return width % g == 0 ? g : b;
+}
+
+// A mixture-of-experts layer: every expert's FFN width split alike (the router stays whole).
+void moe_cuts(const ModelConfig& c, const WeightSet& w, int l, int r, ShareRange ff, std::vector<Cut>& cuts) {
+  const int64_t E = c.n_expert;
+  for (const char* name : {"ffn_gate_exps.weight", "ffn_up_exps.weight"})
+    cuts.push_back({blk(l, name), blk(l, name), false, ff.begin, ff.end, true, E});
+  cuts.push_back({blk(l, "ffn_down_exps.weight"), blk(l, "ffn_down_exps.weight"), true, ff.begin, ff.end});
+  for (const char* name : {"ffn_gate_exps.bias", "ffn_up_exps.bias"})  // [n_ff_exp, n_expert]
+    if (w.find(blk(l, name))) cuts.push_back({blk(l, name), blk(l, name), true, ff.begin, ff.end});
+  if (const std::string b = blk(l, "ffn_down_exps.bias"); w.find(b) && r > 0)
+    cuts.push_back({b, b, false, 0, 0, true, 1, true});
+}
+
 std::vector<Cut> plan_cuts(const ModelConfig& c, const WeightSet& w, int r, int n, Shares& s) {
   if (n < 2) fail("--tp {}: tensor parallelism needs 2 ranks at least", n);
   if (r < 0 || r >= n) fail("--tp {}: rank {} is not one of the {} ranks", n, r, n);
   if (c.is_encoder()) fail("--tp: {} is an encoder; tensor parallelism runs decoders", w.source());
-  if (c.n_expert > 0) fail("--tp: mixture-of-experts layers are not split over ranks yet");
   head_shares(c, r, n, s);
-  const TensorView& down = w.get(blk(0, "ffn_down.weight"));
-  s.ff = share_of(c.n_ff, n, r, block_of(down.type));
+  const bool moe = c.n_expert > 0;
+  if (moe)  // an expert's rows are a row range of its stack: whole 16-row groups where they fit
+    s.ff_expert =
+        share_of(c.n_ff_expert, n, r, granule(c.n_ff_expert, w.get(blk(0, "ffn_down_exps.weight")).type));
+  else
+    s.ff = share_of(c.n_ff, n, r, granule(c.n_ff, w.get(blk(0, "ffn_down.weight")).type));
   s.vocab = share_of(c.n_vocab, n, r);
   const int64_t hd = c.head_dim, qd = c.q_dim(), kvd = c.kv_dim();
   std::vector<Cut> cuts;
@@ -79,6 +108,10 @@ std::vector<Cut> plan_cuts(const ModelConfig& c, const WeightSet& w, int r, int 
       rows(blk(l, "attn_sinks.weight"), blk(l, "attn_sinks.weight"), s.q, 1);
     const std::string wo = blk(l, "attn_output.weight");
     cuts.push_back({wo, wo, true, s.q.begin * hd, s.q.end * hd});
+    if (moe) {
+      moe_cuts(c, w, l, r, s.ff_expert, cuts);
+      continue;
+    }
     const std::string up = blk(l, "ffn_up.weight"), gate = blk(l, "ffn_gate.weight");
     const std::string fused = w.find(blk(l, "ffn_gate_up.weight"))              ? blk(l, "ffn_gate_up.weight")
                               : !w.find(gate) && w.get(up).rows() == 2 * c.n_ff ? up  // GGUF phi3: gate|up
@@ -105,6 +138,20 @@ TensorView cut_view(const WeightSet& w, const Cut& k) {
   const TensorView& t = w.get(k.from);
   TensorView v = t;
   v.name = k.to;
+  if (k.zero) {  // same shape, zeros (made by shard_weights)
+    v.data = nullptr;
+    return v;
+  }
+  if (k.groups > 1) {  // [cols, rows per group, groups] -> [cols, end - begin, groups], copied
+    if (t.ne[2] != k.groups || k.end > t.ne[1])
+      fail("{}: tensor '{}' has shape {}, the split needs {} groups of {} rows", w.source(), k.from,
+           t.shape_string(), k.groups, k.end);
+    v.ne = {t.ne[0], k.end - k.begin, k.groups, 1};
+    v.n_dims = 3;
+    v.data = nullptr;
+    v.nbytes = static_cast<size_t>((k.end - k.begin) * k.groups) * t.row_bytes();
+    return v;
+  }
   if (!k.columns) {
     const int64_t have = t.n_dims <= 1 ? t.ne[0] : t.rows();
     if (k.end > have)
@@ -131,8 +178,7 @@ TensorView cut_view(const WeightSet& w, const Cut& k) {
         w.source(), k.from, dtype_name(t.type), b, k.begin, k.end);
   if (t.input_order)
     fail("{}: tensor '{}' is act-order GPTQ; its columns are not split over ranks", w.source(), k.from);
-  v.ne = {k.end - k.begin, t.rows(), 1, 1};
-  v.n_dims = 2;
+  v.ne[0] = k.end - k.begin;  // the other dimensions as they were (a stack of experts stays one)
   v.data = nullptr;
   v.nbytes = static_cast<size_t>(t.rows()) * row_size(t.type, k.end - k.begin);
   return v;
@@ -155,11 +201,18 @@ void shard_weights(ModelConfig& cfg, WeightSet& w, int rank, int size) {
   std::vector<TensorView> made;
   for (const Cut& k : cuts) {
     TensorView v = cut_view(w, k);
-    if (k.columns) {  // copied, row by row, from the file
+    if (!v.data) {  // copied from the file (columns, rows of every expert) or zeros
       const TensorView& t = w.get(k.from);
       uint8_t* p = w.allocate(v.nbytes);
-      const size_t skip = row_size(t.type, k.begin), n = row_size(t.type, k.end - k.begin);
-      for (int64_t r = 0; r < t.rows(); ++r) std::memcpy(p + r * n, t.row(r) + skip, n);
+      if (k.zero) {
+        std::memset(p, 0, v.nbytes);
+      } else if (k.columns) {
+        const size_t skip = row_size(t.type, k.begin), n = row_size(t.type, k.end - k.begin);
+        for (int64_t r = 0; r < t.rows(); ++r) std::memcpy(p + r * n, t.row(r) + skip, n);
+      } else {
+        const size_t n = (k.end - k.begin) * t.row_bytes();
+        for (int64_t g = 0; g < k.groups; ++g) std::memcpy(p + g * n, t.row(g * t.ne[1] + k.begin), n);
+      }
       w.release_pages(t);
       v.data = p;
       w.mark_transient(v.name);
@@ -171,7 +224,10 @@ void shard_weights(ModelConfig& cfg, WeightSet& w, int rank, int size) {
   for (TensorView& v : made) w.add(std::move(v));
   cfg.n_head = static_cast<int>(s.q.size());
   cfg.n_head_kv = static_cast<int>(s.kv.size());
-  cfg.n_ff = static_cast<int>(s.ff.size());
+  if (cfg.n_expert > 0)
+    cfg.n_ff_expert = static_cast<int>(s.ff_expert.size());
+  else
+    cfg.n_ff = static_cast<int>(s.ff.size());
 }
 
 uint64_t shard_bytes(const ModelConfig& cfg, const WeightSet& w, int rank, int size) {
