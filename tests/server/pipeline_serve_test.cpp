@@ -1,6 +1,7 @@
-// `ferrum serve --pipeline 2` under mpirun: the server on rank 0, the second half of the layers on
-// rank 1. Sixteen greedy requests sent at once (continuous batching over the stages, micro-batches
-// in flight) each get the text the same request gets alone. Skipped where Open MPI or the binary is
+// `ferrum serve --pipeline 2` and `--tp 2` under mpirun: the server on rank 0, the second half of
+// the layers (or half of every layer) on rank 1. Sixteen greedy requests sent at once (continuous
+// batching over the ranks, micro-batches in flight through stages) each get the text the same
+// request gets alone. Skipped where Open MPI or the binary is
 // missing, and in sanitized builds (the MPI library is not built for the sanitizers).
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -66,18 +67,24 @@ std::string complete(int port, const std::string& prompt) {
   return json::parse(r->body)["choices"][0]["text"].get<std::string>();
 }
 
-TEST(PipelineServe, SixteenConcurrentRequestsEqualTheirAnswersAlone) {
+class MpiServe : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MpiServe, SixteenConcurrentRequestsEqualTheirAnswersAlone) {
   if (kSanitizedBuild) GTEST_SKIP() << "sanitized build (Open MPI is not built for the sanitizers)";
   if (std::system("command -v mpirun > /dev/null 2>&1") != 0)
     GTEST_SKIP() << "no mpirun (Debian: openmpi-bin)";
   if (!std::filesystem::exists(FERRUM_BINARY)) GTEST_SKIP() << "no ferrum binary in this build";
-  const RunResult probe = run_ferrum("run '" + stories_gguf() + "' -p A -n 1 --pipeline 2");
+  const std::string split = GetParam() == "tp" ? " --tp 2" : " --pipeline 2";
+  const RunResult probe = run_ferrum("run '" + stories_gguf() + "' -p A -n 1" + split);
   if (probe.err.find("built without MPI") != std::string::npos) GTEST_SKIP() << "ferrum built without MPI";
   const std::string dir = temp_dir();
-  MpiServer server("serve '" + stories_gguf() + "' --pipeline 2 --port 0 -t 1 --max-num-seqs 16", dir);
+  MpiServer server("serve '" + stories_gguf() + "'" + split + " --port 0 -t 1 --max-num-seqs 16", dir);
   const int port = server.wait_port();
   ASSERT_GT(port, 0) << server.log();
-  EXPECT_NE(server.log().find("pipeline: 2 stages (MPI ranks)"), std::string::npos) << server.log();
+  EXPECT_NE(
+      server.log().find(GetParam() == "tp" ? "tensor parallel: 2 ranks" : "pipeline: 2 stages (MPI ranks)"),
+      std::string::npos)
+      << server.log();
 
   const std::vector<std::string> starts = {"Once upon a time", "The little dog", "Lily and Ben", "One day",
                                            "The sun was",      "Tom had a",      "In the park",  "Mom said"};
@@ -94,6 +101,8 @@ TEST(PipelineServe, SixteenConcurrentRequestsEqualTheirAnswersAlone) {
     EXPECT_EQ(together[i], alone[i]) << prompts[i];
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Splits, MpiServe, ::testing::Values("pipeline", "tp"));
 
 }  // namespace
 }  // namespace ferrum::test
