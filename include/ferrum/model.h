@@ -124,6 +124,9 @@ class Model {
   // The layers a cache made for this model holds: [layer_begin, layer_end), unless the model runs
   // some of its layers elsewhere (a pipeline's first stage holds only its own).
   virtual std::pair<int, int> cache_layers() const { return {layer_begin(), layer_end()}; }
+  // The key/value heads per layer a cache made for this model holds: the model's, unless it holds
+  // only some of them (a tensor-parallel rank holds its share).
+  virtual int cache_heads() const { return config().n_head_kv; }
   // KvCache::for_model shows the model each cache it makes (a pipeline records what is done to
   // it, for the stages on other ranks).
   virtual void track_cache(KvCache&) const {}

@@ -62,7 +62,6 @@ LoadedModel ModelFlags::load(const ModelOptions& opts) const {
     };
     return load_model(path, o, tokenizer);
   }
-  if (!lora.empty()) fail("--lora: adapters do not run over a pipeline yet");
   dist::PipelineOptions p;
   p.stages = pipeline;
   p.split = pipeline_split;
@@ -76,7 +75,6 @@ LoadedModel ModelFlags::load(const ModelOptions& opts) const {
 LoadedModel ModelFlags::load_tensor_parallel(const std::string& path, const ModelOptions& opts) const {
   if (pipeline > 1)
     fail("--tp with --pipeline: tensor parallelism within pipeline stages is not supported yet");
-  if (!lora.empty()) fail("--lora: adapters do not run over tensor-parallel ranks yet");
   dist::TensorParallelOptions p;
   p.ranks = tensor_parallel;
   // The ranks as threads of this process instead of MPI ranks (tests).

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/fail.h"
+#include "dist/lora_message.h"
 #include "ferrum/error.h"
 
 namespace ferrum::dist {
@@ -76,11 +77,16 @@ void PipelineModel::send_micro(KvCache& kv, std::span<const SeqInput> items, boo
   batch_.cache = book_.id(kv);
   batch_.bf16_rows = bf16_rows_;
   batch_.ops = with_ops ? book_.take() : std::vector<KvOp>{};
+  batch_.adapters.clear();
   batch_.items.clear();
   batch_.ids.clear();
   for (const SeqInput& it : items) {
     const int64_t n = it.size(d);
-    batch_.items.push_back({it.seq, n, it.logits, it.hidden});
+    batch_.items.push_back({it.seq, n, it.logits, it.hidden, false, it.lora ? it.lora->id : 0});
+    // An adapter goes down the pipeline with the first micro-batch that uses it (micro-batches
+    // reach every rank in order).
+    if (it.lora && adapters_sent_.insert(it.lora->id).second)
+      batch_.adapters.push_back(encode_adapter(*it.lora));
     if (!it.tokens.empty())
       batch_.ids.insert(batch_.ids.end(), it.tokens.begin(), it.tokens.end());
     else if (!it.cache_ids.empty())
@@ -98,7 +104,6 @@ void PipelineModel::forward(KvCache& kv, std::span<const SeqInput> batch, Forwar
   int64_t total = 0;
   fit_.clear();
   for (const SeqInput& it : batch) {
-    if (it.lora) fail("pipeline: LoRA adapters do not run over a pipeline yet");
     total += it.size(d);
     fit_.push_back({it.seq, kv.seq_len(it.seq) + it.size(d)});
   }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 
 #include "dist/cache_sync.h"
 #include "dist/stage_message.h"
@@ -45,6 +46,7 @@ class PipelineModel : public Model {
   int micro_batches_;
   bool broken_ = false, stopped_ = false;
   mutable CacheJournalBook book_;  // what callers did to this model's caches
+  std::set<uint64_t> adapters_sent_;  // LoRA adapters the other ranks hold
   StageBatch batch_;
   std::vector<std::vector<SeqInput>> micro_;
   std::vector<std::pair<int, int64_t>> fit_;

@@ -119,7 +119,10 @@ Bytes encode_forward(const StageBatch& b) {
     w.put<uint8_t>(static_cast<uint8_t>(it.logits));
     w.put<uint8_t>(static_cast<uint8_t>(it.hidden));
     w.put<uint8_t>(it.rows_in);
+    w.put<uint64_t>(it.lora);
   }
+  w.put<uint32_t>(static_cast<uint32_t>(b.adapters.size()));
+  for (const Bytes& a : b.adapters) w.put_array(a.data(), a.size());
   w.put_array(b.ids.data(), b.ids.size());
   w.put<uint8_t>(b.bf16_rows);
   if (b.bf16_rows) {
@@ -178,7 +181,12 @@ void decode_forward(const Bytes& m, StageBatch& b) {
     it.logits = static_cast<Want>(lw);
     it.hidden = static_cast<Want>(hw);
     it.rows_in = r.get<uint8_t>() != 0;
+    it.lora = r.get<uint64_t>();
   }
+  const uint32_t n_adapters = r.get<uint32_t>();
+  if (n_adapters > m.size()) fail("pipeline message: {} adapters in {} bytes", n_adapters, m.size());
+  b.adapters.resize(n_adapters);
+  for (Bytes& a : b.adapters) r.get_array(a);
   r.get_array(b.ids);
   b.bf16_rows = r.get<uint8_t>() != 0;
   if (b.bf16_rows) {

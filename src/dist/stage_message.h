@@ -25,12 +25,14 @@ struct StageItem {
   int64_t n = 0;
   Want logits = Want::None, hidden = Want::None;
   bool rows_in = false;  // tensor parallelism: the item's input is rows of StageBatch::rows, not its ids
+  uint64_t lora = 0;     // the item's LoRA adapter (rank 0's adapter id), 0 for none
 };
 
 struct StageBatch {
   int32_t cache = 0;       // the cache (KvOp::cache) the pass runs on
   bool bf16_rows = false;  // rows travel as BF16 (--pipeline-dtype bf16)
   std::vector<KvOp> ops;
+  std::vector<Bytes> adapters;  // LoRA adapters first used by this pass (lora_message.h)
   std::vector<StageItem> items;
   std::vector<int32_t> ids;  // the items' token ids in order (-1: a position from input rows)
   std::vector<float> rows;   // hidden rows, one per position (n_embd floats each)

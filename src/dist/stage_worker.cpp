@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/fail.h"
+#include "dist/lora_message.h"
 #include "ferrum/error.h"
 
 namespace ferrum::dist {
@@ -30,6 +31,10 @@ void StageWorker::run() {
     try {
       decode_forward(m, b);
       caches_.replay(b.ops);
+      for (const Bytes& a : b.adapters) {
+        std::shared_ptr<const LoraAdapter> ad = decode_adapter(a);
+        adapters_[ad->id] = std::move(ad);
+      }
       forward(b);
     } catch (const std::exception& e) {
       t_.send(next, encode_error(fmt::format("pipeline rank {}: {}", t_.rank(), e.what())));
@@ -61,6 +66,11 @@ void StageWorker::forward(StageBatch& b) {
     in.seq = it.seq;
     in.embeds = std::span<const float>(b.rows).subspan(at * d, it.n * d);
     in.cache_ids = std::span<const int32_t>(b.ids).subspan(at, it.n);
+    if (it.lora) {
+      auto a = adapters_.find(it.lora);
+      if (a == adapters_.end()) fail("rank 0 used LoRA adapter {} before sending it", it.lora);
+      in.lora = a->second.get();
+    }
     if (last_) {
       in.logits = it.logits;
       in.hidden = it.hidden;

@@ -5,6 +5,9 @@
 // rank 0, which reports it.
 #pragma once
 
+#include <map>
+#include <memory>
+
 #include "dist/cache_sync.h"
 #include "dist/stage_message.h"
 #include "dist/transport.h"
@@ -26,6 +29,7 @@ class StageWorker {
   Transport& t_;
   bool last_;
   CacheReplicas caches_;
+  std::map<uint64_t, std::shared_ptr<const LoraAdapter>> adapters_;  // by rank 0's adapter id
   std::vector<SeqInput> items_;
   std::vector<float> out_rows_, logits_, hidden_;
 };

@@ -15,8 +15,10 @@
 namespace ferrum::dist {
 namespace {
 
-// Rank t.rank()'s share of the model, summing over t's group.
-std::unique_ptr<Model> load_share(ModelFiles files, const ModelOptions& opts, Transport& t) {
+// Rank t.rank()'s share of the model, summing over t's group; `shares` is set to what it holds.
+std::unique_ptr<Model> load_share(ModelFiles files, const ModelOptions& opts, Transport& t,
+                                  TensorShares& shares) {
+  shares = tensor_shares(files.config, files.weights, t.rank(), t.size());
   shard_weights(files.config, files.weights, t.rank(), t.size());
   ModelOptions o = opts;
   o.tensor_parallel = std::make_shared<TransportGroup>(t);
@@ -36,11 +38,14 @@ void print_split(const ModelConfig& c, int n) {
 // The other ranks as threads of this process; joins them when destroyed (after the model sent Stop).
 class InProcessRanks {
  public:
-  InProcessRanks(const std::string& path, const ModelOptions& opts, int n) : world_(n) {
+  InProcessRanks(const std::string& path, const ModelOptions& opts, const ModelConfig& full, int n)
+      : world_(n), shares_(n) {
     for (int r = 1; r < n; ++r)  // loaded here: a share that fails to load throws now
-      models_.push_back(load_share(open_model_files(path), opts, world_.endpoint(r)));
+      models_.push_back(load_share(open_model_files(path), opts, world_.endpoint(r), shares_[r]));
     for (int r = 1; r < n; ++r)
-      threads_.emplace_back([this, r] { TensorParallelWorker(*models_[r - 1], world_.endpoint(r)).run(); });
+      threads_.emplace_back([this, r, full] {
+        TensorParallelWorker(*models_[r - 1], full, shares_[r], world_.endpoint(r)).run();
+      });
   }
   ~InProcessRanks() {
     for (auto& t : threads_) t.join();
@@ -50,13 +55,15 @@ class InProcessRanks {
  private:
   LocalWorld world_;
   std::vector<std::unique_ptr<Model>> models_;
+  std::vector<TensorShares> shares_;
   std::vector<std::thread> threads_;
 };
 
 class InProcessTensorParallel : public TensorParallelModel {
  public:
-  InProcessTensorParallel(std::unique_ptr<Model> local, std::unique_ptr<InProcessRanks> ranks)
-      : TensorParallelModel(std::move(local), ranks->rank0()), ranks_(std::move(ranks)) {}
+  InProcessTensorParallel(std::unique_ptr<Model> local, const ModelConfig& full, const TensorShares& shares,
+                          std::unique_ptr<InProcessRanks> ranks)
+      : TensorParallelModel(std::move(local), full, shares, ranks->rank0()), ranks_(std::move(ranks)) {}
   ~InProcessTensorParallel() override {
     stop();
     ranks_.reset();
@@ -78,10 +85,11 @@ std::unique_ptr<Model> load_tensor_parallel(const std::string& path, const Model
     fail("--tp: a tensor-parallel model is the whole network (layer ranges and backbones are not split)");
   const ModelConfig full = files.config;
   if (p.in_process) {
-    auto ranks = std::make_unique<InProcessRanks>(path, opts, p.ranks);
-    std::unique_ptr<Model> local = load_share(std::move(files), opts, ranks->rank0());
+    auto ranks = std::make_unique<InProcessRanks>(path, opts, full, p.ranks);
+    TensorShares shares;
+    std::unique_ptr<Model> local = load_share(std::move(files), opts, ranks->rank0(), shares);
     print_split(full, p.ranks);
-    return std::make_unique<InProcessTensorParallel>(std::move(local), std::move(ranks));
+    return std::make_unique<InProcessTensorParallel>(std::move(local), full, shares, std::move(ranks));
   }
   Transport* t = mpi_world();
   if (!t)
@@ -93,14 +101,15 @@ std::unique_ptr<Model> load_tensor_parallel(const std::string& path, const Model
          t->size());
   const int64_t split[] = {int64_t{p.ranks}, -1};  // -1: tensor parallel (a pipeline hashes layer ranges)
   const uint64_t hash = directory_hash(files, split);
-  std::unique_ptr<Model> local = load_share(std::move(files), opts, *t);
+  TensorShares shares;
+  std::unique_ptr<Model> local = load_share(std::move(files), opts, *t, shares);
   check_ranks_agree(*t, hash, path, "--tp");
   if (t->rank() > 0) {
-    TensorParallelWorker(*local, *t).run();
+    TensorParallelWorker(*local, full, shares, *t).run();
     return nullptr;
   }
   print_split(full, p.ranks);
-  return std::make_unique<TensorParallelModel>(std::move(local), *t);
+  return std::make_unique<TensorParallelModel>(std::move(local), full, shares, *t);
 }
 
 }  // namespace ferrum::dist

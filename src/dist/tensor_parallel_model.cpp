@@ -3,11 +3,13 @@
 #include <exception>
 
 #include "core/fail.h"
+#include "dist/lora_message.h"
 
 namespace ferrum::dist {
 
-TensorParallelModel::TensorParallelModel(std::unique_ptr<Model> local, Transport& t)
-    : local_(std::move(local)), t_(t) {
+TensorParallelModel::TensorParallelModel(std::unique_ptr<Model> local, const ModelConfig& full,
+                                         const TensorShares& shares, Transport& t)
+    : local_(std::move(local)), full_(full), shares_(shares), t_(t) {
   if (t_.rank() != 0 || t_.size() < 2) fail("a tensor-parallel model runs on rank 0 of at least 2");
 }
 
@@ -28,13 +30,16 @@ void TensorParallelModel::send_batch(KvCache& kv, std::span<const SeqInput> batc
   const int64_t d = config().n_embd;
   batch_.cache = book_.id(kv);
   batch_.ops = book_.take();
+  batch_.adapters.clear();
   batch_.items.clear();
   batch_.ids.clear();
   batch_.rows.clear();
   for (const SeqInput& it : batch) {
     const int64_t n = it.size(d);
-    StageItem s{it.seq, n, it.logits, Want::None, it.tokens.empty()};
+    StageItem s{it.seq, n, it.logits, Want::None, it.tokens.empty(), it.lora ? it.lora->id : 0};
     batch_.items.push_back(s);
+    if (it.lora && adapters_sent_.insert(it.lora->id).second)
+      batch_.adapters.push_back(encode_adapter(*it.lora));
     if (!it.tokens.empty()) {
       batch_.ids.insert(batch_.ids.end(), it.tokens.begin(), it.tokens.end());
       continue;
@@ -53,14 +58,15 @@ void TensorParallelModel::forward(KvCache& kv, std::span<const SeqInput> batch, 
   if (broken_)
     fail("--tp: an earlier pass failed on another rank, so the ranks no longer hold the same caches");
   if (batch.empty()) return;
-  for (const SeqInput& it : batch)
-    if (it.lora) fail("--tp: LoRA adapters do not run over tensor-parallel ranks yet");
+  local_batch_.assign(batch.begin(), batch.end());
+  for (SeqInput& it : local_batch_)
+    if (it.lora) it.lora = share_of(*it.lora);
   send_batch(kv, batch);
   // Every rank checks the batch as this one does, so a bad batch fails on all of them before any
   // exchange, and their caches stay alike.
   std::exception_ptr local;
   try {
-    local_->forward(kv, batch, out);
+    local_->forward(kv, local_batch_, out);
   } catch (...) {
     local = std::current_exception();
   }
@@ -76,6 +82,13 @@ void TensorParallelModel::forward(KvCache& kv, std::span<const SeqInput> batch, 
   }
 }
 
+// Rank 0's share of an adapter loaded for the whole model (made once per adapter).
+const LoraAdapter* TensorParallelModel::share_of(const LoraAdapter& a) {
+  auto& s = adapter_shares_[a.id];
+  if (!s) s = shard_lora(a, full_, shares_);
+  return s.get();
+}
+
 void TensorParallelWorker::run() {
   StageBatch b;
   for (;;) {
@@ -85,6 +98,10 @@ void TensorParallelWorker::run() {
       if (kind_of(m) != MsgKind::Forward) fail("unexpected message");
       decode_forward(m, b);
       caches_.replay(b.ops);
+      for (const Bytes& a : b.adapters) {
+        const std::shared_ptr<const LoraAdapter> full = decode_adapter(a);
+        adapters_[full->id] = shard_lora(*full, full_, shares_);
+      }
       forward(b);
     } catch (const std::exception& e) {
       t_.send(0, encode_error(fmt::format("--tp rank {}: {}", t_.rank(), e.what())));
@@ -111,6 +128,11 @@ void TensorParallelWorker::forward(const StageBatch& b) {
       row += it.n;
     } else {
       in.tokens = ids;
+    }
+    if (it.lora) {
+      auto a = adapters_.find(it.lora);
+      if (a == adapters_.end()) fail("rank 0 used LoRA adapter {} before sending it", it.lora);
+      in.lora = a->second.get();
     }
     in.logits = it.logits;   // rank 0 gathers them
     in.hidden = Want::None;  // rank 0 holds the same rows

@@ -4,23 +4,30 @@
 // adding the partial block outputs through the group, and rank 0 receives the logits.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <set>
 
 #include "dist/cache_sync.h"
 #include "dist/stage_message.h"
 #include "dist/transport.h"
 #include "ferrum/model.h"
+#include "models/tensor_parallel.h"
 
 namespace ferrum::dist {
 
 class TensorParallelModel : public Model {
  public:
-  // `local`: rank 0's share (its options carry the group); t: rank 0's transport.
-  TensorParallelModel(std::unique_ptr<Model> local, Transport& t);
+  // `local`: rank 0's share (its options carry the group); full: the whole model's config; shares:
+  // what rank 0 holds of it; t: rank 0's transport.
+  TensorParallelModel(std::unique_ptr<Model> local, const ModelConfig& full, const TensorShares& shares,
+                      Transport& t);
   ~TensorParallelModel() override;  // tells the other ranks to stop
   void stop();                      // once; the destructor does it too
 
-  const ModelConfig& config() const override { return local_->config(); }
+  // The whole model's shape (what adapters and callers see); caches hold this rank's heads.
+  const ModelConfig& config() const override { return full_; }
+  int cache_heads() const override { return local_->config().n_head_kv; }
   const ModelOptions& options() const override { return local_->options(); }
   void forward(KvCache& kv, std::span<const SeqInput> batch, ForwardOut out) override;
   void embed_tokens(std::span<const int32_t> ids, float* rows) const override {
@@ -32,8 +39,14 @@ class TensorParallelModel : public Model {
 
  private:
   void send_batch(KvCache& kv, std::span<const SeqInput> batch);
+  const LoraAdapter* share_of(const LoraAdapter& a);
 
   std::unique_ptr<Model> local_;
+  ModelConfig full_;
+  TensorShares shares_;
+  std::map<uint64_t, std::shared_ptr<const LoraAdapter>> adapter_shares_;  // by adapter id
+  std::set<uint64_t> adapters_sent_;
+  std::vector<SeqInput> local_batch_;
   Transport& t_;
   bool broken_ = false, stopped_ = false;
   mutable CacheJournalBook book_;
@@ -44,13 +57,18 @@ class TensorParallelModel : public Model {
 // an empty result or their error, until rank 0 says stop.
 class TensorParallelWorker {
  public:
-  TensorParallelWorker(Model& model, Transport& t) : model_(model), t_(t), caches_(model) {}
+  // model: this rank's share (of a model of config `full`, holding `shares` of it).
+  TensorParallelWorker(Model& model, const ModelConfig& full, const TensorShares& shares, Transport& t)
+      : model_(model), full_(full), shares_(shares), t_(t), caches_(model) {}
   void run();
 
  private:
   void forward(const StageBatch& b);
 
   Model& model_;
+  ModelConfig full_;
+  TensorShares shares_;
+  std::map<uint64_t, std::shared_ptr<const LoraAdapter>> adapters_;  // this rank's shares, by rank 0's id
   Transport& t_;
   CacheReplicas caches_;
   std::vector<SeqInput> items_;

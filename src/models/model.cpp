@@ -19,7 +19,8 @@ std::unique_ptr<KvCache> KvCache::for_model(const Model& model, const KvOptions&
   std::vector<int32_t> windows(layers, 0);  // the stage's layers
   for (int l = 0; l < layers; ++l)
     if (c.layer_uses_window(first + l)) windows[l] = c.sliding_window;
-  auto cache = std::make_unique<KvCache>(layers, c.n_head_kv, c.head_dim, opts, ctx, std::move(windows));
+  auto cache =
+      std::make_unique<KvCache>(layers, model.cache_heads(), c.head_dim, opts, ctx, std::move(windows));
   model.track_cache(*cache);
   return cache;
 }

@@ -8,9 +8,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "ferrum/model_config.h"
+#include "models/lora_adapter.h"
 #include "models/weights.h"
 
 namespace ferrum {
@@ -38,11 +40,28 @@ struct ShareRange {
 };
 ShareRange share_of(int64_t n, int parts, int r, int64_t granule = 1);
 
+// What rank r of `size` holds of a model of config `full`: its query and key/value heads, its
+// share of the FFN width (or of every expert's), its LM head rows. Throws naming what cannot be
+// split (head counts, a model kind).
+struct TensorShares {
+  ShareRange q, kv;  // heads
+  ShareRange ff;     // FFN width (dense layers)
+  ShareRange ff_expert;
+  ShareRange vocab;
+};
+TensorShares tensor_shares(const ModelConfig& full, const WeightSet& w, int rank, int size);
+
 // Rank r's share of the model: replaces the split tensors of `w` by r's slices (row slices as views
 // into the file, column slices copied on block boundaries) and makes `cfg` the share's shape
 // (heads, FFN width). Throws naming what cannot be split that way (head counts, a tensor whose
 // blocks straddle the cut, a model kind not split yet).
 void shard_weights(ModelConfig& cfg, WeightSet& w, int rank, int size);
+
+// Rank r's share of a LoRA adapter loaded for the whole model of config `full`: the B columns of
+// its q/k/v and gate/up outputs, the A columns of its attention-output and FFN-down inputs (whose
+// products are then partial sums, added with the base model's). Keeps the adapter's id.
+std::shared_ptr<const LoraAdapter> shard_lora(const LoraAdapter& a, const ModelConfig& full,
+                                              const TensorShares& s);
 
 // The rows of the LM head rank r computes (the vocabulary split over the ranks).
 ShareRange vocab_share(const ModelConfig& full, int rank, int size);

@@ -21,12 +21,7 @@ struct Cut {
   bool zero = false;
 };
 
-struct Shares {
-  ShareRange q, kv;  // heads
-  ShareRange ff;     // FFN width
-  ShareRange ff_expert;
-  ShareRange vocab;
-};
+using Shares = TensorShares;
 
 int64_t block_of(DType t) {
   return dtype_info(t).block_size;
@@ -74,17 +69,8 @@ void moe_cuts(const ModelConfig& c, const WeightSet& w, int l, int r, ShareRange
 }
 
 std::vector<Cut> plan_cuts(const ModelConfig& c, const WeightSet& w, int r, int n, Shares& s) {
-  if (n < 2) fail("--tp {}: tensor parallelism needs 2 ranks at least", n);
-  if (r < 0 || r >= n) fail("--tp {}: rank {} is not one of the {} ranks", n, r, n);
-  if (c.is_encoder()) fail("--tp: {} is an encoder; tensor parallelism runs decoders", w.source());
-  head_shares(c, r, n, s);
+  s = tensor_shares(c, w, r, n);
   const bool moe = c.n_expert > 0;
-  if (moe)  // an expert's rows are a row range of its stack: whole 16-row groups where they fit
-    s.ff_expert =
-        share_of(c.n_ff_expert, n, r, granule(c.n_ff_expert, w.get(blk(0, "ffn_down_exps.weight")).type));
-  else
-    s.ff = share_of(c.n_ff, n, r, granule(c.n_ff, w.get(blk(0, "ffn_down.weight")).type));
-  s.vocab = share_of(c.n_vocab, n, r);
   const int64_t hd = c.head_dim, qd = c.q_dim(), kvd = c.kv_dim();
   std::vector<Cut> cuts;
   auto rows = [&](const std::string& from, const std::string& to, ShareRange k, int64_t unit) {
@@ -191,6 +177,21 @@ ShareRange share_of(int64_t n, int parts, int r, int64_t granule) {
   return {units * r / parts * granule, units * (r + 1) / parts * granule};
 }
 
+TensorShares tensor_shares(const ModelConfig& c, const WeightSet& w, int r, int n) {
+  if (n < 2) fail("--tp {}: tensor parallelism needs 2 ranks at least", n);
+  if (r < 0 || r >= n) fail("--tp {}: rank {} is not one of the {} ranks", n, r, n);
+  if (c.is_encoder()) fail("--tp: {} is an encoder; tensor parallelism runs decoders", w.source());
+  TensorShares s;
+  head_shares(c, r, n, s);
+  if (c.n_expert > 0)  // an expert's rows are a row range of its stack: whole 16-row groups where they fit
+    s.ff_expert =
+        share_of(c.n_ff_expert, n, r, granule(c.n_ff_expert, w.get(blk(0, "ffn_down_exps.weight")).type));
+  else
+    s.ff = share_of(c.n_ff, n, r, granule(c.n_ff, w.get(blk(0, "ffn_down.weight")).type));
+  s.vocab = share_of(c.n_vocab, n, r);
+  return s;
+}
+
 ShareRange vocab_share(const ModelConfig& full, int rank, int size) {
   return share_of(full.n_vocab, size, rank);
 }
@@ -243,6 +244,87 @@ uint64_t shard_bytes(const ModelConfig& cfg, const WeightSet& w, int rank, int s
     }
   }
   return n;
+}
+
+}  // namespace ferrum
+
+namespace ferrum {
+namespace {
+
+// Columns [c0, c1) of each row of a LoRA matrix (r rows of `cols` values), copied.
+TensorView lora_columns(const TensorView& t, int64_t c0, int64_t c1,
+                        std::vector<std::shared_ptr<const void>>& keep) {
+  TensorView v = t;
+  v.ne = {c1 - c0, t.ne[1], 1, 1};
+  v.n_dims = 2;
+  v.nbytes = row_size(t.type, c1 - c0) * static_cast<size_t>(t.ne[1]);
+  auto buf = std::shared_ptr<uint8_t[]>(new uint8_t[v.nbytes]);
+  const size_t skip = row_size(t.type, c0), n = row_size(t.type, c1 - c0);
+  for (int64_t r = 0; r < t.ne[1]; ++r) std::memcpy(buf.get() + r * n, t.row(r) + skip, n);
+  v.data = buf.get();
+  keep.push_back(std::move(buf));
+  return v;
+}
+
+// A site's output columns that rank keeps: global [begin, end) lands at local column `to`.
+struct ColumnMap {
+  int64_t begin, end, to;
+};
+
+}  // namespace
+
+std::shared_ptr<const LoraAdapter> shard_lora(const LoraAdapter& a, const ModelConfig& c,
+                                              const TensorShares& s) {
+  const int64_t hd = c.head_dim, qd = c.q_dim(), kvd = c.kv_dim(), ff = c.n_ff;
+  const int64_t qd_l = s.q.size() * hd, kvd_l = s.kv.size() * hd;
+  auto out = std::make_shared<LoraAdapter>();
+  out->id = a.id;
+  out->name = a.name;
+  out->shape = {a.shape.n_layer, a.shape.n_embd, static_cast<int>(qd_l), static_cast<int>(kvd_l),
+                static_cast<int>(s.ff.size())};
+  out->storage = a.storage;  // the whole A/B matrices that stay as they are
+  out->layers.resize(a.layers.size());
+  const std::vector<ColumnMap> qkv = {{s.q.begin * hd, s.q.end * hd, 0},
+                                      {qd + s.kv.begin * hd, qd + s.kv.end * hd, qd_l},
+                                      {qd + kvd + s.kv.begin * hd, qd + kvd + s.kv.end * hd, qd_l + kvd_l}};
+  const std::vector<ColumnMap> gate_up = {{s.ff.begin, s.ff.end, 0},
+                                          {ff + s.ff.begin, ff + s.ff.end, s.ff.size()}};
+  for (size_t l = 0; l < a.layers.size(); ++l)
+    for (int si = 0; si < kLoraSites; ++si) {
+      const LoraSiteWeights& w = a.layers[l].sites[si];
+      LoraSiteWeights& o = out->layers[l].sites[si];
+      if (!w.a.data) continue;
+      const auto site = static_cast<LoraSite>(si);
+      if (site == LoraSite::Out || site == LoraSite::Down) {  // the rank's inputs: A's columns
+        const ShareRange in = site == LoraSite::Out ? ShareRange{s.q.begin * hd, s.q.end * hd} : s.ff;
+        o = w;
+        o.a = lora_columns(w.a, in.begin, in.end, out->storage);
+        continue;
+      }
+      o.a = w.a;
+      const std::vector<ColumnMap>& maps = site == LoraSite::Qkv ? qkv : gate_up;
+      std::vector<int64_t> first_slot(w.slots.size(), -1);
+      for (size_t k = 0; k < w.slots.size(); ++k) {
+        const LoraSlot& slot = w.slots[k];
+        for (const ColumnMap& m : maps) {  // the slot's columns inside each part the rank keeps
+          const int64_t b = std::max(m.begin, slot.col0), e = std::min(m.end, slot.col0 + slot.bt.ne[0]);
+          if (b >= e) continue;
+          if (first_slot[k] < 0) first_slot[k] = static_cast<int64_t>(o.slots.size());
+          o.slots.push_back({m.to + (b - m.begin), slot.rank0,
+                             lora_columns(slot.bt, b - slot.col0, e - slot.col0, out->storage), slot.scale});
+        }
+      }
+      for (int64_t k :
+           w.slot_of_rank)  // a rank's scale: that of its slot's first piece (all pieces share it)
+        o.slot_of_rank.push_back(first_slot[k] >= 0 ? first_slot[k] : 0);
+      if (o.slots.empty()) o = LoraSiteWeights{};  // nothing of this site on this rank
+    }
+  for (const LoraLayer& l : out->layers)
+    for (const LoraSiteWeights& w : l.sites) {
+      out->bytes += w.a.nbytes;
+      for (const LoraSlot& slot : w.slots) out->bytes += slot.bt.nbytes;
+    }
+  return out;
 }
 
 }  // namespace ferrum

@@ -51,6 +51,20 @@ TEST(TensorParallelCli, MpiRanksGiveTheOneProcessAnswer) {
       (mpirun(2) + kRun + " --tp 2 > '" + dir + "/out' 2> '" + dir + "/err' < /dev/null").c_str());
   EXPECT_EQ(rc, 0) << read_text(dir + "/err");
   EXPECT_EQ(read_text(dir + "/out"), one.out) << read_text(dir + "/err");
+  // A LoRA adapter, loaded on rank 0 and sent to rank 1, over --tp and over --pipeline.
+  const std::string lora = "run '" + data_path("models/llama/gguf/llama-Q8_0.gguf") +
+                           "' -p 'Once upon a time' -n 16 --temperature 0 -t 1 --precision exact --lora '" +
+                           data_path("lora/llama-a") + "'";
+  const RunResult one_lora = run_ferrum(lora);
+  ASSERT_EQ(one_lora.exit_code, 0) << one_lora.err;
+  for (const char* split : {" --tp 2", " --pipeline 2"}) {
+    EXPECT_EQ(
+        std::system((mpirun(2) + lora + split + " > '" + dir + "/lora' 2> '" + dir + "/lora.err' < /dev/null")
+                        .c_str()),
+        0)
+        << read_text(dir + "/lora.err");
+    EXPECT_EQ(read_text(dir + "/lora"), one_lora.out) << split;
+  }
   // `serve`-like batches through `bench` (prefill, decode, 4 sequences at once) run to the end.
   EXPECT_EQ(
       std::system(
