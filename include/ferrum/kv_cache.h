@@ -133,7 +133,8 @@ class KvCache {
   KvUsage usage() const;
 
   // Records this cache's creation and every later change made through this class (its
-  // destruction included) into `ops`, as cache number `id`.
+  // destruction included) into `journal`, as cache number `id`. A cache may have several journals
+  // (a pipeline whose first stage is split over tensor-parallel ranks keeps one for each).
   void set_journal(KvJournal* journal, int id);
 
   // The implementation the models read and write (internal).
@@ -142,17 +143,17 @@ class KvCache {
 
  private:
   void record(KvOp::Kind kind, int seq = 0, int64_t n = 0, KvOp op = {}) {
-    if (!journal_) return;
     op.kind = kind;
-    op.cache = journal_id_;
     op.seq = seq;
     op.n = n;
-    journal_->push(std::move(op));
+    for (const auto& [journal, id] : journals_) {
+      op.cache = id;
+      journal->push(op);
+    }
   }
   KvOptions opts_;
   std::unique_ptr<runtime::KvCache> impl_;
-  KvJournal* journal_ = nullptr;
-  int journal_id_ = 0;
+  std::vector<std::pair<KvJournal*, int>> journals_;
 };
 
 // K and V bytes one sequence of `tokens` positions takes in a model of this shape (a cache with the

@@ -51,7 +51,7 @@ constexpr uint64_t kShowLoadProgress = 1ull << 30;  // files from 1 GiB on show 
 
 LoadedModel ModelFlags::load(const ModelOptions& opts) const {
   const std::string path = model_path();
-  if (tensor_parallel > 1) return load_tensor_parallel(path, opts);
+  if (tensor_parallel > 1 && pipeline <= 1) return load_tensor_parallel(path, opts);
   if (pipeline <= 1) {
     if (!pipeline_split.empty()) fail("--pipeline-split needs --pipeline N");
     if (bytes_on_disk(path) < kShowLoadProgress) return load_model(path, opts, tokenizer);
@@ -67,14 +67,13 @@ LoadedModel ModelFlags::load(const ModelOptions& opts) const {
   p.split = pipeline_split;
   p.bf16_rows = pipeline_dtype == "bf16";
   p.micro_batches = pipeline_micro;
+  p.tensor_parallel = tensor_parallel;  // each stage over this many ranks
   // The stages as threads of this process instead of MPI ranks (tests; checking a split).
   if (const char* v = std::getenv("FERRUM_PIPELINE_IN_PROCESS")) p.in_process = std::string(v) == "1";
   return with_tokenizer(dist::load_pipeline(path, opts, p), path);
 }
 
 LoadedModel ModelFlags::load_tensor_parallel(const std::string& path, const ModelOptions& opts) const {
-  if (pipeline > 1)
-    fail("--tp with --pipeline: tensor parallelism within pipeline stages is not supported yet");
   dist::TensorParallelOptions p;
   p.ranks = tensor_parallel;
   // The ranks as threads of this process instead of MPI ranks (tests).

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "core/fail.h"
+
 namespace ferrum::dist {
 
 class LocalEndpoint : public Transport {
@@ -30,6 +32,9 @@ class LocalEndpoint : public Transport {
     w_.barrier();  // every rank's buffer posted
     for (int r = 0; r < w_.size(); ++r) std::memcpy(static_cast<uint8_t*>(all) + r * n, w_.posted_[r], n);
     w_.barrier();  // every rank done reading
+  }
+  std::unique_ptr<Transport> split(int, int) override {
+    fail("in-process ranks are grouped when they are made, not split");
   }
   void gather(const void* mine, std::span<const size_t> bytes, void* all) override {
     w_.posted_[r_] = mine;

@@ -16,6 +16,7 @@ struct PipelineOptions {
   std::string split;       // "10,14": layers per stage; empty: balanced by weight bytes
   bool bf16_rows = false;  // hidden rows travel as BF16 (half the bytes, rounded)
   int micro_batches = 0;   // the most a pass is cut into; 0: one per stage
+  int tensor_parallel = 1;  // each stage over this many tensor-parallel ranks (mpirun -np stages * tp)
   bool in_process = false;
 };
 

@@ -20,6 +20,11 @@ class PipelineModel : public Model {
   // `first`: the stage of layers [0, b) without the LM head; t: rank 0's transport.
   // micro_batches: the most a pass is cut into (1: the stages take turns).
   PipelineModel(std::unique_ptr<Model> first, Transport& t, bool bf16_rows, int micro_batches);
+  // The same over a transport it keeps (the stages' leaders, split from the MPI world).
+  PipelineModel(std::unique_ptr<Model> first, std::unique_ptr<Transport> t, bool bf16_rows, int micro_batches)
+      : PipelineModel(std::move(first), *t, bf16_rows, micro_batches) {
+    owned_ = std::move(t);
+  }
   ~PipelineModel() override;  // tells the other ranks to stop
   // Tells the other ranks to stop (once; the destructor does it too).
   void stop();
@@ -33,12 +38,18 @@ class PipelineModel : public Model {
   size_t weight_bytes() const override { return first_->weight_bytes(); }
   ModelStats stats() const override { return first_->stats(); }
   std::pair<int, int> cache_layers() const override { return first_->cache_layers(); }
-  void track_cache(KvCache& kv) const override { book_.track(kv); }
+  int cache_heads() const override { return first_->cache_heads(); }
+  // Journals for the later stages, and for the first stage's own ranks when it is split over them.
+  void track_cache(KvCache& kv) const override {
+    first_->track_cache(kv);
+    book_.track(kv);
+  }
 
  private:
   void split(std::span<const SeqInput> batch, int64_t total);
   void send_micro(KvCache& kv, std::span<const SeqInput> items, bool with_ops);
 
+  std::unique_ptr<Transport> owned_;  // destroyed last (after stop() used it)
   std::unique_ptr<Model> first_;
   Transport& t_;
   ModelOptions opts_;  // the whole network: layers [0, n_layer) and the LM head

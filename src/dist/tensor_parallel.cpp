@@ -19,7 +19,8 @@ namespace {
 std::unique_ptr<Model> load_share(ModelFiles files, const ModelOptions& opts, Transport& t,
                                   TensorShares& shares) {
   shares = tensor_shares(files.config, files.weights, t.rank(), t.size());
-  shard_weights(files.config, files.weights, t.rank(), t.size());
+  shard_weights(files.config, files.weights, t.rank(), t.size(),
+                {opts.layer_begin, opts.layer_end, opts.lm_head});
   ModelOptions o = opts;
   o.tensor_parallel = std::make_shared<TransportGroup>(t);
   return create_model(std::move(files.config), std::move(files.weights), o);
@@ -75,21 +76,39 @@ class InProcessTensorParallel : public TensorParallelModel {
 
 }  // namespace
 
+std::unique_ptr<Model> tensor_parallel_group_in_process(const std::string& path, const ModelOptions& opts,
+                                                        int n) {
+  ModelFiles files = open_model_files(path);
+  const ModelConfig full = files.config;
+  auto ranks = std::make_unique<InProcessRanks>(path, opts, full, n);
+  TensorShares shares;
+  std::unique_ptr<Model> local = load_share(std::move(files), opts, ranks->rank0(), shares);
+  return std::make_unique<InProcessTensorParallel>(std::move(local), full, shares, std::move(ranks));
+}
+
+std::unique_ptr<Model> tensor_parallel_group(ModelFiles files, const ModelOptions& opts, Transport& group,
+                                             std::unique_ptr<Transport> owned) {
+  const ModelConfig full = files.config;
+  TensorShares shares;
+  std::unique_ptr<Model> local = load_share(std::move(files), opts, group, shares);
+  if (group.rank() > 0) {
+    TensorParallelWorker(*local, full, shares, group).run();
+    return nullptr;
+  }
+  if (owned) return std::make_unique<TensorParallelModel>(std::move(local), full, shares, std::move(owned));
+  return std::make_unique<TensorParallelModel>(std::move(local), full, shares, group);
+}
+
 std::unique_ptr<Model> load_tensor_parallel(const std::string& path, const ModelOptions& opts,
                                             const TensorParallelOptions& p) {
   if (p.ranks < 2) fail("--tp {}: tensor parallelism needs 2 ranks at least", p.ranks);
   ModelFiles files = open_model_files(path);
   if (files.config.is_encoder()) fail("--tp: {} is an encoder; tensor parallelism runs decoders", path);
-  if (opts.layer_begin != 0 || (opts.layer_end >= 0 && opts.layer_end != files.config.n_layer) ||
-      !opts.lm_head)
-    fail("--tp: a tensor-parallel model is the whole network (layer ranges and backbones are not split)");
   const ModelConfig full = files.config;
   if (p.in_process) {
-    auto ranks = std::make_unique<InProcessRanks>(path, opts, full, p.ranks);
-    TensorShares shares;
-    std::unique_ptr<Model> local = load_share(std::move(files), opts, ranks->rank0(), shares);
+    auto m = tensor_parallel_group_in_process(path, opts, p.ranks);
     print_split(full, p.ranks);
-    return std::make_unique<InProcessTensorParallel>(std::move(local), full, shares, std::move(ranks));
+    return m;
   }
   Transport* t = mpi_world();
   if (!t)
@@ -100,16 +119,10 @@ std::unique_ptr<Model> load_tensor_parallel(const std::string& path, const Model
     fail("--tp {} needs {} MPI ranks (mpirun -np {} ferrum ...); this run has {}", p.ranks, p.ranks, p.ranks,
          t->size());
   const int64_t split[] = {int64_t{p.ranks}, -1};  // -1: tensor parallel (a pipeline hashes layer ranges)
-  const uint64_t hash = directory_hash(files, split);
-  TensorShares shares;
-  std::unique_ptr<Model> local = load_share(std::move(files), opts, *t, shares);
-  check_ranks_agree(*t, hash, path, "--tp");
-  if (t->rank() > 0) {
-    TensorParallelWorker(*local, full, shares, *t).run();
-    return nullptr;
-  }
-  print_split(full, p.ranks);
-  return std::make_unique<TensorParallelModel>(std::move(local), full, shares, *t);
+  check_ranks_agree(*t, directory_hash(files, split), path, "--tp");
+  auto m = tensor_parallel_group(std::move(files), opts, *t, nullptr);
+  if (m) print_split(full, p.ranks);
+  return m;
 }
 
 }  // namespace ferrum::dist

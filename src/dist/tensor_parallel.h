@@ -8,7 +8,9 @@
 #include <memory>
 #include <string>
 
+#include "dist/transport.h"
 #include "ferrum/model.h"
+#include "loading/loader.h"
 
 namespace ferrum::dist {
 
@@ -22,5 +24,15 @@ struct TensorParallelOptions {
 // split to stderr (rank 0).
 std::unique_ptr<Model> load_tensor_parallel(const std::string& path, const ModelOptions& opts,
                                             const TensorParallelOptions& p);
+
+// One group of tensor-parallel ranks running the part of the model `opts` names (the whole network,
+// or a pipeline stage: its layer range, with or without the head).
+// In process: ranks 1..n-1 as threads; returns rank 0's model, which ends them when destroyed.
+std::unique_ptr<Model> tensor_parallel_group_in_process(const std::string& path, const ModelOptions& opts,
+                                                        int n);
+// Over `group` (owned: kept by rank 0's model): the group's rank 0 gets its model; the others serve
+// their share until rank 0 stops, then get null.
+std::unique_ptr<Model> tensor_parallel_group(ModelFiles files, const ModelOptions& opts, Transport& group,
+                                             std::unique_ptr<Transport> owned);
 
 }  // namespace ferrum::dist

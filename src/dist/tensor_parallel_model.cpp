@@ -9,7 +9,7 @@ namespace ferrum::dist {
 
 TensorParallelModel::TensorParallelModel(std::unique_ptr<Model> local, const ModelConfig& full,
                                          const TensorShares& shares, Transport& t)
-    : local_(std::move(local)), full_(full), shares_(shares), t_(t) {
+    : local_(std::move(local)), full_(full), shares_(shares), t_(t) {  // owned_ set by the other constructor
   if (t_.rank() != 0 || t_.size() < 2) fail("a tensor-parallel model runs on rank 0 of at least 2");
 }
 

@@ -22,6 +22,12 @@ class TensorParallelModel : public Model {
   // what rank 0 holds of it; t: rank 0's transport.
   TensorParallelModel(std::unique_ptr<Model> local, const ModelConfig& full, const TensorShares& shares,
                       Transport& t);
+  // The same over a transport it keeps (a group split from the MPI world).
+  TensorParallelModel(std::unique_ptr<Model> local, const ModelConfig& full, const TensorShares& shares,
+                      std::unique_ptr<Transport> t)
+      : TensorParallelModel(std::move(local), full, shares, *t) {
+    owned_ = std::move(t);
+  }
   ~TensorParallelModel() override;  // tells the other ranks to stop
   void stop();                      // once; the destructor does it too
 
@@ -41,6 +47,7 @@ class TensorParallelModel : public Model {
   void send_batch(KvCache& kv, std::span<const SeqInput> batch);
   const LoraAdapter* share_of(const LoraAdapter& a);
 
+  std::unique_ptr<Transport> owned_;  // destroyed last (after stop() used it)
   std::unique_ptr<Model> local_;
   ModelConfig full_;
   TensorShares shares_;

@@ -26,6 +26,9 @@ class Transport {
   virtual void allgather(const void* mine, size_t n, void* all) = 0;
   // Rank 0's `all` receives rank r's bytes[r] bytes after those of the ranks before it.
   virtual void gather(const void* mine, std::span<const size_t> bytes, void* all) = 0;
+  // The ranks that give the same color, numbered by key (collective: every rank calls it), or null
+  // for a rank that gives a negative color. Throws where the transport cannot be split.
+  virtual std::unique_ptr<Transport> split(int color, int key) = 0;
 };
 
 // The MPI world of this process (MPI initialised on first use, finalised at exit), or null when

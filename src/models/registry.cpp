@@ -1,5 +1,7 @@
 #include "models/registry.h"
 
+#include <algorithm>
+
 #include "core/fail.h"
 #include "formats/model_config_check.h"
 #include "kernels/cpu/matmul.h"
@@ -10,7 +12,7 @@ namespace ferrum {
 
 std::unique_ptr<Model> create_model(ModelConfig cfg, WeightSet weights, const ModelOptions& opts) {
   validate_config(cfg, weights.source(), ConfigFields{false, std::string(arch_name(cfg.arch)) + "."});
-  if (cfg.arch != Arch::Bert) check_decoder_weights(cfg, weights);
+  if (cfg.arch != Arch::Bert) check_decoder_weights(cfg, weights, std::max(0, opts.layer_begin));
   switch (cfg.arch) {
     case Arch::Llama:
     case Arch::Mistral:

@@ -13,7 +13,8 @@ namespace ferrum {
 
 // Checks that the weights agree with a decoder config (embedding, first layer's attention, last
 // layer present) before anything is sized from it; throws naming the tensor.
-void check_decoder_weights(const ModelConfig& c, const WeightSet& w);
+// first: the first layer the model runs (a stage's; a tensor-parallel share cuts only its own layers).
+void check_decoder_weights(const ModelConfig& c, const WeightSet& w, int first = 0);
 
 // Builds the model implementation for cfg.arch.
 std::unique_ptr<Model> create_model(ModelConfig cfg, WeightSet weights, const ModelOptions& opts);

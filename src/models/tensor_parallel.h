@@ -55,7 +55,12 @@ TensorShares tensor_shares(const ModelConfig& full, const WeightSet& w, int rank
 // into the file, column slices copied on block boundaries) and makes `cfg` the share's shape
 // (heads, FFN width). Throws naming what cannot be split that way (head counts, a tensor whose
 // blocks straddle the cut, a model kind not split yet).
-void shard_weights(ModelConfig& cfg, WeightSet& w, int rank, int size);
+// The part of the network a share is cut from: a layer range (a pipeline stage), with the LM head or not.
+struct ShardPart {
+  int layer_begin = 0, layer_end = -1;  // -1: the last layer
+  bool head = true;
+};
+void shard_weights(ModelConfig& cfg, WeightSet& w, int rank, int size, const ShardPart& part = {});
 
 // Rank r's share of a LoRA adapter loaded for the whole model of config `full`: the B columns of
 // its q/k/v and gate/up outputs, the A columns of its attention-output and FFN-down inputs (whose
@@ -68,6 +73,7 @@ ShareRange vocab_share(const ModelConfig& full, int rank, int size);
 
 // The weight bytes rank r holds under `size`-way tensor parallelism (its slices and the whole
 // tensors every rank keeps), from the tensor directory alone.
-uint64_t shard_bytes(const ModelConfig& cfg, const WeightSet& w, int rank, int size);
+uint64_t shard_bytes(const ModelConfig& cfg, const WeightSet& w, int rank, int size,
+                     const ShardPart& part = {});
 
 }  // namespace ferrum

@@ -68,7 +68,8 @@ void moe_cuts(const ModelConfig& c, const WeightSet& w, int l, int r, ShareRange
     cuts.push_back({b, b, false, 0, 0, true, 1, true});
 }
 
-std::vector<Cut> plan_cuts(const ModelConfig& c, const WeightSet& w, int r, int n, Shares& s) {
+std::vector<Cut> plan_cuts(const ModelConfig& c, const WeightSet& w, int r, int n, const ShardPart& part,
+                           Shares& s) {
   s = tensor_shares(c, w, r, n);
   const bool moe = c.n_expert > 0;
   const int64_t hd = c.head_dim, qd = c.q_dim(), kvd = c.kv_dim();
@@ -76,7 +77,10 @@ std::vector<Cut> plan_cuts(const ModelConfig& c, const WeightSet& w, int r, int 
   auto rows = [&](const std::string& from, const std::string& to, ShareRange k, int64_t unit) {
     cuts.push_back({from, to, false, k.begin * unit, k.end * unit});
   };
-  for (int l = 0; l < c.n_layer; ++l) {
+  const int end = part.layer_end < 0 ? c.n_layer : part.layer_end;
+  if (part.layer_begin < 0 || part.layer_begin >= end || end > c.n_layer)
+    fail("--tp: layers [{}, {}) are not a range of the model's {}", part.layer_begin, end, c.n_layer);
+  for (int l = part.layer_begin; l < end; ++l) {
     for (const char* part : {"weight", "bias"}) {
       const std::string sfx = std::string(".") + part;
       if (const std::string fused = blk(l, "attn_qkv") + sfx; w.find(fused)) {
@@ -112,6 +116,7 @@ std::vector<Cut> plan_cuts(const ModelConfig& c, const WeightSet& w, int r, int 
     const std::string dn = blk(l, "ffn_down.weight");
     cuts.push_back({dn, dn, true, s.ff.begin, s.ff.end});
   }
+  if (!part.head) return cuts;
   if (w.find("output.weight"))
     rows("output.weight", "output.weight", s.vocab, 1);
   else  // tied: the head is a slice of the embedding, which every rank keeps whole for the lookup
@@ -196,9 +201,9 @@ ShareRange vocab_share(const ModelConfig& full, int rank, int size) {
   return share_of(full.n_vocab, size, rank);
 }
 
-void shard_weights(ModelConfig& cfg, WeightSet& w, int rank, int size) {
+void shard_weights(ModelConfig& cfg, WeightSet& w, int rank, int size, const ShardPart& part) {
   Shares s;
-  const std::vector<Cut> cuts = plan_cuts(cfg, w, rank, size, s);
+  const std::vector<Cut> cuts = plan_cuts(cfg, w, rank, size, part, s);
   std::vector<TensorView> made;
   for (const Cut& k : cuts) {
     TensorView v = cut_view(w, k);
@@ -231,9 +236,9 @@ void shard_weights(ModelConfig& cfg, WeightSet& w, int rank, int size) {
     cfg.n_ff = static_cast<int>(s.ff.size());
 }
 
-uint64_t shard_bytes(const ModelConfig& cfg, const WeightSet& w, int rank, int size) {
+uint64_t shard_bytes(const ModelConfig& cfg, const WeightSet& w, int rank, int size, const ShardPart& part) {
   Shares s;
-  const std::vector<Cut> cuts = plan_cuts(cfg, w, rank, size, s);
+  const std::vector<Cut> cuts = plan_cuts(cfg, w, rank, size, part, s);
   uint64_t n = w.total_bytes();
   std::vector<std::string> dropped;
   for (const Cut& k : cuts) {

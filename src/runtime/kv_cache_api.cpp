@@ -101,11 +101,14 @@ KvCache::~KvCache() {
 void KvCache::set_journal(KvJournal* journal, int id) {
   if (!opts_.prefix_cache_dir.empty())
     fail("--prefix-cache-dir: a prompt cache on disk does not work over pipeline stages yet");
-  journal_ = journal;
-  journal_id_ = id;
-  KvOp op;
-  op.options = opts_;
-  record(KvOp::Kind::Create, 0, 0, std::move(op));
+  for (auto& j : journals_)
+    if (j.first == journal) {  // a new number in the same journal
+      j.second = id;
+      journal->push(KvOp{KvOp::Kind::Create, id, 0, 0, 0, {}, opts_});
+      return;
+    }
+  journals_.push_back({journal, id});
+  journal->push(KvOp{KvOp::Kind::Create, id, 0, 0, 0, {}, opts_});
 }
 
 int64_t KvCache::capacity() const {
@@ -146,7 +149,7 @@ bool KvCache::can_fit(std::span<const std::pair<int, int64_t>> seq_lengths) cons
 
 int64_t KvCache::reuse_prefix(int seq, std::span<const int32_t> prompt, uint64_t lora_id) {
   const int64_t n = impl_->reuse_prefix(seq, prompt, lora_id);
-  if (journal_ && opts_.prefix_cache) {  // the later stages' caches reuse the same blocks
+  if (!journals_.empty() && opts_.prefix_cache) {  // the other ranks' caches reuse the same blocks
     KvOp op;
     op.lora_id = lora_id;
     op.prompt.assign(prompt.begin(), prompt.end());

@@ -36,6 +36,12 @@ TEST(TensorParallelCli, RanksAsThreadsGiveTheOneProcessAnswer) {
     EXPECT_EQ(tp.out, one.out) << n << " ranks";
     EXPECT_NE(tp.err.find("tensor parallel: " + std::to_string(n) + " ranks"), std::string::npos) << tp.err;
   }
+  {
+    ScopedEnv stages("FERRUM_PIPELINE_IN_PROCESS", "1");
+    const RunResult grid = run_ferrum(kRun + " --pipeline 2 --tp 2");
+    ASSERT_EQ(grid.exit_code, 0) << grid.err;
+    EXPECT_EQ(grid.out, one.out);
+  }
   const RunResult three = run_ferrum(kRun + " --tp 3");
   EXPECT_EQ(three.exit_code, 1);
   EXPECT_EQ(three.err.rfind("ferrum: error: --tp 3: the model's 8 attention heads", 0), 0u) << three.err;
@@ -65,6 +71,13 @@ TEST(TensorParallelCli, MpiRanksGiveTheOneProcessAnswer) {
         << read_text(dir + "/lora.err");
     EXPECT_EQ(read_text(dir + "/lora"), one_lora.out) << split;
   }
+  // Two pipeline stages of two tensor-parallel ranks each: 4 processes.
+  EXPECT_EQ(std::system((mpirun(4) + kRun + " --pipeline 2 --tp 2 > '" + dir + "/grid' 2> '" + dir +
+                         "/grid.err' < /dev/null")
+                            .c_str()),
+            0)
+      << read_text(dir + "/grid.err");
+  EXPECT_EQ(read_text(dir + "/grid"), one.out) << read_text(dir + "/grid.err");
   // `serve`-like batches through `bench` (prefill, decode, 4 sequences at once) run to the end.
   EXPECT_EQ(
       std::system(

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "../models/model_test_util.h"
+#include "dist/pipeline.h"
 #include "engine/engine.h"
 #include "engine/ngram_proposer.h"
 #include "ferrum/error.h"
@@ -42,6 +43,15 @@ std::unique_ptr<Model> split(const std::string& path, int ranks, Precision p) {
   t.ranks = ranks;
   t.in_process = true;
   return dist::load_tensor_parallel(path, options(p), t);
+}
+
+// Pipeline stages, each over `ranks` tensor-parallel ranks (threads of this process).
+std::unique_ptr<Model> stages_of_splits(const std::string& path, int stages, int ranks, Precision p) {
+  dist::PipelineOptions o;
+  o.stages = stages;
+  o.tensor_parallel = ranks;
+  o.in_process = true;
+  return dist::load_pipeline(path, options(p), o);
 }
 
 // Two sequences: prompts prefilled in uneven chunks, then decoded together, each step fed the
@@ -86,6 +96,24 @@ class TensorParallel : public ::testing::TestWithParam<std::string> {
                                  : model_file(GetParam(), "gguf/" + GetParam() + "-Q8_0.gguf");
   }
 };
+
+// Two pipeline stages of two tensor-parallel ranks each: the stages' hidden rows and the cache
+// operations reach every rank of every stage.
+TEST_P(TensorParallel, StagesOfSplitLayersGiveTheWholeModelsLogits) {
+  const std::vector<int32_t> a = prompt_ids(GetParam(), "p4"), b = prompt_ids(GetParam(), "p2");
+  auto one = whole(path(), Precision::Exact);
+  const std::vector<int32_t> feed = greedy_feed(*one, a, b, 6);
+  const std::vector<float> want = run(*one, a, b, feed, KvLayout::Paged);
+  auto grid = stages_of_splits(path(), 2, 2, Precision::Exact);
+  const std::vector<float> got = run(*grid, a, b, feed, KvLayout::Paged);
+  ASSERT_EQ(got.size(), want.size());
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    worst = std::max(worst, std::abs(double(got[i]) - want[i]));
+    scale = std::max(scale, std::abs(double(want[i])));
+  }
+  EXPECT_LT(worst, 1e-4 * std::max(1.0, scale)) << GetParam();
+}
 
 TEST_P(TensorParallel, LogitsAreTheWholeModelsToRounding) {
   const std::vector<int32_t> a = prompt_ids(GetParam(), "p4"), b = prompt_ids(GetParam(), "p2");
@@ -156,6 +184,12 @@ TEST_P(TensorParallel, EngineAnswersAreTheWholeModels) {
   const auto want = answers(*one), got = answers(*tp);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], want[i]) << "request " << i;
+  tp.reset();
+  auto grid = stages_of_splits(path(), 2, 2, Precision::Exact);  // 2 stages of 2 ranks
+  const auto got_grid = answers(*grid);
+  ASSERT_EQ(got_grid.size(), want.size());
+  for (size_t i = 0; i < got_grid.size(); ++i)
+    EXPECT_EQ(got_grid[i], want[i]) << "stages of ranks, request " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, TensorParallel,
