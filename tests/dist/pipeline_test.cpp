@@ -163,7 +163,8 @@ TEST_P(Pipeline, EngineAnswersAreTheWholeModels) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Pipeline,
-                         ::testing::Values("llama", "qwen3", "qwen3moe", "gemma3", "mistral"));
+                         ::testing::Values("llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3",
+                                           "smollm3", "mistral", "gpt-oss"));
 
 TEST(PipelineErrors, ALaterStagesErrorReachesRankZero) {
   const std::string path = model_file("llama", "gguf/llama-Q8_0.gguf");
