@@ -12,7 +12,9 @@ namespace ferrum {
 
 std::unique_ptr<Model> create_model(ModelConfig cfg, WeightSet weights, const ModelOptions& opts) {
   validate_config(cfg, weights.source(), ConfigFields{false, std::string(arch_name(cfg.arch)) + "."});
-  if (cfg.arch != Arch::Bert) check_decoder_weights(cfg, weights, std::max(0, opts.layer_begin));
+  // A stage's first layer (an impossible range is the model's to name).
+  const int first = opts.layer_begin > 0 && opts.layer_begin < cfg.n_layer ? opts.layer_begin : 0;
+  if (cfg.arch != Arch::Bert) check_decoder_weights(cfg, weights, first);
   switch (cfg.arch) {
     case Arch::Llama:
     case Arch::Mistral:
