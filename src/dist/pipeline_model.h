@@ -56,7 +56,7 @@ class PipelineModel : public Model {
   bool bf16_rows_;
   int micro_batches_;
   bool broken_ = false, stopped_ = false;
-  mutable CacheJournalBook book_;  // what callers did to this model's caches
+  mutable CacheJournalBook book_;     // what callers did to this model's caches
   std::set<uint64_t> adapters_sent_;  // LoRA adapters the other ranks hold
   StageBatch batch_;
   std::vector<std::vector<SeqInput>> micro_;
