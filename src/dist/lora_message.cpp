@@ -55,10 +55,12 @@ TensorView get_view(In& in, std::vector<std::shared_ptr<const void>>& storage) {
   if (n == 0) return t;
   if (t.type != DType::F32 && t.type != DType::F16)
     fail("adapter message: a matrix of type {}", static_cast<int>(t.type));
-  if (c <= 0 || r <= 0 || row_size(t.type, c) * static_cast<uint64_t>(r) != n)
+  constexpr int64_t kMaxSide = int64_t{1} << 30;
+  if (c <= 0 || r <= 0 || c > kMaxSide || r > kMaxSide || row_size(t.type, c) * static_cast<uint64_t>(r) != n)
     fail("adapter message: a {} x {} matrix of {} bytes", r, c, n);
+  const uint8_t* bytes = in.take(n);  // checks the message holds them before anything is allocated
   auto buf = std::shared_ptr<uint8_t[]>(new uint8_t[n]);
-  std::memcpy(buf.get(), in.take(n), n);
+  std::memcpy(buf.get(), bytes, n);
   t.n_dims = 2;
   t.ne = {c, r, 1, 1};
   t.nbytes = n;
@@ -96,8 +98,10 @@ Bytes encode_adapter(const LoraAdapter& a) {
 std::shared_ptr<LoraAdapter> decode_adapter(const Bytes& m) {
   In in(m);
   auto a = std::make_shared<LoraAdapter>();
-  for (int* v : {&a->shape.n_layer, &a->shape.n_embd, &a->shape.q_dim, &a->shape.kv_dim, &a->shape.n_ff})
+  for (int* v : {&a->shape.n_layer, &a->shape.n_embd, &a->shape.q_dim, &a->shape.kv_dim, &a->shape.n_ff}) {
     *v = in.get<int32_t>();
+    if (*v < 0) fail("adapter message: a negative model size");
+  }
   a->id = in.get<uint64_t>();
   const uint64_t name = in.get<uint64_t>();
   if (name > m.size()) fail("adapter message: a name of {} bytes", name);
@@ -106,10 +110,20 @@ std::shared_ptr<LoraAdapter> decode_adapter(const Bytes& m) {
   const uint32_t layers = in.get<uint32_t>();
   if (layers != static_cast<uint32_t>(a->shape.n_layer))
     fail("adapter message: {} layers for a model of {}", layers, a->shape.n_layer);
+  constexpr size_t kLeastPerLayer = kLoraSites * 40;  // an empty site: its A's header, no slots, no ranks
+  if (layers > m.size() / kLeastPerLayer) fail("adapter message: {} layers in {} bytes", layers, m.size());
   a->layers.resize(layers);
+  const LoraAdapter::Shape& sh = a->shape;
+  // Each site's inputs and output columns (LoraSite order: q|k|v, attention output, gate|up, down).
+  const int64_t site_in[kLoraSites] = {sh.n_embd, sh.q_dim, sh.n_embd, sh.n_ff};
+  const int64_t site_out[kLoraSites] = {int64_t{sh.q_dim} + 2 * sh.kv_dim, sh.n_embd, 2 * int64_t{sh.n_ff},
+                                        sh.n_embd};
   for (LoraLayer& l : a->layers)
-    for (LoraSiteWeights& s : l.sites) {
+    for (int si = 0; si < kLoraSites; ++si) {
+      LoraSiteWeights& s = l.sites[si];
       s.a = get_view(in, a->storage);
+      if (s.a.data && s.a.ne[0] != site_in[si])
+        fail("adapter message: A of {} columns at a site of {} inputs", s.a.ne[0], site_in[si]);
       const uint32_t slots = in.get<uint32_t>();
       if (slots > 64) fail("adapter message: {} slots at one site", slots);
       s.slots.resize(slots);
@@ -118,12 +132,21 @@ std::shared_ptr<LoraAdapter> decode_adapter(const Bytes& m) {
         slot.rank0 = in.get<int64_t>();
         slot.scale = in.get<float>();
         slot.bt = get_view(in, a->storage);
+        const int64_t rank = s.a.data ? s.a.ne[1] : 0;
+        if (!slot.bt.data || slot.col0 < 0 || slot.rank0 < 0 || slot.col0 + slot.bt.ne[0] > site_out[si] ||
+            slot.rank0 + slot.bt.ne[1] > rank)
+          fail("adapter message: a slot past its site (columns {}+{} of {}, ranks {}+{} of {})", slot.col0,
+               slot.bt.ne[0], site_out[si], slot.rank0, slot.bt.ne[1], rank);
       }
       const uint64_t ranks = in.get<uint64_t>();
       if (ranks != static_cast<uint64_t>(s.a.data ? s.a.ne[1] : 0))
         fail("adapter message: {} ranks for {} A rows", ranks, s.a.ne[1]);
       s.slot_of_rank.resize(ranks);
-      for (int64_t& v : s.slot_of_rank) v = in.get<int64_t>();
+      for (int64_t& v : s.slot_of_rank) {
+        v = in.get<int64_t>();
+        if (v < 0 || v >= static_cast<int64_t>(s.slots.size()))
+          fail("adapter message: rank of slot {} of {}", v, s.slots.size());
+      }
     }
   a->bytes = 0;
   for (const LoraLayer& l : a->layers)

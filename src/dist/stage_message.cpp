@@ -157,10 +157,18 @@ MsgKind kind_of(const Bytes& m) {
   return static_cast<MsgKind>(m[0]);
 }
 
+// A count of records of at least `least` bytes each, checked against the message's size (a bad
+// count must not size a vector).
+static uint32_t get_count(Reader& r, const Bytes& m, size_t least, const char* what) {
+  const uint32_t n = r.get<uint32_t>();
+  if (n > m.size() / least) fail("pipeline message: {} {} in {} bytes", n, what, m.size());
+  return n;
+}
+
 void decode_forward(const Bytes& m, StageBatch& b) {
   Reader r(m);
   b.cache = r.get<int32_t>();
-  b.ops.resize(r.get<uint32_t>());
+  b.ops.resize(get_count(r, m, 33, "cache operations"));
   for (KvOp& op : b.ops) {
     const uint8_t k = r.get<uint8_t>();
     if (k > static_cast<uint8_t>(KvOp::Kind::Drop)) fail("pipeline message: unknown cache operation {}", k);
@@ -172,7 +180,7 @@ void decode_forward(const Bytes& m, StageBatch& b) {
     r.get_array(op.prompt);
     if (op.kind == KvOp::Kind::Create) op.options = get_options(r);
   }
-  b.items.resize(r.get<uint32_t>());
+  b.items.resize(get_count(r, m, 23, "items"));
   for (StageItem& it : b.items) {
     it.seq = r.get<int32_t>();
     it.n = r.get<int64_t>();
@@ -183,9 +191,7 @@ void decode_forward(const Bytes& m, StageBatch& b) {
     it.rows_in = r.get<uint8_t>() != 0;
     it.lora = r.get<uint64_t>();
   }
-  const uint32_t n_adapters = r.get<uint32_t>();
-  if (n_adapters > m.size()) fail("pipeline message: {} adapters in {} bytes", n_adapters, m.size());
-  b.adapters.resize(n_adapters);
+  b.adapters.resize(get_count(r, m, 8, "adapters"));
   for (Bytes& a : b.adapters) r.get_array(a);
   r.get_array(b.ids);
   b.bf16_rows = r.get<uint8_t>() != 0;
