@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "mpi_jobs.h"
 #include "test_util.h"
 
 namespace ferrum::test {
@@ -40,18 +41,14 @@ TEST(PipelineCli, MpiRanksGiveTheOneProcessAnswer) {
   if (probe.err.find("built without MPI") != std::string::npos) GTEST_SKIP() << "ferrum built without MPI";
   const RunResult one = run_ferrum(kRun);
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  const std::string mpirun =
-      "mpirun --allow-run-as-root --oversubscribe -np 2 '" + std::string(FERRUM_BINARY) + "' ";
   const std::string dir = temp_dir();
   const int rc = std::system(
-      (mpirun + kRun + " --pipeline 2 > '" + dir + "/out' 2> '" + dir + "/err' < /dev/null").c_str());
+      (mpirun(2) + kRun + " --pipeline 2 > '" + dir + "/out' 2> '" + dir + "/err' < /dev/null").c_str());
   EXPECT_EQ(rc, 0) << read_text(dir + "/err");
   EXPECT_EQ(read_text(dir + "/out"), one.out) << read_text(dir + "/err");
   // Three ranks, and `eval`'s logits (every position's, as .npy) bit for bit.
-  const std::string mpirun3 =
-      "mpirun --allow-run-as-root --oversubscribe -np 3 '" + std::string(FERRUM_BINARY) + "' ";
   EXPECT_EQ(
-      std::system((mpirun3 + kRun + " --pipeline 3 > '" + dir + "/out3' 2> /dev/null < /dev/null").c_str()),
+      std::system((mpirun(3) + kRun + " --pipeline 3 > '" + dir + "/out3' 2> /dev/null < /dev/null").c_str()),
       0);
   EXPECT_EQ(read_text(dir + "/out3"), one.out);
   const std::string eval = "eval '" + std::string(FERRUM_SOURCE_DIR) +
@@ -59,7 +56,8 @@ TEST(PipelineCli, MpiRanksGiveTheOneProcessAnswer) {
                            "/e.json' --logits-npy '";
   ASSERT_EQ(run_ferrum(eval + dir + "/one.npy'").exit_code, 0);
   EXPECT_EQ(
-      std::system((mpirun + eval + dir + "/two.npy' --pipeline 2 > /dev/null 2>&1 < /dev/null").c_str()), 0);
+      std::system((mpirun(2) + eval + dir + "/two.npy' --pipeline 2 > /dev/null 2>&1 < /dev/null").c_str()),
+      0);
   const std::string a = read_text(dir + "/one.npy"), b = read_text(dir + "/two.npy");
   EXPECT_GT(a.size(), 1000u);
   EXPECT_TRUE(a == b) << "eval's logits through 2 ranks differ from one process's";
@@ -72,26 +70,8 @@ TEST(PipelineCli, ARankKilledMidRunEndsTheJob) {
     GTEST_SKIP() << "no mpirun (Debian: openmpi-bin)";
   if (run_ferrum(kRun + " --pipeline 2").err.find("built without MPI") != std::string::npos)
     GTEST_SKIP() << "ferrum built without MPI";
-  const std::string dir = temp_dir(), bin = FERRUM_BINARY;
-  // A long benchmark through 2 ranks; rank 1 (found by the rank Open MPI gives it) is killed.
-  const std::string script =
-      "(mpirun --allow-run-as-root --oversubscribe -np 2 '" + bin +
-      "' bench -p 0 -n 200 -r 500 -t 1 --pipeline 2 > '" + dir + "/out' 2> '" + dir +
-      "/err' < /dev/null; echo $? > '" + dir +
-      "/rc') &\n"
-      "for i in $(seq 100); do\n"
-      "  for p in $(pgrep -f -- \"bench -p 0 -n 200 -r 500 -t 1 --pipeline 2\"); do\n"
-      "    if tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1; then\n"
-      "      sleep 1; kill -9 $p; exit 0; fi\n"
-      "  done; sleep 0.1\n"
-      "done\n"
-      "exit 1\n";
-  std::ofstream(dir + "/kill.sh") << script;
-  ASSERT_EQ(std::system(("bash '" + dir + "/kill.sh'").c_str()), 0) << "rank 1 never started";
-  double waited = 0;
-  for (; waited < 10 && read_text(dir + "/rc").empty(); waited += 0.1) usleep(100000);
-  ASSERT_FALSE(read_text(dir + "/rc").empty()) << "the job still runs 10 s after rank 1 was killed";
-  EXPECT_NE(std::stoi(read_text(dir + "/rc")), 0);
+  // A long benchmark through 2 ranks; rank 1 is killed.
+  expect_killed_rank_ends_job("bench -p 0 -n 200 -r 500 -t 1 --pipeline 2");
 }
 
 TEST(PipelineCli, TooFewRanksIsOneCleanError) {

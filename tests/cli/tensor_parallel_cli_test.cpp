@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "mpi_jobs.h"
 #include "test_util.h"
 
 namespace ferrum::test {
@@ -19,11 +20,6 @@ const std::string kRun = "run -p 'Once upon a time' -n 24 --temperature 0 -t 1";
 bool mpi_usable() {
   if (kSanitizedBuild || std::system("command -v mpirun > /dev/null 2>&1") != 0) return false;
   return run_ferrum(kRun + " --tp 2").err.find("built without MPI") == std::string::npos;
-}
-
-std::string mpirun(int n) {
-  return "mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(n) + " '" +
-         std::string(FERRUM_BINARY) + "' ";
 }
 
 TEST(TensorParallelCli, RanksAsThreadsGiveTheOneProcessAnswer) {
@@ -88,24 +84,7 @@ TEST(TensorParallelCli, MpiRanksGiveTheOneProcessAnswer) {
 TEST(TensorParallelCli, ARankKilledMidRunEndsTheJob) {
   if (!mpi_usable())
     GTEST_SKIP() << "no usable mpirun (sanitized build, no openmpi-bin, or built without MPI)";
-  const std::string dir = temp_dir();
-  const std::string script =
-      "(" + mpirun(2) + "bench -p 0 -n 200 -r 500 -t 1 --tp 2 > '" + dir + "/out' 2> '" + dir +
-      "/err' < /dev/null; echo $? > '" + dir +
-      "/rc') &\n"
-      "for i in $(seq 100); do\n"
-      "  for p in $(pgrep -f -- \"bench -p 0 -n 200 -r 500 -t 1 --tp 2\"); do\n"
-      "    if tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1; then\n"
-      "      sleep 1; kill -9 $p; exit 0; fi\n"
-      "  done; sleep 0.1\n"
-      "done\n"
-      "exit 1\n";
-  std::ofstream(dir + "/kill.sh") << script;
-  ASSERT_EQ(std::system(("bash '" + dir + "/kill.sh'").c_str()), 0) << "rank 1 never started";
-  double waited = 0;
-  for (; waited < 10 && read_text(dir + "/rc").empty(); waited += 0.1) usleep(100000);
-  ASSERT_FALSE(read_text(dir + "/rc").empty()) << "the job still runs 10 s after rank 1 was killed";
-  EXPECT_NE(std::stoi(read_text(dir + "/rc")), 0);
+  expect_killed_rank_ends_job("bench -p 0 -n 200 -r 500 -t 1 --tp 2");
 }
 
 // Each rank's heads, vocabulary rows and weight bytes: together more than the file (the embedding

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "../models/model_test_util.h"
+#include "engine_answers.h"
 #include "dist/local_transport.h"
 #include "dist/pipeline_model.h"
 #include "dist/pipeline_split.h"
@@ -113,51 +114,11 @@ TEST_P(Pipeline, LogitsAreTheWholeModelsBitForBit) {
 TEST_P(Pipeline, EngineAnswersAreTheWholeModels) {
   auto one = whole(path());
   auto p = pipelined(path(), 2);
-  // 16 requests at once (each prompt four times, answers of different lengths), twice.
-  std::vector<std::vector<int32_t>> prompts;
-  for (int i = 0; i < 4; ++i)
-    for (const char* pid : {"p4", "p3", "p1", "p2"}) prompts.push_back(prompt_ids(GetParam(), pid));
-  auto answers = [&](Model& m) {
-    EngineOptions eo;
-    eo.kv.layout = KvLayout::Paged;
-    eo.kv.prefix_cache = true;
-    eo.kv.capacity = 256;
-    eo.max_num_seqs = 16;
-    eo.max_batched_tokens = 48;
-    eo.spec.proposer = std::make_shared<NgramProposer>();
-    eo.spec.draft_max = 4;
-    LoadedModel lm = load_model(path());
-    Engine eng(m, *lm.tokenizer, eo);
-    std::vector<std::vector<int32_t>> out;
-    for (int round = 0; round < 2; ++round) {
-      std::vector<std::shared_ptr<RequestHandle>> hs;
-      for (size_t i = 0; i < prompts.size(); ++i) {
-        RequestParams rp;
-        rp.prompt = prompts[i];
-        rp.max_tokens = 24 + static_cast<int>(i);
-        rp.ignore_eos = true;
-        rp.sampling.temperature = 0;
-        hs.push_back(eng.submit(rp));
-      }
-      for (auto& h : hs) {
-        std::vector<int32_t> toks;
-        for (int i = 0; i < 3000; ++i) {
-          auto e = h->next(100ms);
-          if (!e) continue;
-          toks.insert(toks.end(), e->tokens.begin(), e->tokens.end());
-          EXPECT_NE(e->finish_reason, "error") << e->error;
-          if (e->finished) break;
-        }
-        out.push_back(toks);
-      }
-    }
-    EXPECT_GT(eng.kv_usage().prefix_hits, 0);
-    return out;
-  };
+  auto answers = [&](Model& m) { return engine_answers(m, path(), GetParam(), 24); };
   const auto want = answers(*one), got = answers(*p);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_EQ(got[i].size(), 24 + i % prompts.size());
+    EXPECT_EQ(got[i].size(), 24 + i % 16);
     EXPECT_EQ(got[i], want[i]) << "request " << i;
   }
 }
