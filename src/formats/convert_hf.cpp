@@ -25,7 +25,9 @@ namespace fs = std::filesystem;
 namespace {
 
 // Maps an HF tensor name to its GGUF name; "" for tensors that are dropped.
-std::string gguf_name(const std::string& hf, const std::string& where) {
+std::string gguf_name(const std::string& stored, const std::string& where) {
+  const std::string hf = hf::text_model_tensor(stored);  // a vision-language checkpoint's text model
+  if (hf.empty()) return "";                              // its vision tower: not converted
   static const std::regex layer_re(R"(model\.layers\.(\d+)\.(.+))");
   static const std::pair<const char*, const char*> per_layer[] = {
       {"input_layernorm.weight", "attn_norm.weight"},

@@ -37,7 +37,25 @@ std::string detect_arch(const nlohmann::json& j, const std::string& path) {
   fail("{}: cannot tell the architecture: no string 'model_type' and no 'architectures' list", path);
 }
 
+// A vision-language wrapper's text model config: text_config, completed from the wrapper.
+nlohmann::json text_part(const nlohmann::json& j) {
+  nlohmann::json t = j["text_config"];
+  for (const char* k : {"bos_token_id", "eos_token_id", "pad_token_id", "torch_dtype", "quantization_config"})
+    if (!t.contains(k) && j.contains(k)) t[k] = j[k];
+  return t;
+}
+
 }  // namespace
+
+std::string text_model_tensor(const std::string& name) {
+  for (const char* vision : {"vision_tower.", "multi_modal_projector.", "model.vision_tower.",
+                             "model.multi_modal_projector.", "vision_model.", "model.vision_model."})
+    if (name.starts_with(vision)) return "";
+  if (name.starts_with("language_model.model.")) return name.substr(15);      // "model...."
+  if (name.starts_with("model.language_model.")) return "model." + name.substr(21);
+  if (name.starts_with("language_model.")) return name.substr(15);            // lm_head
+  return name;
+}
 
 nlohmann::json read_json_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -63,7 +81,13 @@ Config Config::from_json(nlohmann::json j, std::string name) {
   if (!j.is_object()) fail("{}: expected a JSON object, got {}", name, j.type_name());
   Config c;
   c.path_ = std::move(name);
-  c.j_ = std::move(j);
+  const auto tc = j.find("text_config");
+  if (tc != j.end() && tc->is_object()) {
+    c.multimodal_ = true;
+    c.j_ = text_part(j);
+  } else {
+    c.j_ = std::move(j);
+  }
   c.arch_ = detect_arch(c.j_, c.path_);
   return c;
 }

@@ -14,12 +14,21 @@ namespace ferrum::hf {
 // Parses a JSON file; syntax errors are reported as ferrum::Error with line and column.
 nlohmann::json read_json_file(const std::string& path);
 
+// The name a tensor of a vision-language checkpoint's text model has in a text-only checkpoint
+// ("language_model.model.layers.0..." and "model.language_model.layers.0..." -> "model.layers.0...",
+// "language_model.lm_head.weight" -> "lm_head.weight"); "" for the vision tower and projector; any
+// other name unchanged.
+std::string text_model_tensor(const std::string& name);
+
 class Config {
  public:
   // `path` is a model directory (containing config.json) or a config.json file. A
   // generation_config.json next to it is read too.
   static Config load(const std::string& path);
-  // From an already parsed object; `name` is used in error messages.
+  // From an already parsed object; `name` is used in error messages. A vision-language checkpoint
+  // (Gemma3ForConditionalGeneration, Mistral3ForConditionalGeneration, Llava...) is read as its text
+  // model: text_config, with the wrapper's token ids, dtype and quantization where text_config has
+  // none (the vision tower is not run).
   static Config from_json(nlohmann::json j, std::string name = "config.json");
 
   const std::string& path() const { return path_; }
@@ -42,6 +51,8 @@ class Config {
   bool has(std::string_view key) const;  // present and not null
 
   const nlohmann::json& json() const { return j_; }
+  // Whether this is the text model of a vision-language checkpoint (text_config).
+  bool text_of_multimodal() const { return multimodal_; }
 
   // generation_config.json, if it was present (else nullptr).
   const nlohmann::json* generation_config() const { return gen_ ? &*gen_ : nullptr; }
@@ -57,6 +68,7 @@ class Config {
 
   std::string path_;
   std::string gen_path_;
+  bool multimodal_ = false;
   nlohmann::json j_;
   std::optional<nlohmann::json> gen_;
   std::string arch_;

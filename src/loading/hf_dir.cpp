@@ -31,8 +31,13 @@ class HfBuilder {
 
   const TensorView* find(const std::string& hf_name) const {
     if (const TensorView* t = stored(hf_name)) return t;
-    if (hf_name.rfind("model.", 0) == 0) return stored(hf_name.substr(6));
-    return nullptr;
+    if (hf_name.rfind("model.", 0) == 0) {
+      if (const TensorView* t = stored(hf_name.substr(6))) return t;
+      // A vision-language checkpoint's text model (hf::text_model_tensor), in either layout.
+      if (const TensorView* t = stored("language_model." + hf_name)) return t;
+      return stored("model.language_model." + hf_name.substr(6));
+    }
+    return stored("language_model." + hf_name);  // lm_head
   }
   const TensorView& get(const std::string& hf_name) const {
     const TensorView* t = find(hf_name);

@@ -341,7 +341,8 @@ void HfLoader::read_generation_config() {
   if (t_->eos < 0 && !ids.empty()) t_->eos = static_cast<int32_t>(ids[0]);
 }
 
-// Chat template: tokenizer_config.json, else chat_template.jinja.
+// Chat template: tokenizer_config.json, else chat_template.jinja, else chat_template.json (what
+// transformers saves next to a vision-language model's processor: {"chat_template": "..."}).
 void HfLoader::read_chat_template() {
   stage_ = "chat_template (tokenizer_config.json)";
   if (cfg_.contains("chat_template")) {
@@ -357,6 +358,14 @@ void HfLoader::read_chat_template() {
   const std::string jinja_path = file("chat_template.jinja");
   if (t_->chat_template.empty() && std::filesystem::exists(jinja_path))
     t_->chat_template = read_file(jinja_path);
+  const std::string json_path = file("chat_template.json");
+  if (t_->chat_template.empty() && std::filesystem::exists(json_path)) {
+    stage_ = "chat_template (chat_template.json)";
+    const json j = parse_json(json_path);
+    if (!j.is_object() || !j.contains("chat_template") || !j["chat_template"].is_string())
+      fail("{}: expected an object with a string 'chat_template'", json_path);
+    t_->chat_template = j["chat_template"].get<std::string>();
+  }
 }
 
 void HfLoader::read_post_processor() {
