@@ -100,7 +100,7 @@ KvCache::~KvCache() {
 
 void KvCache::set_journal(KvJournal* journal, int id) {
   if (!opts_.prefix_cache_dir.empty())
-    fail("--prefix-cache-dir: a prompt cache on disk does not work over pipeline stages yet");
+    fail("--prefix-cache-dir: a prompt cache on disk does not work over MPI ranks (--pipeline, --tp) yet");
   for (auto& j : journals_)
     if (j.first == journal) {  // a new number in the same journal
       j.second = id;
