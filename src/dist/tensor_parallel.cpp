@@ -18,9 +18,8 @@ namespace {
 // Rank t.rank()'s share of the model, summing over t's group; `shares` is set to what it holds.
 std::unique_ptr<Model> load_share(ModelFiles files, const ModelOptions& opts, Transport& t,
                                   TensorShares& shares) {
-  shares = tensor_shares(files.config, files.weights, t.rank(), t.size());
-  shard_weights(files.config, files.weights, t.rank(), t.size(),
-                {opts.layer_begin, opts.layer_end, opts.lm_head});
+  shares = shard_weights(files.config, files.weights, t.rank(), t.size(),
+                         {opts.layer_begin, opts.layer_end, opts.lm_head});
   ModelOptions o = opts;
   o.tensor_parallel = std::make_shared<TransportGroup>(t);
   return create_model(std::move(files.config), std::move(files.weights), o);

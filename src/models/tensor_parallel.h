@@ -40,16 +40,14 @@ struct ShareRange {
 };
 ShareRange share_of(int64_t n, int parts, int r, int64_t granule = 1);
 
-// What rank r of `size` holds of a model of config `full`: its query and key/value heads, its
-// share of the FFN width (or of every expert's), its LM head rows. Throws naming what cannot be
-// split (head counts, a model kind).
+// What rank r of `size` holds of a model: its query and key/value heads, its share of the FFN
+// width (or of every expert's), its LM head rows.
 struct TensorShares {
   ShareRange q, kv;  // heads
   ShareRange ff;     // FFN width (dense layers)
   ShareRange ff_expert;
   ShareRange vocab;
 };
-TensorShares tensor_shares(const ModelConfig& full, const WeightSet& w, int rank, int size);
 
 // Rank r's share of the model: replaces the split tensors of `w` by r's slices (row slices as views
 // into the file, column slices copied on block boundaries) and makes `cfg` the share's shape
@@ -60,7 +58,8 @@ struct ShardPart {
   int layer_begin = 0, layer_end = -1;  // -1: the last layer
   bool head = true;
 };
-void shard_weights(ModelConfig& cfg, WeightSet& w, int rank, int size, const ShardPart& part = {});
+// Returns what the rank holds (in the whole model's terms: shard_lora cuts adapters by it).
+TensorShares shard_weights(ModelConfig& cfg, WeightSet& w, int rank, int size, const ShardPart& part = {});
 
 // Rank r's share of a LoRA adapter loaded for the whole model of config `full`: the B columns of
 // its q/k/v and gate/up outputs, the A columns of its attention-output and FFN-down inputs (whose

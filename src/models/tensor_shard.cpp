@@ -68,6 +68,22 @@ void moe_cuts(const ModelConfig& c, const WeightSet& w, int l, int r, ShareRange
     cuts.push_back({b, b, false, 0, 0, true, 1, true});
 }
 
+// What rank r of n holds of the model; throws naming what cannot be split (head counts, a model kind).
+TensorShares tensor_shares(const ModelConfig& c, const WeightSet& w, int r, int n) {
+  if (n < 2) fail("--tp {}: tensor parallelism needs 2 ranks at least", n);
+  if (r < 0 || r >= n) fail("--tp {}: rank {} is not one of the {} ranks", n, r, n);
+  if (c.is_encoder()) fail("--tp: {} is an encoder; tensor parallelism runs decoders", w.source());
+  TensorShares s;
+  head_shares(c, r, n, s);
+  if (c.n_expert > 0)  // an expert's rows are a row range of its stack: whole 16-row groups where they fit
+    s.ff_expert =
+        share_of(c.n_ff_expert, n, r, granule(c.n_ff_expert, w.get(blk(0, "ffn_down_exps.weight")).type));
+  else
+    s.ff = share_of(c.n_ff, n, r, granule(c.n_ff, w.get(blk(0, "ffn_down.weight")).type));
+  s.vocab = share_of(c.n_vocab, n, r);
+  return s;
+}
+
 std::vector<Cut> plan_cuts(const ModelConfig& c, const WeightSet& w, int r, int n, const ShardPart& part,
                            Shares& s) {
   s = tensor_shares(c, w, r, n);
@@ -182,26 +198,11 @@ ShareRange share_of(int64_t n, int parts, int r, int64_t granule) {
   return {units * r / parts * granule, units * (r + 1) / parts * granule};
 }
 
-TensorShares tensor_shares(const ModelConfig& c, const WeightSet& w, int r, int n) {
-  if (n < 2) fail("--tp {}: tensor parallelism needs 2 ranks at least", n);
-  if (r < 0 || r >= n) fail("--tp {}: rank {} is not one of the {} ranks", n, r, n);
-  if (c.is_encoder()) fail("--tp: {} is an encoder; tensor parallelism runs decoders", w.source());
-  TensorShares s;
-  head_shares(c, r, n, s);
-  if (c.n_expert > 0)  // an expert's rows are a row range of its stack: whole 16-row groups where they fit
-    s.ff_expert =
-        share_of(c.n_ff_expert, n, r, granule(c.n_ff_expert, w.get(blk(0, "ffn_down_exps.weight")).type));
-  else
-    s.ff = share_of(c.n_ff, n, r, granule(c.n_ff, w.get(blk(0, "ffn_down.weight")).type));
-  s.vocab = share_of(c.n_vocab, n, r);
-  return s;
-}
-
 ShareRange vocab_share(const ModelConfig& full, int rank, int size) {
   return share_of(full.n_vocab, size, rank);
 }
 
-void shard_weights(ModelConfig& cfg, WeightSet& w, int rank, int size, const ShardPart& part) {
+TensorShares shard_weights(ModelConfig& cfg, WeightSet& w, int rank, int size, const ShardPart& part) {
   Shares s;
   const std::vector<Cut> cuts = plan_cuts(cfg, w, rank, size, part, s);
   std::vector<TensorView> made;
@@ -234,6 +235,7 @@ void shard_weights(ModelConfig& cfg, WeightSet& w, int rank, int size, const Sha
     cfg.n_ff_expert = static_cast<int>(s.ff_expert.size());
   else
     cfg.n_ff = static_cast<int>(s.ff.size());
+  return s;
 }
 
 uint64_t shard_bytes(const ModelConfig& cfg, const WeightSet& w, int rank, int size, const ShardPart& part) {
