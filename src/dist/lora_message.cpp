@@ -148,12 +148,7 @@ std::shared_ptr<LoraAdapter> decode_adapter(const Bytes& m) {
           fail("adapter message: rank of slot {} of {}", v, s.slots.size());
       }
     }
-  a->bytes = 0;
-  for (const LoraLayer& l : a->layers)
-    for (const LoraSiteWeights& s : l.sites) {
-      a->bytes += s.a.nbytes;
-      for (const LoraSlot& slot : s.slots) a->bytes += slot.bt.nbytes;
-    }
+  a->bytes = a->matrix_bytes();
   return a;
 }
 

@@ -95,6 +95,16 @@ class ferrum::LoraAdapter {
   std::vector<std::shared_ptr<const void>> storage;
 
   static Shape shape_of(const ModelConfig& c) { return {c.n_layer, c.n_embd, c.q_dim(), c.kv_dim(), c.n_ff}; }
+  // The bytes of the A and B matrices its layers point at (what `bytes` holds once it is made).
+  size_t matrix_bytes() const {
+    size_t n = 0;
+    for (const LoraLayer& l : layers)
+      for (const LoraSiteWeights& s : l.sites) {
+        n += s.a.nbytes;
+        for (const LoraSlot& slot : s.slots) n += slot.bt.nbytes;
+      }
+    return n;
+  }
   const LoraSiteWeights& site(int layer, LoraSite s) const {
     return layers[layer].sites[static_cast<int>(s)];
   }

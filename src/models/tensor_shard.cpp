@@ -326,11 +326,7 @@ std::shared_ptr<const LoraAdapter> shard_lora(const LoraAdapter& a, const ModelC
         o.slot_of_rank.push_back(first_slot[k] >= 0 ? first_slot[k] : 0);
       if (o.slots.empty()) o = LoraSiteWeights{};  // nothing of this site on this rank
     }
-  for (const LoraLayer& l : out->layers)
-    for (const LoraSiteWeights& w : l.sites) {
-      out->bytes += w.a.nbytes;
-      for (const LoraSlot& slot : w.slots) out->bytes += slot.bt.nbytes;
-    }
+  out->bytes = out->matrix_bytes();
   return out;
 }
 
