@@ -12,11 +12,11 @@
 #include <cstring>
 
 #include "../models/model_test_util.h"
-#include "engine_answers.h"
 #include "dist/local_transport.h"
 #include "dist/pipeline_model.h"
 #include "dist/pipeline_split.h"
 #include "dist/stage_worker.h"
+#include "dist_test_util.h"
 #include "engine/engine.h"
 #include "engine/ngram_proposer.h"
 #include "ferrum/error.h"
@@ -51,34 +51,14 @@ std::unique_ptr<Model> pipelined(const std::string& path, int stages, const std:
   return dist::load_pipeline(path, o, p);
 }
 
-// Two sequences: prompts prefilled in uneven chunks, then decoded together; every step's logits.
 std::vector<float> run(Model& m, const std::vector<int32_t>& a, const std::vector<int32_t>& b, int steps,
                        KvLayout layout) {
-  KvOptions ko;
-  ko.layout = layout;
-  ko.capacity = 256;
-  auto kv = KvCache::for_model(m, ko);
-  const int V = m.config().n_vocab;
-  std::vector<float> out, logits(2 * V);
-  m.prefill(*kv, 0, std::span(a).first(7), nullptr);
-  m.prefill(*kv, 0, std::span(a).subspan(7), logits.data());
-  m.prefill(*kv, 1, b, logits.data() + V);
-  out.insert(out.end(), logits.begin(), logits.end());
-  for (int s = 0; s < steps; ++s) {
-    std::vector<DecodeItem> items = {{0, argmax(logits.data(), V), kv->seq_len(0)},
-                                     {1, argmax(logits.data() + V, V), kv->seq_len(1)}};
-    m.decode_batch(*kv, items, logits.data());
-    out.insert(out.end(), logits.begin(), logits.end());
-  }
-  return out;
+  return two_sequences(m, a, b, steps, layout);  // each step's greedy tokens
 }
 
 class Pipeline : public ::testing::TestWithParam<std::string> {
  protected:
-  std::string path() const {
-    return is_family(GetParam()) ? data_dir("families/" + GetParam() + "/hf")
-                                 : model_file(GetParam(), "gguf/" + GetParam() + "-Q8_0.gguf");
-  }
+  std::string path() const { return rank_fixture(GetParam()); }
 };
 
 TEST_P(Pipeline, LogitsAreTheWholeModelsBitForBit) {

@@ -11,8 +11,8 @@
 #include <cmath>
 
 #include "../models/model_test_util.h"
-#include "engine_answers.h"
 #include "dist/pipeline.h"
+#include "dist_test_util.h"
 #include "engine/engine.h"
 #include "engine/ngram_proposer.h"
 #include "ferrum/error.h"
@@ -55,47 +55,24 @@ std::unique_ptr<Model> stages_of_splits(const std::string& path, int stages, int
   return dist::load_pipeline(path, options(p), o);
 }
 
-// Two sequences: prompts prefilled in uneven chunks, then decoded together, each step fed the
-// whole model's greedy token (so both runs see the same inputs); every step's logits.
+// Logits of the two sequences decoding `feed` (the one-process model's greedy tokens, so every model
+// sees the same inputs).
 std::vector<float> run(Model& m, const std::vector<int32_t>& a, const std::vector<int32_t>& b,
                        const std::vector<int32_t>& feed, KvLayout layout) {
-  KvOptions ko;
-  ko.layout = layout;
-  ko.capacity = 256;
-  auto kv = KvCache::for_model(m, ko);
-  const int V = m.config().n_vocab;
-  std::vector<float> out, logits(2 * V);
-  m.prefill(*kv, 0, std::span(a).first(7), nullptr);
-  m.prefill(*kv, 0, std::span(a).subspan(7), logits.data());
-  m.prefill(*kv, 1, b, logits.data() + V);
-  out.insert(out.end(), logits.begin(), logits.end());
-  for (size_t s = 0; s + 1 < feed.size(); s += 2) {
-    std::vector<DecodeItem> items = {{0, feed[s], kv->seq_len(0)}, {1, feed[s + 1], kv->seq_len(1)}};
-    m.decode_batch(*kv, items, logits.data());
-    out.insert(out.end(), logits.begin(), logits.end());
-  }
-  return out;
+  return two_sequences(m, a, b, static_cast<int>(feed.size() / 2), layout, feed);
 }
 
-// The greedy tokens of each row of logits (V per row), two per step.
+// The greedy tokens of `steps` decode steps of the two sequences, two per step.
 std::vector<int32_t> greedy_feed(Model& m, const std::vector<int32_t>& a, const std::vector<int32_t>& b,
                                  int steps) {
   std::vector<int32_t> feed;
-  const int V = m.config().n_vocab;
-  for (int s = 0; s < steps; ++s) {
-    const std::vector<float> l = run(m, a, b, feed, KvLayout::Paged);
-    feed.push_back(argmax(&l[l.size() - 2 * V], V));
-    feed.push_back(argmax(&l[l.size() - V], V));
-  }
+  two_sequences(m, a, b, steps, KvLayout::Paged, {}, &feed);
   return feed;
 }
 
 class TensorParallel : public ::testing::TestWithParam<std::string> {
  protected:
-  std::string path() const {
-    return is_family(GetParam()) ? data_dir("families/" + GetParam() + "/hf")
-                                 : model_file(GetParam(), "gguf/" + GetParam() + "-Q8_0.gguf");
-  }
+  std::string path() const { return rank_fixture(GetParam()); }
 };
 
 // Two pipeline stages of two tensor-parallel ranks each: the stages' hidden rows and the cache
