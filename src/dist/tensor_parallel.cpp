@@ -101,14 +101,14 @@ std::unique_ptr<Model> tensor_parallel_group(ModelFiles files, const ModelOption
 std::unique_ptr<Model> load_tensor_parallel(const std::string& path, const ModelOptions& opts,
                                             const TensorParallelOptions& p) {
   if (p.ranks < 2) fail("--tp {}: tensor parallelism needs 2 ranks at least", p.ranks);
+  if (p.in_process) {  // (each rank opens the files itself)
+    auto m = tensor_parallel_group_in_process(path, opts, p.ranks);
+    print_split(m->config(), p.ranks);
+    return m;
+  }
   ModelFiles files = open_model_files(path);
   if (files.config.is_encoder()) fail("--tp: {} is an encoder; tensor parallelism runs decoders", path);
   const ModelConfig full = files.config;
-  if (p.in_process) {
-    auto m = tensor_parallel_group_in_process(path, opts, p.ranks);
-    print_split(full, p.ranks);
-    return m;
-  }
   Transport* t = mpi_world();
   if (!t)
     fail(
