@@ -98,14 +98,14 @@ struct ModelConfig {
   // (Qwen3-MoE), or the k largest logits, then a softmax over those k (gpt-oss).
   enum class MoeGating { SoftmaxAll, SoftmaxTopK };
   MoeGating moe_gating = MoeGating::SoftmaxAll;
-  bool is_moe() const { return arch == Arch::Qwen3Moe || arch == Arch::GptOss; }
+  bool is_moe() const;  // the family's FFN is a mixture of experts (Qwen3-MoE, gpt-oss)
 
   // Encoders (BERT): bidirectional attention, no KV cache, hidden states only. The files say how
   // sentence embeddings are pooled (GGUF bert.pooling_type, sentence-transformers 1_Pooling) and
   // whether they are L2-normalized (a 2_Normalize module).
   std::optional<Pooling> pooling;
   bool normalize = false;
-  bool is_encoder() const { return arch == Arch::Bert; }
+  bool is_encoder() const;  // BERT
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }

@@ -17,7 +17,7 @@
 #include "core/fp16.h"
 #include "core/quant.h"
 #include "core/thread_pool.h"
-#include "formats/arch_table.h"
+#include "formats/family.h"
 #include "formats/gguf_writer.h"
 
 namespace ferrum::cli {

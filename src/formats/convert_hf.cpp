@@ -10,6 +10,7 @@
 #include "core/fail.h"
 #include "core/quant.h"
 #include "formats/convert_hf_bert.h"
+#include "formats/family.h"
 #include "formats/gguf_writer.h"
 #include "formats/hf_config.h"
 #include "formats/hf_gpt_oss.h"
@@ -128,11 +129,14 @@ void collect_expert(ExpertMap& experts, const ModelConfig& m, const ExpertRef& e
 
 // Adds a (non-expert) tensor under its GGUF name; for llama/mistral Q/K rows are permuted per head.
 void add_tensor(hfconv::TensorSink& sink, const ModelConfig& m, const TensorView& t, const std::string& src) {
+  const Family& family = family_of(m.arch);
   std::string g = gguf_name(t.name, src);
-  if ((m.is_gemma() || m.arch == Arch::GptOss) && g.ends_with(".ffn_norm.weight") &&
-      t.name.ends_with("post_attention_layernorm.weight"))  // gemma: after attention; gpt-oss: before the FFN
-    g.replace(g.size() - std::strlen("ffn_norm.weight"), std::string::npos, "post_attention_norm.weight");
-  if (m.is_gemma() && g.ends_with("norm.weight")) {  // HF holds w of 1 + w; GGUF the scale itself
+  // post_attention_layernorm: after attention in sandwich-norm families, else before the FFN, under
+  // the family's GGUF name for that norm.
+  if (g.ends_with(".ffn_norm.weight") && t.name.ends_with("post_attention_layernorm.weight"))
+    g.replace(g.size() - std::strlen("ffn_norm.weight"), std::string::npos,
+              m.post_norms ? "post_attention_norm.weight" : family.gguf_ffn_norm);
+  if (family.hf_norm_plus_one && g.ends_with("norm.weight")) {  // HF holds w of 1 + w; GGUF the scale
     float* v = reinterpret_cast<float*>(sink.alloc(t.n_elements() * sizeof(float)));
     dequantize_row(t.type, t.data, v, t.n_elements());
     for (int64_t i = 0; i < t.n_elements(); ++i) v[i] += 1.0f;
@@ -225,7 +229,7 @@ int64_t collect_tensors(hfconv::TensorSink& sink, const ModelConfig& m, const sa
   std::deque<TensorView> decoded;  // GPTQ/AWQ layers (experts point at them until add_experts)
   for (const TensorView& stored : st.tensors()) {
     const TensorView* tp = &stored;
-    if (m.arch == Arch::GptOss && hfconv::is_gpt_oss_expert_part(stored.name)) continue;  // below
+    if (family_of(m.arch).hf_fused_experts && hfconv::is_gpt_oss_expert_part(stored.name)) continue;  // below
     if (q.method != hfquant::Method::None && hfquant::is_quant_part(stored.name)) {
       if (!stored.name.ends_with(".qweight")) continue;  // read with their .qweight
       tp = &decoded.emplace_back(quantized_layer(sink, q, st, stored.name, allow_requantize));
@@ -243,7 +247,7 @@ int64_t collect_tensors(hfconv::TensorSink& sink, const ModelConfig& m, const sa
     }
   }
   add_experts(sink, experts, st.source());
-  if (m.arch == Arch::GptOss)
+  if (family_of(m.arch).hf_fused_experts)
     for (int l = 0; l < m.n_layer; ++l)
       for (const hfconv::OutTensor& t :
            hfconv::gpt_oss_experts(st, m, l, [&](size_t n) { return sink.alloc(n); }))
@@ -271,7 +275,7 @@ int64_t collect_tensors(hfconv::TensorSink& sink, const ModelConfig& m, const sa
 void convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_gguf, const HfConvertOptions& opt) {
   const hf::Config cfg = hf::Config::load(hf_dir);
   const ModelConfig m = hf::model_config(cfg, !opt.name.empty() ? opt.name : hfconv::dir_name(hf_dir));
-  if (m.arch == Arch::Bert) return hfconv::convert_bert(cfg, m, hf_dir, out_gguf, opt);
+  if (m.is_encoder()) return hfconv::convert_bert(cfg, m, hf_dir, out_gguf, opt);
   const auto st = safetensors::Tensors::open_dir(hf_dir);
   hfconv::TensorSink sink;
   const int64_t n_vocab = collect_tensors(sink, m, st, hfquant::read_quant_config(cfg), opt.allow_requantize);

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "core/fail.h"
-#include "formats/arch_table.h"
+#include "formats/family.h"
 
 namespace ferrum::hf {
 namespace fs = std::filesystem;
@@ -23,14 +23,14 @@ std::string detect_arch(const nlohmann::json& j, const std::string& path) {
   const auto mt = j.find("model_type");
   if (mt != j.end() && mt->is_string()) {
     const std::string m = lower(mt->get<std::string>());
-    for (const ArchInfo& f : arch_table())  // the HF model_type, or ferrum's name for it
-      if (m == f.hf_type || m == f.name) return f.hf_type;
+    for (const Family* f : families())  // the HF model_type, or ferrum's name for it
+      if (m == f->hf_type || m == f->name) return f->hf_type;
   }
   const auto ar = j.find("architectures");
   if (ar != j.end() && ar->is_array() && !ar->empty() && (*ar)[0].is_string()) {
     const std::string a = (*ar)[0].get<std::string>();
-    for (const ArchInfo& f : arch_table())
-      if (a.rfind(f.hf_class, 0) == 0) return f.hf_type;
+    for (const Family* f : families())
+      if (a.rfind(f->hf_class, 0) == 0) return f->hf_type;
     if (mt == j.end() || !mt->is_string()) return lower(a);
   }
   if (mt != j.end() && mt->is_string()) return lower(mt->get<std::string>());

@@ -5,158 +5,46 @@
 #include <numbers>
 
 #include "core/fail.h"
-#include "formats/arch_table.h"
+#include "formats/family.h"
+#include "formats/family_fields.h"
 #include "formats/model_config_check.h"
 
 namespace ferrum::hf {
 namespace {
 
-const ArchInfo& family(const Config& c) {
-  if (const ArchInfo* f = arch_by_hf_type(c.architecture())) return *f;
+const Family& family(const Config& c) {
+  if (const Family* f = family_by_hf_type(c.architecture())) return *f;
   fail("{}: unknown architecture '{}' (supported: {})", c.path(), c.architecture(),
-       arch_names(&ArchInfo::hf_type));
+       arch_names(&Family::hf_type));
 }
 
-// Sizes are read as ints; validate_config() checks their ranges and how they fit together.
-int as_int(const Config& c, const char* k, int64_t v) {
-  if (v < INT32_MIN || v > INT32_MAX) fail("{}: field '{}' is {}, out of range", c.path(), k, v);
-  return static_cast<int>(v);
-}
-int req_int(const Config& c, const char* k) {
-  return as_int(c, k, c.get_int(k));
-}
-int opt_int(const Config& c, const char* k, int64_t def) {
-  return as_int(c, k, c.find_int(k).value_or(def));
-}
-
-void read_sizes(const Config& c, const ArchInfo& fam, ModelConfig& m) {
-  m.n_layer = req_int(c, "num_hidden_layers");
-  m.n_embd = req_int(c, "hidden_size");
-  m.n_head = req_int(c, "num_attention_heads");
-  m.n_head_kv = opt_int(c, "num_key_value_heads", m.n_head);
+void read_sizes(const Config& c, const Family& fam, ModelConfig& m) {
+  m.n_layer = hf_int(c, "num_hidden_layers");
+  m.n_embd = hf_int(c, "hidden_size");
+  m.n_head = hf_int(c, "num_attention_heads");
+  m.n_head_kv = hf_int_or(c, "num_key_value_heads", m.n_head);
   if (m.n_head <= 0)
     fail("{}: field 'num_attention_heads' is {}, expected a positive value", c.path(), m.n_head);
   if (!c.has("head_dim") && m.n_embd % m.n_head != 0)
     fail("{}: hidden_size {} is not a multiple of num_attention_heads {} (and head_dim is not given)",
          c.path(), m.n_embd, m.n_head);
-  m.head_dim = opt_int(c, "head_dim", m.n_embd / m.n_head);
+  m.head_dim = hf_int_or(c, "head_dim", m.n_embd / m.n_head);
   // partial_rotary_factor (Phi-4-mini: 0.75): RoPE on the first int(factor * head_dim) dims of a head.
   const double partial = c.find_float("partial_rotary_factor").value_or(1.0);
   if (!(partial > 0 && partial <= 1))
     fail("{}: partial_rotary_factor is {}, expected a number in (0, 1]", c.path(), partial);
   m.n_rot = static_cast<int>(partial * m.head_dim);
   // A MoE model's dense intermediate_size is unused (every layer is sparse).
-  m.n_ff = m.arch == Arch::Qwen3Moe ? opt_int(c, "intermediate_size", 0) : req_int(c, "intermediate_size");
-  m.n_vocab = req_int(c, "vocab_size");
-  m.n_ctx_train = opt_int(c, "max_position_embeddings", fam.hf_n_ctx);
+  m.n_ff = fam.moe ? hf_int_or(c, "intermediate_size", 0) : hf_int(c, "intermediate_size");
+  m.n_vocab = hf_int(c, "vocab_size");
+  m.n_ctx_train = hf_int_or(c, "max_position_embeddings", fam.hf_n_ctx);
 }
 
-// Mistral always has a window; qwen only with use_sliding_window. A missing sliding_window is
-// transformers' default 4096, null means no window.
+// A window with use_sliding_window (qwen; families with a window of their own set it themselves). A
+// missing sliding_window is transformers' default 4096, null means no window.
 void read_sliding_window(const Config& c, ModelConfig& m) {
-  if (m.is_gemma()) return;    // read_gemma
-  if (m.arch == Arch::Phi3) {  // a window when the config gives one
-    m.sliding_window = opt_int(c, "sliding_window", 0);
-    return;
-  }
-  if (m.arch != Arch::Mistral && !c.find_bool("use_sliding_window").value_or(false)) return;
-  m.sliding_window = c.json().contains("sliding_window") ? opt_int(c, "sliding_window", 0) : 4096;
-}
-
-// layer_types (sliding_attention / full_attention per layer) into m.swa_layers; false when the
-// config has none.
-bool read_layer_types(const Config& c, ModelConfig& m) {
-  const auto types = c.json().find("layer_types");
-  if (types == c.json().end() || !types->is_array()) return false;
-  if (types->size() != static_cast<size_t>(m.n_layer))
-    fail("{}: layer_types has {} entries for {} layers", c.path(), types->size(), m.n_layer);
-  for (const auto& t : *types) {
-    const std::string s = t.is_string() ? t.get<std::string>() : "";
-    if (s != "sliding_attention" && s != "full_attention")
-      fail("{}: layer_types holds {}, expected sliding_attention or full_attention", c.path(), t.dump());
-    m.swa_layers.push_back(s == "sliding_attention");
-  }
-  return true;
-}
-
-// gpt-oss (transformers' GptOssConfig): num_local_experts experts of intermediate_size, the k
-// largest router logits softmaxed, the clamped SwiGLU (swiglu_limit), q/k/v/o biases
-// (attention_bias), a window of sliding_window (128) on the layers layer_types names (default: the
-// even ones), attention sinks (tensors).
-void read_gpt_oss(const Config& c, ModelConfig& m) {
-  m.n_expert = req_int(c, "num_local_experts");
-  m.n_expert_used = opt_int(c, "num_experts_per_tok", c.find_int("experts_per_token").value_or(4));
-  m.n_ff_expert = m.n_ff;
-  m.moe_gating = ModelConfig::MoeGating::SoftmaxTopK;
-  m.ffn_act = ModelConfig::Activation::SiLUClamped;
-  m.glu_limit = static_cast<float>(c.find_float("swiglu_limit").value_or(7.0));
-  m.qkv_bias = c.find_bool("attention_bias").value_or(true);
-  m.sliding_window = opt_int(c, "sliding_window", 128);
-  if (!read_layer_types(c, m))
-    for (int l = 0; l < m.n_layer; ++l) m.swa_layers.push_back(l % 2 == 0);
-}
-
-// Gemma 2 and 3 (transformers' Gemma2Config, Gemma3TextConfig): embeddings times sqrt(hidden_size),
-// sandwich norms, GeGLU (gelu_pytorch_tanh), scores scaled by query_pre_attn_scalar^-1/2, a sliding
-// window on the layers layer_types names (default: Gemma 2 the even ones, Gemma 3 all but every
-// sliding_window_pattern-th). Gemma 2 soft-caps scores and logits; Gemma 3 norms q and k per head and
-// gives its windowed layers their own RoPE base (rope_local_base_freq, unscaled).
-void read_gemma(const Config& c, ModelConfig& m) {
-  m.embed_scale = std::sqrt(static_cast<float>(m.n_embd));
-  m.post_norms = true;
-  const std::string act = c.find_string("hidden_activation").value_or("gelu_pytorch_tanh");
-  if (act != "gelu_pytorch_tanh" && act != "gelu_tanh")
-    fail("{}: hidden_activation '{}' is not supported (gelu_pytorch_tanh)", c.path(), act);
-  m.ffn_act = ModelConfig::Activation::GeluTanh;
-  const double qpa = c.find_float("query_pre_attn_scalar").value_or(m.head_dim);
-  if (!(qpa > 0)) fail("{}: query_pre_attn_scalar must be positive, got {}", c.path(), qpa);
-  m.attn_scale = static_cast<float>(1.0 / std::sqrt(qpa));
-  m.attn_softcap = static_cast<float>(c.find_float("attn_logit_softcapping").value_or(0.0));
-  m.final_softcap = static_cast<float>(c.find_float("final_logit_softcapping").value_or(0.0));
-  m.sliding_window = opt_int(c, "sliding_window", 4096);
-  if (!read_layer_types(c, m)) {
-    const int64_t period = m.arch == Arch::Gemma2 ? 2 : c.find_int("sliding_window_pattern").value_or(6);
-    if (period < 1) fail("{}: sliding_window_pattern must be at least 1, got {}", c.path(), period);
-    for (int l = 0; l < m.n_layer; ++l)
-      m.swa_layers.push_back(m.arch == Arch::Gemma2 ? l % 2 == 0 : (l + 1) % period != 0);
-  }
-  if (m.arch == Arch::Gemma3) {
-    m.qk_norm = true;
-    m.rope_theta_swa = static_cast<float>(c.find_float("rope_local_base_freq").value_or(10000.0));
-  }
-}
-
-// SmolLM3: no_rope_layers[l] is 1 where layer l applies RoPE (transformers' SmolLM3Config), else
-// every no_rope_layer_interval-th layer goes without.
-void read_rope_layers(const Config& c, ModelConfig& m) {
-  const auto it = c.json().find("no_rope_layers");
-  if (it != c.json().end() && !it->is_null()) {
-    if (!it->is_array() || it->size() != static_cast<size_t>(m.n_layer))
-      fail("{}: no_rope_layers must be a list of {} numbers (one per layer), got {}", c.path(), m.n_layer,
-           it->is_array() ? fmt::format("{} values", it->size()) : std::string(it->type_name()));
-    for (const auto& v : *it) {
-      if (!v.is_number_integer() || (v.get<int64_t>() != 0 && v.get<int64_t>() != 1))
-        fail("{}: no_rope_layers holds {}, expected 0 or 1", c.path(), v.dump());
-      m.rope_layers.push_back(static_cast<uint8_t>(v.get<int64_t>()));
-    }
-    return;
-  }
-  const int64_t every = c.find_int("no_rope_layer_interval").value_or(4);
-  if (every < 1) fail("{}: no_rope_layer_interval must be at least 1, got {}", c.path(), every);
-  for (int l = 0; l < m.n_layer; ++l) m.rope_layers.push_back((l + 1) % every != 0);
-}
-
-void read_moe(const Config& c, ModelConfig& m) {
-  m.n_expert = req_int(c, "num_experts");
-  m.n_expert_used = req_int(c, "num_experts_per_tok");
-  m.n_ff_expert = req_int(c, "moe_intermediate_size");
-  m.norm_topk_prob = c.find_bool("norm_topk_prob").value_or(false);
-  // Every layer must be sparse: dense MLP layers inside a MoE model are not supported.
-  if (c.find_int("decoder_sparse_step").value_or(1) != 1)
-    fail("{}: decoder_sparse_step other than 1 is not supported", c.path());
-  const auto it = c.json().find("mlp_only_layers");
-  if (it != c.json().end() && !it->is_null() && !(it->is_array() && it->empty()))
-    fail("{}: mlp_only_layers (dense layers in a MoE model) is not supported", c.path());
+  if (!c.find_bool("use_sliding_window").value_or(false)) return;
+  m.sliding_window = c.json().contains("sliding_window") ? hf_int_or(c, "sliding_window", 0) : 4096;
 }
 
 // rope_scaling.rope_type, else the legacy rope_scaling.type; "" when neither is given.
@@ -231,7 +119,7 @@ void read_longrope(const Config& c, const nlohmann::json& rs, ModelConfig& m) {
   const auto orig = rs.find("original_max_position_embeddings");
   lr.orig_ctx = orig != rs.end() && orig->is_number_integer()
                     ? orig->get<int>()
-                    : opt_int(c, "original_max_position_embeddings", 0);
+                    : hf_int_or(c, "original_max_position_embeddings", 0);
   if (lr.orig_ctx <= 0)
     fail("{}: LongRoPE needs original_max_position_embeddings (a positive number)", c.path());
   const auto af = rs.find("attention_factor");
@@ -298,28 +186,18 @@ void read_rope_scaling(const Config& c, const nlohmann::json& rs, ModelConfig& m
 }  // namespace
 
 ModelConfig model_config(const Config& c, const std::string& name) {
-  const ArchInfo& fam = family(c);
+  const Family& fam = family(c);
   ModelConfig m;
   m.arch = fam.arch;
   m.name = name;
   read_sizes(c, fam, m);
-  const double theta = m.arch == Arch::Gemma3 ? 1e6 : m.arch == Arch::GptOss ? 150000.0 : 10000.0;
-  m.rope_theta = static_cast<float>(c.find_float("rope_theta").value_or(theta));
+  m.rope_theta = static_cast<float>(c.find_float("rope_theta").value_or(fam.hf_rope_theta));
   m.rope_interleaved = false;  // HF keeps Q/K rows in rotate-half order
-  if (m.arch == Arch::Bert) {
-    m.norm_eps = static_cast<float>(c.find_float("layer_norm_eps").value_or(1e-12));
-  } else {
-    m.norm_eps =
-        static_cast<float>(c.find_float("rms_norm_eps").value_or(m.arch == Arch::GptOss ? 1e-5 : 1e-6));
-  }
-  m.qk_norm = m.arch == Arch::Qwen3 || m.arch == Arch::Qwen3Moe;
-  m.qkv_bias = m.arch == Arch::Qwen2;
-  m.tied_embeddings = c.find_bool("tie_word_embeddings").value_or(m.arch == Arch::Bert || m.is_gemma());
+  m.norm_eps = static_cast<float>(
+      c.find_float(fam.encoder ? "layer_norm_eps" : "rms_norm_eps").value_or(fam.hf_norm_eps));
+  m.tied_embeddings = c.find_bool("tie_word_embeddings").value_or(fam.hf_tied_embeddings);
   read_sliding_window(c, m);
-  if (m.arch == Arch::Qwen3Moe) read_moe(c, m);
-  if (m.arch == Arch::GptOss) read_gpt_oss(c, m);
-  if (m.arch == Arch::SmolLM3) read_rope_layers(c, m);
-  if (m.is_gemma()) read_gemma(c, m);
+  if (fam.read_hf) fam.read_hf(c, m);
   const ConfigFields fields{true, ""};
   validate_config(m, c.path(), fields);  // sizes first: the RoPE factors depend on n_rot
   if (const nlohmann::json* rs = c.find_object("rope_scaling")) {

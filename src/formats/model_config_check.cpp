@@ -54,8 +54,8 @@ void validate_config(const ModelConfig& c, const std::string& source, const Conf
   in_range(c.sliding_window, 0, INT32_MAX, "attention.sliding_window", "sliding_window");
   if (!std::isfinite(c.norm_eps) || c.norm_eps < 0)
     fail("{}: {} is {}, expected a finite non-negative number", source,
-         field(f, c.arch == Arch::Bert ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon",
-               c.arch == Arch::Bert ? "layer_norm_eps" : "rms_norm_eps"),
+         field(f, c.is_encoder() ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon",
+               c.is_encoder() ? "layer_norm_eps" : "rms_norm_eps"),
          c.norm_eps);
   if (!std::isfinite(c.rope_theta) || c.rope_theta <= 0)
     fail("{}: {} is {}, expected a positive number", source, field(f, "rope.freq_base", "rope_theta"),

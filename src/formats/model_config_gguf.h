@@ -1,10 +1,11 @@
 // ModelConfig <-> GGUF hyper-parameter metadata: the keys llama.cpp's converter writes, and
 // the reader that turns them back into the same ModelConfig. Both name the family through the
-// architecture table (formats/arch_table.h).
+// family table (formats/family.h); each family's own keys are
+// in its file (formats/families/).
 #pragma once
 
 #include "ferrum/model_config.h"
-#include "formats/arch_table.h"
+#include "formats/family.h"
 #include "formats/gguf.h"
 #include "formats/gguf_writer.h"
 
@@ -19,8 +20,5 @@ ModelConfig config_from_gguf(const gguf::File& f);
 // Throws naming the file when `m` has something a GGUF cannot say (a SmolLM3 RoPE pattern other
 // than the one llama.cpp assumes).
 void write_model_config(gguf::Writer& w, const ModelConfig& m);
-
-// SmolLM3 as llama.cpp runs it (no metadata key): RoPE in every layer but every 4th.
-std::vector<uint8_t> smollm3_rope_layers(int n_layer);
 
 }  // namespace ferrum

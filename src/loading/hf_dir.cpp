@@ -13,6 +13,7 @@
 #include "core/fail.h"
 #include "core/fp16.h"
 #include "core/quant.h"
+#include "formats/family.h"
 #include "formats/hf_config.h"
 #include "formats/hf_gpt_oss.h"
 #include "formats/hf_model_config.h"
@@ -195,7 +196,7 @@ class HfBuilder {
 HfModel load_hf_dir(const std::string& dir) {
   const hf::Config cfg = hf::Config::load(dir);
   ModelConfig config = hf::model_config(cfg, hfconv::dir_name(dir));
-  if (config.arch == Arch::Bert) {
+  if (config.is_encoder()) {
     // Config and weights only (ferrum info); running it goes through load_encoder().
     auto g = bert_hf_as_gguf(dir);
     return HfModel{config_from_gguf(*g), weights_from_gguf(g)};
@@ -209,8 +210,8 @@ HfModel load_hf_dir(const std::string& dir) {
   HfBuilder b(st, out.weights, quant);
 
   b.alias("model.embed_tokens.weight", "token_embd.weight");
-  const bool gemma = m.is_gemma();
-  const float norm_add = gemma ? 1.0f : 0.0f;
+  const Family& family = family_of(m.arch);
+  const float norm_add = family.hf_norm_plus_one ? 1.0f : 0.0f;
   b.vector_f32("model.norm.weight", "output_norm.weight", norm_add);
   // tie_word_embeddings: the output matrix is the embedding (a saved lm_head is a copy of it).
   // Without lm_head.weight the embedding is used too, as a converted file without output.weight.
@@ -223,13 +224,12 @@ HfModel load_hf_dir(const std::string& dir) {
   for (int l = 0; l < m.n_layer; ++l) {
     const std::string L = p + std::to_string(l) + ".", B = "blk." + std::to_string(l) + ".";
     b.vector_f32(L + "input_layernorm.weight", B + "attn_norm.weight", norm_add);
-    if (gemma) {  // sandwich norms: post_attention_layernorm is on the attention output
+    if (m.post_norms) {  // sandwich norms: post_attention_layernorm is on the attention output
       b.vector_f32(L + "post_attention_layernorm.weight", B + "post_attention_norm.weight", norm_add);
       b.vector_f32(L + "pre_feedforward_layernorm.weight", B + "ffn_norm.weight", norm_add);
       b.vector_f32(L + "post_feedforward_layernorm.weight", B + "post_ffw_norm.weight", norm_add);
-    } else {  // gpt-oss files (llama.cpp's names) call the pre-FFN norm post_attention_norm
-      b.vector_f32(L + "post_attention_layernorm.weight",
-                   B + (m.arch == Arch::GptOss ? "post_attention_norm.weight" : "ffn_norm.weight"));
+    } else {
+      b.vector_f32(L + "post_attention_layernorm.weight", B + family.gguf_ffn_norm);
     }
     if (b.find(L + "self_attn.qkv_proj.weight"))  // already fused (Phi-3)
       b.alias(L + "self_attn.qkv_proj.weight", B + "attn_qkv.weight");
@@ -250,13 +250,13 @@ HfModel load_hf_dir(const std::string& dir) {
       b.vector_f32(L + "self_attn.q_norm.weight", B + "attn_q_norm.weight", norm_add);
       b.vector_f32(L + "self_attn.k_norm.weight", B + "attn_k_norm.weight", norm_add);
     }
-    if (m.arch == Arch::GptOss) {  // router with a bias; experts fused, MXFP4 (formats/hf_gpt_oss.h)
+    if (family.hf_fused_experts) {  // router with a bias; experts fused, MXFP4 (formats/hf_gpt_oss.h)
       b.matrix_f32(L + "mlp.router.weight", B + "ffn_gate_inp.weight");
       b.vector_f32(L + "mlp.router.bias", B + "ffn_gate_inp.bias");
       for (const hfconv::OutTensor& t :
            hfconv::gpt_oss_experts(b.files(), m, l, [&](size_t n) { return b.allocate(n); }))
         b.add(t);
-    } else if (m.arch == Arch::Qwen3Moe) {
+    } else if (family.moe) {
       // Per-expert matrices stacked into GGUF's [n_embd, n_ff_exp, n_expert] layout; router in F32.
       auto experts = [&](const char* proj) {
         std::vector<std::string> names;

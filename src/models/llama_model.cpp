@@ -7,6 +7,7 @@
 #include "core/fail.h"
 #include "core/profile.h"
 #include "core/quant.h"
+#include "formats/family.h"
 #include "kernels/cpu/elementwise.h"
 #include "models/precision.h"
 #include "models/yarn.h"
@@ -141,10 +142,9 @@ void LlamaModel::bind_layer(int l) {
   }
   L.wo = kernels::Linear({weights_.get(blk(l, "attn_output.weight"), {qd, d})}, kprec_, pool_, rounding_);
   L.wo_bias = f32_tensor(blk(l, "attn_output.bias"), d, false);
-  L.sinks = f32_tensor(blk(l, "attn_sinks.weight"), cfg_.n_head, cfg_.arch == Arch::GptOss);
-  // gpt-oss files (llama.cpp's layout) name the pre-FFN norm post_attention_norm.
-  L.ffn_norm =
-      f32_tensor(blk(l, cfg_.arch == Arch::GptOss ? "post_attention_norm.weight" : "ffn_norm.weight"), d);
+  const Family& family = family_of(cfg_.arch);
+  L.sinks = f32_tensor(blk(l, "attn_sinks.weight"), cfg_.n_head, family.attn_sinks);
+  L.ffn_norm = f32_tensor(blk(l, family.gguf_ffn_norm), d);
   if (cfg_.post_norms) {
     L.attn_post_norm = f32_tensor(blk(l, "post_attention_norm.weight"), d);
     L.ffn_post_norm = f32_tensor(blk(l, "post_ffw_norm.weight"), d);

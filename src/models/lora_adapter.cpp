@@ -12,7 +12,7 @@
 #include "core/fail.h"
 #include "core/fp16.h"
 #include "ferrum/model.h"
-#include "formats/arch_table.h"
+#include "formats/family.h"
 
 namespace fs = std::filesystem;
 
@@ -261,7 +261,7 @@ std::shared_ptr<const LoraAdapter> load_lora(const Model& model, std::span<const
 }
 
 std::shared_ptr<const LoraAdapter> load_lora_for(const ModelConfig& c, std::span<const LoraSpec> specs) {
-  if (c.arch == Arch::Bert) fail("LoRA adapters are for decoders; '{}' is an encoder", c.name);
+  if (c.is_encoder()) fail("LoRA adapters are for decoders; '{}' is an encoder", c.name);
   if (specs.empty()) fail("load_lora: no adapter given");
   std::vector<LoraFile> files;
   auto out = std::make_shared<LoraAdapter>();

@@ -63,7 +63,7 @@ int export_lora(const std::string& base_gguf, std::span<const LoraSpec> specs, c
                 std::optional<DType> out_type, const ProgressFn& progress) {
   auto g = gguf::File::open(base_gguf);
   const ModelConfig c = config_from_gguf(*g);
-  if (c.arch == Arch::Bert) fail("{}: LoRA adapters are for decoders; this is an encoder", base_gguf);
+  if (c.is_encoder()) fail("{}: LoRA adapters are for decoders; this is an encoder", base_gguf);
   const auto adapter = load_lora_for(c, specs);
   std::map<std::string, std::vector<uint8_t>> merged;  // tensor name -> new data
   std::map<std::string, DType> merged_type;

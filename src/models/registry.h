@@ -1,6 +1,6 @@
 // Model construction: which implementation runs a ModelConfig. Reading configs and weights from
-// files is the loader's (src/loading/), naming the families the architecture table's
-// (formats/arch_table.h).
+// files is the loader's (src/loading/), naming the families and what each needs the family table's
+// (formats/family.h).
 #pragma once
 
 #include <memory>

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "formats/family_fields.h"
 #include "formats/model_config_gguf.h"
 #include "test_util.h"
 
