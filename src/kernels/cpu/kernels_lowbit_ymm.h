@@ -11,6 +11,7 @@
 #include "core/fp16.h"
 #include "core/quant_iq_fields.h"
 #include "kernels/cpu/kernels_lowbit.h"
+#include "kernels/cpu/static_for.h"
 
 namespace ferrum::kernels {
 namespace {  // internal linkage: one copy per tier's translation unit
@@ -155,6 +156,76 @@ struct IQ {
   }
 };
 
+// The eighth sign bit of each byte of s (7 sign bits, bit 7 clear): their parity, so that every
+// group has an even number of minus signs (IQ2_XXS, IQ2_XS, IQ3_XXS), from two nibble lookups.
+inline __m256i with_parity(__m256i s) {
+  const __m256i odd = _mm256_setr_epi8(0, 1, 1, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0, 1, 1, 0, 0, 1, 1, 0, 1, 0, 0, 1,
+                                       1, 0, 0, 1, 0, 1, 1, 0);
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i p = _mm256_xor_si256(_mm256_shuffle_epi8(odd, _mm256_and_si256(s, m4)),
+                                     _mm256_shuffle_epi8(odd, _mm256_and_si256(_mm256_srli_epi16(s, 4), m4)));
+  return _mm256_or_si256(s, _mm256_slli_epi16(p, 7));  // p is 0 or 1 per byte: bit 7 of the same byte
+}
+
+// IQ2_XS: per group of 8 a u16 of a 9-bit grid index and 7 sign bits. The 32 groups' sign bytes in
+// one vector (the parity bit added for all at once), where the generic kernel works each group's
+// out in scalar code: decoding, not the dot products, is what a one-token pass spends its time on.
+struct IQ2XS {
+  using Block = BlockIQ2_XS;
+  __m256i mag[8], sgn[8], sc[8];
+  float d;
+  void load(const Block& b) {
+    const __m256i q0 = load32(b.qs), q1 = load32(b.qs + 16);
+    // Groups 0-31's sign bits as bytes, in order (packus interleaves the lanes; the permute undoes it).
+    const __m256i s7 = _mm256_permute4x64_epi64(
+        _mm256_packus_epi16(_mm256_srli_epi16(q0, 9), _mm256_srli_epi16(q1, 9)), 0xD8);
+    const __m256i signs = with_parity(s7);
+    // Sign bytes 0-15 and 16-31 in both lanes, for in-lane byte shuffles.
+    const __m256i signs_lo = _mm256_permute2x128_si256(signs, signs, 0x00),
+                  signs_hi = _mm256_permute2x128_si256(signs, signs, 0x11);
+    const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2,
+                                         2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+    // The 16 scales 2s + 1 as bytes (sub-block g's at 2g and 2g + 1), in both lanes.
+    const __m128i s8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales)), m4 = _mm_set1_epi8(0x0F);
+    __m128i s16 = _mm_unpacklo_epi8(_mm_and_si128(s8, m4), _mm_and_si128(_mm_srli_epi16(s8, 4), m4));
+    s16 = _mm_add_epi8(_mm_add_epi8(s16, s16), _mm_set1_epi8(1));
+    const __m256i scales = _mm256_broadcastsi128_si256(s16);
+    // Grid indices as int32, 8 groups (2 sub-blocks) per vector.
+    const __m256i m9 = _mm256_set1_epi32(511);
+    __m256i idx[4];
+    for (int h = 0; h < 4; ++h)
+      idx[h] = _mm256_and_si256(
+          _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 8 * h))), m9);
+    const auto* grid = reinterpret_cast<const long long*>(iq_grids::kIQ2XS);
+    static_for<8>([&](auto g_c) {
+      constexpr int g = decltype(g_c)::value;
+      const __m128i i4 =
+          g % 2 == 0 ? _mm256_castsi256_si128(idx[g / 2]) : _mm256_extracti128_si256(idx[g / 2], 1);
+      mag[g] = _mm256_i32gather_epi64(grid, i4, 8);
+      // Sign bytes 4g..4g+3 to every byte of their group, then -1 where the bit is set, else +1.
+      const __m256i v = _mm256_shuffle_epi8(g < 4 ? signs_lo : signs_hi,
+                                            _mm256_add_epi8(sel, _mm256_set1_epi8(4 * (g % 4))));
+      sgn[g] = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit), _mm256_set1_epi8(1));
+      // Scale bytes 2g (low lane) and 2g + 1 (high lane) as int16 in every pair.
+      constexpr char lo = static_cast<char>(2 * g), hi = static_cast<char>(2 * g + 1), z = -128;
+      sc[g] = _mm256_shuffle_epi8(
+          scales, _mm256_setr_epi8(lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, hi, z, hi, z, hi,
+                                   z, hi, z, hi, z, hi, z, hi, z, hi, z));
+    });
+    d = 0.125f * f16_to_f32(b.d);
+  }
+  void dot(const BlockQ8_K& a, __m256& acc, __m256&) const {
+    __m256i s = _mm256_setzero_si256();
+    for (int g = 0; g < 8; ++g) {
+      const __m256i av = load32(a.qs + 32 * g);
+      s = _mm256_add_epi32(
+          s, _mm256_madd_epi16(_mm256_maddubs_epi16(mag[g], _mm256_sign_epi8(av, sgn[g])), sc[g]));
+    }
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(d * a.d), acc);
+  }
+};
+
 // IQ4_XS against Q8Act activations (a scale per 32, as the packed kernels): per sub-block the
 // levels (one byte shuffle), their magnitudes against sign-carrying activations, one conversion
 // and one fused multiply-add per token.
@@ -248,9 +319,9 @@ void tile(const uint8_t* w, size_t ws, int nr, int64_t n, const uint8_t* act, si
 
 inline LowbitRows ymm_lowbit_rows() {
   using K = quant_iq::Kind;
-  return {tile<Q2K>,           tile<Q3K>,          iq4xs_tile,           tile<IQ<K::IQ2_XXS>>,
-          tile<IQ<K::IQ2_XS>>, tile<IQ<K::IQ2_S>>, tile<IQ<K::IQ3_XXS>>, tile<IQ<K::IQ3_S>>,
-          tile<IQ<K::IQ1_S>>,  tile<IQ<K::IQ1_M>>};
+  return {tile<Q2K>,          tile<Q3K>,          iq4xs_tile,           tile<IQ<K::IQ2_XXS>>,
+          tile<IQ2XS>,        tile<IQ<K::IQ2_S>>, tile<IQ<K::IQ3_XXS>>, tile<IQ<K::IQ3_S>>,
+          tile<IQ<K::IQ1_S>>, tile<IQ<K::IQ1_M>>};
 }
 
 }  // namespace

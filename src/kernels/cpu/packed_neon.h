@@ -29,21 +29,13 @@
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/packed.h"
 #include "kernels/cpu/packed_act.h"
+#include "kernels/cpu/static_for.h"
 
 namespace ferrum::kernels {
 namespace {  // internal linkage: one copy per tier's translation unit
 
 template <int N>
 using ic = std::integral_constant<int, N>;
-
-// f(ic<i>) for i = 0 .. N-1: loop indices that select lanes must be compile-time constants.
-template <int N, int I = 0, class F>
-inline void static_for(F&& f) {
-  if constexpr (I < N) {
-    f(ic<I>{});
-    static_for<N, I + 1>(f);
-  }
-}
 
 // 4 F16 values (one per row of a quarter) as floats (FCVTL: exact, in ARMv8.0).
 inline float32x4_t f16x4(const uint8_t* p) {

@@ -23,6 +23,7 @@
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/packed.h"
 #include "kernels/cpu/packed_act.h"
+#include "kernels/cpu/static_for.h"
 
 namespace ferrum::kernels {
 namespace {  // internal linkage: one copy per tier's translation unit
@@ -79,16 +80,6 @@ inline void nibbles(const uint8_t* w, const uint8_t* h, __m256i& lo, __m256i& hi
   if constexpr (kFifth) {
     lo = _mm256_or_si256(lo, fifth_bits(h));
     hi = _mm256_or_si256(hi, fifth_bits(h + 8));
-  }
-}
-
-// f(std::integral_constant<int, i>) for i = 0 .. N-1: loop indices that select instructions must be
-// compile-time constants (a loop the compiler does not unroll would select them at run time).
-template <int N, int I = 0, class F>
-inline void static_for(F&& f) {
-  if constexpr (I < N) {
-    f(std::integral_constant<int, I>{});
-    static_for<N, I + 1>(f);
   }
 }
 
