@@ -8,6 +8,8 @@
 
 #include <immintrin.h>
 
+#include <cstring>
+
 #include "core/fp16.h"
 #include "core/quant_iq_fields.h"
 #include "kernels/cpu/kernels_lowbit.h"
@@ -156,6 +158,36 @@ struct IQ {
   }
 };
 
+// Grid i-quants whose decode(block, f) gives each sub-block's levels, ±1 signs (carried by the
+// activations) and i16 scales: load() keeps them for a tile's tokens; a lone token (decode) takes
+// each sub-block's dot product as it is decoded (fused), nothing stored.
+template <class W>
+struct GridRows {
+  __m256i mag[8], sgn[8], sc[8];
+  float d;
+  static __m256i sub_dot(__m256i mag, __m256i sgn, __m256i sc, const int8_t* a) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(mag, _mm256_sign_epi8(load32(a), sgn)), sc);
+  }
+  template <class Block>
+  void load(const Block& b) {
+    d = W::decode(b, [&](int g, __m256i m, __m256i s, __m256i c) { mag[g] = m, sgn[g] = s, sc[g] = c; });
+  }
+  // acc += D*a.d * sum_k scale_k (levels . a)_k
+  void dot(const BlockQ8_K& a, __m256& acc, __m256&) const {
+    __m256i s = _mm256_setzero_si256();
+    for (int g = 0; g < 8; ++g) s = _mm256_add_epi32(s, sub_dot(mag[g], sgn[g], sc[g], a.qs + 32 * g));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(d * a.d), acc);
+  }
+  template <class Block>
+  static void fused(const Block& b, const BlockQ8_K& a, __m256& acc) {
+    __m256i s = _mm256_setzero_si256();
+    const float dd = W::decode(b, [&](int g, __m256i m, __m256i sg, __m256i c) {
+      s = _mm256_add_epi32(s, sub_dot(m, sg, c, a.qs + 32 * g));
+    });
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dd * a.d), acc);
+  }
+};
+
 // The eighth sign bit of each byte of s (7 sign bits, bit 7 clear): their parity, so that every
 // group has an even number of minus signs (IQ2_XXS, IQ2_XS, IQ3_XXS), from two nibble lookups.
 inline __m256i with_parity(__m256i s) {
@@ -170,11 +202,11 @@ inline __m256i with_parity(__m256i s) {
 // IQ2_XS: per group of 8 a u16 of a 9-bit grid index and 7 sign bits. The 32 groups' sign bytes in
 // one vector (the parity bit added for all at once), where the generic kernel works each group's
 // out in scalar code: decoding, not the dot products, is what a one-token pass spends its time on.
-struct IQ2XS {
+struct IQ2XS : GridRows<IQ2XS> {
   using Block = BlockIQ2_XS;
-  __m256i mag[8], sgn[8], sc[8];
-  float d;
-  void load(const Block& b) {
+  // f(g, levels, signs, scales) for each sub-block g; returns the super-block's factor.
+  template <class F>
+  static float decode(const Block& b, F&& f) {
     const __m256i q0 = load32(b.qs), q1 = load32(b.qs + 16);
     // Groups 0-31's sign bits as bytes, in order (packus interleaves the lanes; the permute undoes it).
     const __m256i s7 = _mm256_permute4x64_epi64(
@@ -202,27 +234,42 @@ struct IQ2XS {
       constexpr int g = decltype(g_c)::value;
       const __m128i i4 =
           g % 2 == 0 ? _mm256_castsi256_si128(idx[g / 2]) : _mm256_extracti128_si256(idx[g / 2], 1);
-      mag[g] = _mm256_i32gather_epi64(grid, i4, 8);
+      const __m256i mag = _mm256_i32gather_epi64(grid, i4, 8);
       // Sign bytes 4g..4g+3 to every byte of their group, then -1 where the bit is set, else +1.
       const __m256i v = _mm256_shuffle_epi8(g < 4 ? signs_lo : signs_hi,
                                             _mm256_add_epi8(sel, _mm256_set1_epi8(4 * (g % 4))));
-      sgn[g] = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit), _mm256_set1_epi8(1));
+      const __m256i sgn =
+          _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit), _mm256_set1_epi8(1));
       // Scale bytes 2g (low lane) and 2g + 1 (high lane) as int16 in every pair.
       constexpr char lo = static_cast<char>(2 * g), hi = static_cast<char>(2 * g + 1), z = -128;
-      sc[g] = _mm256_shuffle_epi8(
-          scales, _mm256_setr_epi8(lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, hi, z, hi, z, hi,
-                                   z, hi, z, hi, z, hi, z, hi, z, hi, z));
+      f(g, mag, sgn,
+        _mm256_shuffle_epi8(
+            scales, _mm256_setr_epi8(lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, hi, z, hi, z, hi,
+                                     z, hi, z, hi, z, hi, z, hi, z, hi, z)));
     });
-    d = 0.125f * f16_to_f32(b.d);
+    return 0.125f * f16_to_f32(b.d);
   }
-  void dot(const BlockQ8_K& a, __m256& acc, __m256&) const {
-    __m256i s = _mm256_setzero_si256();
+};
+
+// IQ3_S: per 4 values a 9-bit grid index (8 bits in qs, the ninth in qh), explicit sign bytes, a
+// 4-bit scale per 32. A sub-block's 8 grid entries in one gather.
+struct IQ3S : GridRows<IQ3S> {
+  using Block = BlockIQ3_S;
+  template <class F>
+  static float decode(const Block& b, F&& f) {
+    const auto* grid = reinterpret_cast<const int*>(iq_grids::kIQ3S);
+    const __m256i bit_k = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), one = _mm256_set1_epi32(1);
     for (int g = 0; g < 8; ++g) {
-      const __m256i av = load32(a.qs + 32 * g);
-      s = _mm256_add_epi32(
-          s, _mm256_madd_epi16(_mm256_maddubs_epi16(mag[g], _mm256_sign_epi8(av, sgn[g])), sc[g]));
+      const __m256i high = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b.qh[g]), bit_k), one);
+      const __m256i idx = _mm256_or_si256(
+          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qs + 8 * g))),
+          _mm256_slli_epi32(high, 8));
+      uint32_t signs;
+      std::memcpy(&signs, b.signs + 4 * g, 4);
+      f(g, _mm256_i32gather_epi32(grid, idx, 4), _mm256_or_si256(bytes_from_bits(signs), _mm256_set1_epi8(1)),
+        _mm256_set1_epi16(static_cast<int16_t>(2 * ((b.scales[g / 2] >> (4 * (g % 2))) & 0xF) + 1)));
     }
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(d * a.d), acc);
+    return f16_to_f32(b.d);
   }
 };
 
@@ -269,6 +316,12 @@ void row(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, float* 
   for (int t = 0; t < NT; ++t) {
     acc[t] = accm[t] = _mm256_setzero_ps();
     a[t] = reinterpret_cast<const BlockQ8_K*>(act + t * stride);
+  }
+  if constexpr (NT == 1 && requires { &W::template fused<typename W::Block>; }) {
+    for (int64_t b = 0; b < n / 256; ++b)
+      W::fused(reinterpret_cast<const typename W::Block*>(w)[b], a[0][b], acc[0]);
+    y[0] = hsum(acc[0]);
+    return;
   }
   W wt;
   for (int64_t b = 0; b < n / 256; ++b) {
@@ -320,7 +373,7 @@ void tile(const uint8_t* w, size_t ws, int nr, int64_t n, const uint8_t* act, si
 inline LowbitRows ymm_lowbit_rows() {
   using K = quant_iq::Kind;
   return {tile<Q2K>,          tile<Q3K>,          iq4xs_tile,           tile<IQ<K::IQ2_XXS>>,
-          tile<IQ2XS>,        tile<IQ<K::IQ2_S>>, tile<IQ<K::IQ3_XXS>>, tile<IQ<K::IQ3_S>>,
+          tile<IQ2XS>,        tile<IQ<K::IQ2_S>>, tile<IQ<K::IQ3_XXS>>, tile<IQ3S>,
           tile<IQ<K::IQ1_S>>, tile<IQ<K::IQ1_M>>};
 }
 
