@@ -95,13 +95,21 @@ struct Q3K {
   }
 };
 
-// 0xFF in byte j where bit j of x is set.
-inline __m256i bytes_from_bits(uint32_t x) {
+// v holds group j's sign byte in bytes 8j..8j+7: a negative byte where bit j % 8 of it is set, else
+// +1, for vpsignb. -(2^k) has its top bit set and 0 | 1 is +1; no compare, which AVX-512 builds
+// would turn into mask-register moves.
+inline __m256i signs_of(__m256i v) {
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  return _mm256_or_si256(_mm256_sub_epi8(_mm256_setzero_si256(), _mm256_and_si256(v, bit)),
+                         _mm256_set1_epi8(1));
+}
+
+// The sign bytes of 4 groups (x, group j in byte j) for vpsignb: negative where bit i of group j's
+// byte is set (value 8j + i), else +1.
+inline __m256i signs_from_bits(uint32_t x) {
   const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
                                        3, 3, 3, 3, 3, 3, 3, 3);
-  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
-  const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(x)), sel);
-  return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+  return signs_of(_mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(x)), sel));
 }
 
 // The grid i-quants (quant_iq.h): per sub-block of 32 the 4 groups' grid entries in one vector, the
@@ -133,7 +141,7 @@ struct IQ {
       } else {
         const uint32_t bits = sub.g[0].signs | sub.g[1].signs << 8 | sub.g[2].signs << 16 |
                               static_cast<uint32_t>(sub.g[3].signs) << 24;
-        sgn[g] = _mm256_or_si256(bytes_from_bits(bits), _mm256_set1_epi8(1));  // -1 or +1
+        sgn[g] = signs_from_bits(bits);
         mag[g] = v;
       }
       sc[g] = lane_scales(sub.scale[0], sub.scale[1]);
@@ -172,19 +180,22 @@ struct GridRows {
   void load(const Block& b) {
     d = W::decode(b, [&](int g, __m256i m, __m256i s, __m256i c) { mag[g] = m, sgn[g] = s, sc[g] = c; });
   }
-  // acc += D*a.d * sum_k scale_k (levels . a)_k
+  // acc += D*a.d * sum_k scale_k (levels . a)_k. Two partial sums: where the compiler fuses the
+  // vpmaddwd and the add into one AVX512-VNNI vpdpwssd, one sum would be a chain of 8 of its latency.
   void dot(const BlockQ8_K& a, __m256& acc, __m256&) const {
-    __m256i s = _mm256_setzero_si256();
-    for (int g = 0; g < 8; ++g) s = _mm256_add_epi32(s, sub_dot(mag[g], sgn[g], sc[g], a.qs + 32 * g));
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(d * a.d), acc);
+    __m256i s[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    static_for<8>([&](auto g) {
+      s[g % 2] = _mm256_add_epi32(s[g % 2], sub_dot(mag[g], sgn[g], sc[g], a.qs + 32 * g));
+    });
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(s[0], s[1])), _mm256_set1_ps(d * a.d), acc);
   }
   template <class Block>
   static void fused(const Block& b, const BlockQ8_K& a, __m256& acc) {
-    __m256i s = _mm256_setzero_si256();
+    __m256i s[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
     const float dd = W::decode(b, [&](int g, __m256i m, __m256i sg, __m256i c) {
-      s = _mm256_add_epi32(s, sub_dot(m, sg, c, a.qs + 32 * g));
+      s[g % 2] = _mm256_add_epi32(s[g % 2], sub_dot(m, sg, c, a.qs + 32 * g));
     });
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dd * a.d), acc);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(s[0], s[1])), _mm256_set1_ps(dd * a.d), acc);
   }
 };
 
@@ -217,7 +228,6 @@ struct IQ2XS : GridRows<IQ2XS> {
                   signs_hi = _mm256_permute2x128_si256(signs, signs, 0x11);
     const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2,
                                          2, 3, 3, 3, 3, 3, 3, 3, 3);
-    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
     // The 16 scales 2s + 1 as bytes (sub-block g's at 2g and 2g + 1), in both lanes.
     const __m128i s8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales)), m4 = _mm_set1_epi8(0x0F);
     __m128i s16 = _mm_unpacklo_epi8(_mm_and_si128(s8, m4), _mm_and_si128(_mm_srli_epi16(s8, 4), m4));
@@ -238,8 +248,7 @@ struct IQ2XS : GridRows<IQ2XS> {
       // Sign bytes 4g..4g+3 to every byte of their group, then -1 where the bit is set, else +1.
       const __m256i v = _mm256_shuffle_epi8(g < 4 ? signs_lo : signs_hi,
                                             _mm256_add_epi8(sel, _mm256_set1_epi8(4 * (g % 4))));
-      const __m256i sgn =
-          _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit), _mm256_set1_epi8(1));
+      const __m256i sgn = signs_of(v);
       // Scale bytes 2g (low lane) and 2g + 1 (high lane) as int16 in every pair.
       constexpr char lo = static_cast<char>(2 * g), hi = static_cast<char>(2 * g + 1), z = -128;
       f(g, mag, sgn,
@@ -259,16 +268,17 @@ struct IQ3S : GridRows<IQ3S> {
   static float decode(const Block& b, F&& f) {
     const auto* grid = reinterpret_cast<const int*>(iq_grids::kIQ3S);
     const __m256i bit_k = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), one = _mm256_set1_epi32(1);
-    for (int g = 0; g < 8; ++g) {
+    static_for<8>([&](auto g_c) {
+      constexpr int g = decltype(g_c)::value;
       const __m256i high = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b.qh[g]), bit_k), one);
       const __m256i idx = _mm256_or_si256(
           _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qs + 8 * g))),
           _mm256_slli_epi32(high, 8));
       uint32_t signs;
       std::memcpy(&signs, b.signs + 4 * g, 4);
-      f(g, _mm256_i32gather_epi32(grid, idx, 4), _mm256_or_si256(bytes_from_bits(signs), _mm256_set1_epi8(1)),
+      f(g, _mm256_i32gather_epi32(grid, idx, 4), signs_from_bits(signs),
         _mm256_set1_epi16(static_cast<int16_t>(2 * ((b.scales[g / 2] >> (4 * (g % 2))) & 0xF) + 1)));
-    }
+    });
     return f16_to_f32(b.d);
   }
 };
