@@ -210,6 +210,22 @@ inline __m256i with_parity(__m256i s) {
   return _mm256_or_si256(s, _mm256_slli_epi16(p, 7));  // p is 0 or 1 per byte: bit 7 of the same byte
 }
 
+// IQ2_XS / IQ2_S scales: the 16 4-bit fields as 2s + 1 bytes (sub-block g's at 2g and 2g + 1), in
+// both lanes; iq2_scale_pair<g> gives sub-block g's two as int16, the first 16 values' in the low lane.
+inline __m256i iq2_scales(const uint8_t* sc) {
+  const __m128i s8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc)), m4 = _mm_set1_epi8(0x0F);
+  __m128i s16 = _mm_unpacklo_epi8(_mm_and_si128(s8, m4), _mm_and_si128(_mm_srli_epi16(s8, 4), m4));
+  s16 = _mm_add_epi8(_mm_add_epi8(s16, s16), _mm_set1_epi8(1));
+  return _mm256_broadcastsi128_si256(s16);
+}
+template <int g>
+inline __m256i iq2_scale_pair(__m256i scales) {
+  constexpr char lo = static_cast<char>(2 * g), hi = static_cast<char>(2 * g + 1), z = -128;
+  return _mm256_shuffle_epi8(
+      scales, _mm256_setr_epi8(lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, hi, z, hi, z, hi, z,
+                               hi, z, hi, z, hi, z, hi, z, hi, z));
+}
+
 // IQ2_XS: per group of 8 a u16 of a 9-bit grid index and 7 sign bits. The 32 groups' sign bytes in
 // one vector (the parity bit added for all at once), where the generic kernel works each group's
 // out in scalar code: decoding, not the dot products, is what a one-token pass spends its time on.
@@ -228,11 +244,7 @@ struct IQ2XS : GridRows<IQ2XS> {
                   signs_hi = _mm256_permute2x128_si256(signs, signs, 0x11);
     const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2,
                                          2, 3, 3, 3, 3, 3, 3, 3, 3);
-    // The 16 scales 2s + 1 as bytes (sub-block g's at 2g and 2g + 1), in both lanes.
-    const __m128i s8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales)), m4 = _mm_set1_epi8(0x0F);
-    __m128i s16 = _mm_unpacklo_epi8(_mm_and_si128(s8, m4), _mm_and_si128(_mm_srli_epi16(s8, 4), m4));
-    s16 = _mm_add_epi8(_mm_add_epi8(s16, s16), _mm_set1_epi8(1));
-    const __m256i scales = _mm256_broadcastsi128_si256(s16);
+    const __m256i scales = iq2_scales(b.scales);
     // Grid indices as int32, 8 groups (2 sub-blocks) per vector.
     const __m256i m9 = _mm256_set1_epi32(511);
     __m256i idx[4];
@@ -249,12 +261,30 @@ struct IQ2XS : GridRows<IQ2XS> {
       const __m256i v = _mm256_shuffle_epi8(g < 4 ? signs_lo : signs_hi,
                                             _mm256_add_epi8(sel, _mm256_set1_epi8(4 * (g % 4))));
       const __m256i sgn = signs_of(v);
-      // Scale bytes 2g (low lane) and 2g + 1 (high lane) as int16 in every pair.
-      constexpr char lo = static_cast<char>(2 * g), hi = static_cast<char>(2 * g + 1), z = -128;
-      f(g, mag, sgn,
-        _mm256_shuffle_epi8(
-            scales, _mm256_setr_epi8(lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, hi, z, hi, z, hi,
-                                     z, hi, z, hi, z, hi, z, hi, z, hi, z)));
+      f(g, mag, sgn, iq2_scale_pair<g>(scales));
+    });
+    return 0.125f * f16_to_f32(b.d);
+  }
+};
+
+// IQ2_S: per group of 8 a 10-bit grid index (8 bits in qs, 2 in qh) and an explicit sign byte; IQ2_XS's
+// scales. A sub-block's 4 grid entries in one gather.
+struct IQ2S : GridRows<IQ2S> {
+  using Block = BlockIQ2_S;
+  template <class F>
+  static float decode(const Block& b, F&& f) {
+    const __m256i scales = iq2_scales(b.scales);
+    const __m128i shift = _mm_setr_epi32(0, 2, 4, 6), three = _mm_set1_epi32(3);
+    const auto* grid = reinterpret_cast<const long long*>(iq_grids::kIQ2S);
+    static_for<8>([&](auto g_c) {
+      constexpr int g = decltype(g_c)::value;
+      uint32_t low, signs;
+      std::memcpy(&low, b.qs + 4 * g, 4);
+      std::memcpy(&signs, b.qs + 32 + 4 * g, 4);
+      const __m128i high = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(b.qh[g]), shift), three);
+      const __m128i idx =
+          _mm_or_si128(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(low))), _mm_slli_epi32(high, 8));
+      f(g, _mm256_i32gather_epi64(grid, idx, 8), signs_from_bits(signs), iq2_scale_pair<g>(scales));
     });
     return 0.125f * f16_to_f32(b.d);
   }
@@ -382,8 +412,8 @@ void tile(const uint8_t* w, size_t ws, int nr, int64_t n, const uint8_t* act, si
 
 inline LowbitRows ymm_lowbit_rows() {
   using K = quant_iq::Kind;
-  return {tile<Q2K>,          tile<Q3K>,          iq4xs_tile,           tile<IQ<K::IQ2_XXS>>,
-          tile<IQ2XS>,        tile<IQ<K::IQ2_S>>, tile<IQ<K::IQ3_XXS>>, tile<IQ3S>,
+  return {tile<Q2K>,          tile<Q3K>,         iq4xs_tile,           tile<IQ<K::IQ2_XXS>>,
+          tile<IQ2XS>,        tile<IQ2S>,        tile<IQ<K::IQ3_XXS>>, tile<IQ3S>,
           tile<IQ<K::IQ1_S>>, tile<IQ<K::IQ1_M>>};
 }
 
