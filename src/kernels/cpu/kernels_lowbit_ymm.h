@@ -1,4 +1,4 @@
-// Q2_K, Q3_K and IQ4_XS row kernels on 256-bit registers, included by kernels_lowbit_avx2.cpp and
+// Q2_K, Q3_K, IQ4_XS and grid i-quant row kernels on 256-bit registers, included by kernels_lowbit_avx2.cpp and
 // kernels_lowbit_avx512.cpp (compiled with each tier's flags). Per super-block the weight levels
 // are unpacked once into eight 32-byte chunks (elements 32g..32g+31, the order of the Q8_K
 // activations) and reused by every token of the tile: maddubs (u8 levels x s8 activations -> i16
@@ -112,12 +112,12 @@ inline __m256i signs_from_bits(uint32_t x) {
   return signs_of(_mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(x)), sel));
 }
 
-// The grid i-quants (quant_iq.h): per sub-block of 32 the 4 groups' grid entries in one vector, the
-// signs applied to the activations (IQ2/IQ3: from the sign bits; IQ1: from the signed values), and
-// for IQ1 the offsets' sum, scaled by 1/8 at the end.
+// IQ1_S / IQ1_M (quant_iq.h) through the generic field decoder: per sub-block of 32 the 4 groups'
+// signed grid entries in one vector, their signs applied to the activations, and the offsets' sum,
+// scaled by 1/8 at the end. (The other grid types decode as vectors: GridRows below.)
 template <quant_iq::Kind K>
-struct IQ {
-  static constexpr bool kOffset = quant_iq::has_offset(K);
+struct IQ1 {
+  static_assert(quant_iq::has_offset(K));
   struct Block {
     uint8_t bytes[quant_iq::block_bytes(K)];
   };
@@ -127,42 +127,32 @@ struct IQ {
     for (int g = 0; g < 8; ++g) {
       IqSub sub;
       quant_iq::sub_block(K, b.bytes, g, sub);
-      const __m256i v =
-          _mm256_set_epi64x(static_cast<int64_t>(sub.g[3].bytes), static_cast<int64_t>(sub.g[2].bytes),
-                            static_cast<int64_t>(sub.g[1].bytes), static_cast<int64_t>(sub.g[0].bytes));
-      if constexpr (kOffset) {
-        sgn[g] = v;
-        mag[g] = _mm256_sign_epi8(v, v);
-        constexpr uint64_t kOnes = 0x0101010101010101ull;
-        off[g] = _mm256_set_epi64x(static_cast<int64_t>(kOnes * static_cast<uint8_t>(sub.g[3].offset)),
-                                   static_cast<int64_t>(kOnes * static_cast<uint8_t>(sub.g[2].offset)),
-                                   static_cast<int64_t>(kOnes * static_cast<uint8_t>(sub.g[1].offset)),
-                                   static_cast<int64_t>(kOnes * static_cast<uint8_t>(sub.g[0].offset)));
-      } else {
-        const uint32_t bits = sub.g[0].signs | sub.g[1].signs << 8 | sub.g[2].signs << 16 |
-                              static_cast<uint32_t>(sub.g[3].signs) << 24;
-        sgn[g] = signs_from_bits(bits);
-        mag[g] = v;
-      }
+      sgn[g] = _mm256_set_epi64x(static_cast<int64_t>(sub.g[3].bytes), static_cast<int64_t>(sub.g[2].bytes),
+                                 static_cast<int64_t>(sub.g[1].bytes), static_cast<int64_t>(sub.g[0].bytes));
+      mag[g] = _mm256_sign_epi8(sgn[g], sgn[g]);
+      constexpr uint64_t kOnes = 0x0101010101010101ull;
+      off[g] = _mm256_set_epi64x(static_cast<int64_t>(kOnes * static_cast<uint8_t>(sub.g[3].offset)),
+                                 static_cast<int64_t>(kOnes * static_cast<uint8_t>(sub.g[2].offset)),
+                                 static_cast<int64_t>(kOnes * static_cast<uint8_t>(sub.g[1].offset)),
+                                 static_cast<int64_t>(kOnes * static_cast<uint8_t>(sub.g[0].offset)));
       sc[g] = lane_scales(sub.scale[0], sub.scale[1]);
     }
     d = quant_iq::scale_of(K, b.bytes);
   }
-  // acc += D*a.d * sum_k scale_k (levels . a)_k; IQ1: accm -= D*a.d/8 * sum_k scale_k (offsets . a)_k.
+  // acc += D*a.d * sum_k scale_k (levels . a)_k; accm -= D*a.d/8 * sum_k scale_k (offsets . a)_k.
   void dot(const BlockQ8_K& a, __m256& acc, __m256& accm) const {
     __m256i s = _mm256_setzero_si256(), o = _mm256_setzero_si256();
     for (int g = 0; g < 8; ++g) {
       const __m256i av = load32(a.qs + 32 * g);
       s = _mm256_add_epi32(
           s, _mm256_madd_epi16(_mm256_maddubs_epi16(mag[g], _mm256_sign_epi8(av, sgn[g])), sc[g]));
-      if constexpr (kOffset)
-        o = _mm256_add_epi32(
-            o, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_sign_epi8(av, off[g])),
-                                 sc[g]));
+      o = _mm256_add_epi32(
+          o,
+          _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_sign_epi8(av, off[g])), sc[g]));
     }
     const float da = d * a.d;
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(da), acc);
-    if constexpr (kOffset) accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(o), _mm256_set1_ps(-0.125f * da), accm);
+    accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(o), _mm256_set1_ps(-0.125f * da), accm);
   }
 };
 
@@ -290,6 +280,69 @@ struct IQ2S : GridRows<IQ2S> {
   }
 };
 
+// IQ2_XXS / IQ3_XXS: each sub-block's u32 of 4 x 7 sign bits and a 4-bit scale (aux, 8 of them in a
+// vector): the sign bytes of the 4 groups in each dword (parity added), and the scales 2s + 1 as two
+// equal int16 per dword.
+struct AuxFields {
+  __m256i signs, scales;
+  explicit AuxFields(__m256i aux) {
+    const __m256i m7 = _mm256_set1_epi32(0x7F);
+    __m256i b = _mm256_and_si256(aux, m7);
+    b = _mm256_or_si256(b, _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(aux, 7), m7), 8));
+    b = _mm256_or_si256(b, _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(aux, 14), m7), 16));
+    b = _mm256_or_si256(b, _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(aux, 21), m7), 24));
+    signs = with_parity(b);
+    const __m256i s =
+        _mm256_add_epi32(_mm256_slli_epi32(_mm256_srli_epi32(aux, 28), 1), _mm256_set1_epi32(1));
+    scales = _mm256_or_si256(s, _mm256_slli_epi32(s, 16));
+  }
+  // Sub-block g's signs for vpsignb and its scale in every int16.
+  __m256i sgn(int g) const {
+    const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2,
+                                         2, 3, 3, 3, 3, 3, 3, 3, 3);
+    return signs_of(_mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(signs, _mm256_set1_epi32(g)), sel));
+  }
+  __m256i sc(int g) const { return _mm256_permutevar8x32_epi32(scales, _mm256_set1_epi32(g)); }
+};
+
+// IQ2_XXS: per sub-block 4 grid indices (bytes) then aux; a sub-block's 4 grid entries in one gather.
+struct IQ2XXS : GridRows<IQ2XXS> {
+  using Block = BlockIQ2_XXS;
+  template <class F>
+  static float decode(const Block& b, F&& f) {
+    const auto* q = reinterpret_cast<const uint8_t*>(b.qs);
+    // The odd dwords of the 8 qwords: aux of sub-blocks 0-7 (shuffle_ps picks per lane, the permute orders).
+    const __m256 lo = _mm256_castsi256_ps(load32(q)), hi = _mm256_castsi256_ps(load32(q + 32));
+    const AuxFields aux(_mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(lo, hi, 0xDD)), 0xD8));
+    const auto* grid = reinterpret_cast<const long long*>(iq_grids::kIQ2XXS);
+    static_for<8>([&](auto g_c) {
+      constexpr int g = decltype(g_c)::value;
+      uint32_t idx;
+      std::memcpy(&idx, q + 8 * g, 4);
+      f(g, _mm256_i32gather_epi64(grid, _mm_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(idx))), 8),
+        aux.sgn(g), aux.sc(g));
+    });
+    return 0.125f * f16_to_f32(b.d);
+  }
+};
+
+// IQ3_XXS: 8 grid indices (bytes) per sub-block, then the 8 aux; a sub-block's 8 entries in one gather.
+struct IQ3XXS : GridRows<IQ3XXS> {
+  using Block = BlockIQ3_XXS;
+  template <class F>
+  static float decode(const Block& b, F&& f) {
+    const AuxFields aux(load32(b.qs + 64));
+    const auto* grid = reinterpret_cast<const int*>(iq_grids::kIQ3XXS);
+    static_for<8>([&](auto g_c) {
+      constexpr int g = decltype(g_c)::value;
+      const __m256i idx =
+          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qs + 8 * g)));
+      f(g, _mm256_i32gather_epi32(grid, idx, 4), aux.sgn(g), aux.sc(g));
+    });
+    return 0.25f * f16_to_f32(b.d);
+  }
+};
+
 // IQ3_S: per 4 values a 9-bit grid index (8 bits in qs, the ninth in qh), explicit sign bytes, a
 // 4-bit scale per 32. A sub-block's 8 grid entries in one gather.
 struct IQ3S : GridRows<IQ3S> {
@@ -412,9 +465,8 @@ void tile(const uint8_t* w, size_t ws, int nr, int64_t n, const uint8_t* act, si
 
 inline LowbitRows ymm_lowbit_rows() {
   using K = quant_iq::Kind;
-  return {tile<Q2K>,          tile<Q3K>,         iq4xs_tile,           tile<IQ<K::IQ2_XXS>>,
-          tile<IQ2XS>,        tile<IQ2S>,        tile<IQ<K::IQ3_XXS>>, tile<IQ3S>,
-          tile<IQ<K::IQ1_S>>, tile<IQ<K::IQ1_M>>};
+  return {tile<Q2K>,  tile<Q3K>,    iq4xs_tile, tile<IQ2XXS>,        tile<IQ2XS>,
+          tile<IQ2S>, tile<IQ3XXS>, tile<IQ3S>, tile<IQ1<K::IQ1_S>>, tile<IQ1<K::IQ1_M>>};
 }
 
 }  // namespace
