@@ -279,7 +279,14 @@ TEST(ModelsDir, KeepAliveZeroUnloadsAndGivesTheMemoryBack) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_TRUE(ps_models().empty());
   EXPECT_EQ(ps.state(id), "unloaded");
-  if (big) EXPECT_LT(rss_bytes(), loaded - weights / 2);
+  if (big) {  // the last request's thread may still be letting go of the model: up to 5 s
+    size_t now = rss_bytes();
+    for (int i = 0; i < 250 && now >= loaded - weights / 2; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      now = rss_bytes();
+    }
+    EXPECT_LT(now, loaded - weights / 2);
+  }
   // Ollama's load and unload calls: a generate without a prompt.
   a = post_json(c, "/api/generate", {{"model", "stories"}}, &status);
   EXPECT_EQ(a["done_reason"], "load");
