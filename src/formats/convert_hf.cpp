@@ -225,11 +225,12 @@ int64_t collect_tensors(hfconv::TensorSink& sink, const ModelConfig& m, const sa
     if (expert_ref(name, st.source()) ||
         !gguf_name(name, st.source()).empty())  // dropped buffers (inv_freq) may have any dtype
       fail("{}: tensor '{}' has dtype {}; only F32, F16 and BF16 can be converted", st.source(), name, dtype);
+  const bool fused_experts = family_of(m.arch).hf_fused_experts;  // gpt-oss's, converted after the loop
   ExpertMap experts;
   std::deque<TensorView> decoded;  // GPTQ/AWQ layers (experts point at them until add_experts)
   for (const TensorView& stored : st.tensors()) {
     const TensorView* tp = &stored;
-    if (family_of(m.arch).hf_fused_experts && hfconv::is_gpt_oss_expert_part(stored.name)) continue;  // below
+    if (fused_experts && hfconv::is_gpt_oss_expert_part(stored.name)) continue;
     if (q.method != hfquant::Method::None && hfquant::is_quant_part(stored.name)) {
       if (!stored.name.ends_with(".qweight")) continue;  // read with their .qweight
       tp = &decoded.emplace_back(quantized_layer(sink, q, st, stored.name, allow_requantize));
@@ -247,7 +248,7 @@ int64_t collect_tensors(hfconv::TensorSink& sink, const ModelConfig& m, const sa
     }
   }
   add_experts(sink, experts, st.source());
-  if (family_of(m.arch).hf_fused_experts)
+  if (fused_experts)
     for (int l = 0; l < m.n_layer; ++l)
       for (const hfconv::OutTensor& t :
            hfconv::gpt_oss_experts(st, m, l, [&](size_t n) { return sink.alloc(n); }))

@@ -1,9 +1,9 @@
-// Q2_K, Q3_K, IQ4_XS and grid i-quant row kernels on 256-bit registers, included by kernels_lowbit_avx2.cpp and
-// kernels_lowbit_avx512.cpp (compiled with each tier's flags). Per super-block the weight levels
-// are unpacked once into eight 32-byte chunks (elements 32g..32g+31, the order of the Q8_K
-// activations) and reused by every token of the tile: maddubs (u8 levels x s8 activations -> i16
-// pairs, no saturation for these ranges), then madd with the sub-block scales (-> i32).
-// Everything here has internal linkage, so the two tiers' instantiations never mix.
+// Q2_K, Q3_K, IQ4_XS and grid i-quant row kernels on 256-bit registers, included by kernels_lowbit_avx2.cpp
+// and kernels_lowbit_avx512.cpp (compiled with each tier's flags). Per super-block the weight levels are
+// unpacked once into eight 32-byte chunks (elements 32g..32g+31, the order of the Q8_K activations) and
+// reused by every token of the tile: maddubs (u8 levels x s8 activations -> i16 pairs, no saturation for
+// these ranges), then madd with the sub-block scales (-> i32). Everything here has internal linkage, so the
+// two tiers' instantiations never mix.
 #pragma once
 
 #include <immintrin.h>
@@ -104,12 +104,18 @@ inline __m256i signs_of(__m256i v) {
                          _mm256_set1_epi8(1));
 }
 
-// The sign bytes of 4 groups (x, group j in byte j) for vpsignb: negative where bit i of group j's
-// byte is set (value 8j + i), else +1.
-inline __m256i signs_from_bits(uint32_t x) {
+// The signs of 4 groups of 8 values for vpsignb, from their sign bytes first..first + 3 of each lane
+// of `bytes` (both lanes alike): negative where bit i of group j's byte is set (value 8j + i), else +1.
+inline __m256i group_signs(__m256i bytes, int first = 0) {
   const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
                                        3, 3, 3, 3, 3, 3, 3, 3);
-  return signs_of(_mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(x)), sel));
+  return signs_of(
+      _mm256_shuffle_epi8(bytes, _mm256_add_epi8(sel, _mm256_set1_epi8(static_cast<char>(first)))));
+}
+
+// The same from the 4 sign bytes in x (group j in byte j).
+inline __m256i signs_from_bits(uint32_t x) {
+  return group_signs(_mm256_set1_epi32(static_cast<int>(x)));
 }
 
 // IQ1_S / IQ1_M (quant_iq.h) through the generic field decoder: per sub-block of 32 the 4 groups'
@@ -232,8 +238,6 @@ struct IQ2XS : GridRows<IQ2XS> {
     // Sign bytes 0-15 and 16-31 in both lanes, for in-lane byte shuffles.
     const __m256i signs_lo = _mm256_permute2x128_si256(signs, signs, 0x00),
                   signs_hi = _mm256_permute2x128_si256(signs, signs, 0x11);
-    const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2,
-                                         2, 3, 3, 3, 3, 3, 3, 3, 3);
     const __m256i scales = iq2_scales(b.scales);
     // Grid indices as int32, 8 groups (2 sub-blocks) per vector.
     const __m256i m9 = _mm256_set1_epi32(511);
@@ -247,11 +251,7 @@ struct IQ2XS : GridRows<IQ2XS> {
       const __m128i i4 =
           g % 2 == 0 ? _mm256_castsi256_si128(idx[g / 2]) : _mm256_extracti128_si256(idx[g / 2], 1);
       const __m256i mag = _mm256_i32gather_epi64(grid, i4, 8);
-      // Sign bytes 4g..4g+3 to every byte of their group, then -1 where the bit is set, else +1.
-      const __m256i v = _mm256_shuffle_epi8(g < 4 ? signs_lo : signs_hi,
-                                            _mm256_add_epi8(sel, _mm256_set1_epi8(4 * (g % 4))));
-      const __m256i sgn = signs_of(v);
-      f(g, mag, sgn, iq2_scale_pair<g>(scales));
+      f(g, mag, group_signs(g < 4 ? signs_lo : signs_hi, 4 * (g % 4)), iq2_scale_pair<g>(scales));
     });
     return 0.125f * f16_to_f32(b.d);
   }
@@ -297,11 +297,7 @@ struct AuxFields {
     scales = _mm256_or_si256(s, _mm256_slli_epi32(s, 16));
   }
   // Sub-block g's signs for vpsignb and its scale in every int16.
-  __m256i sgn(int g) const {
-    const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2,
-                                         2, 3, 3, 3, 3, 3, 3, 3, 3);
-    return signs_of(_mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(signs, _mm256_set1_epi32(g)), sel));
-  }
+  __m256i sgn(int g) const { return group_signs(_mm256_permutevar8x32_epi32(signs, _mm256_set1_epi32(g))); }
   __m256i sc(int g) const { return _mm256_permutevar8x32_epi32(scales, _mm256_set1_epi32(g)); }
 };
 
