@@ -183,6 +183,33 @@ TEST(Matmul, TokenResultDoesNotDependOnBatch) {
   }
 }
 
+// The grid i-quants with many tokens go through decoded panels (grid_panel.h): each token's outputs are
+// still the row kernels' bits (alone: the one-token kernel), over row and token tails (37 rows: 16 + 16
+// + 5; 70 tokens: a group of 64 and one of 6, odd tiles).
+TEST(Matmul, GridPanelsGiveTheRowKernelsBits) {
+  IsaGuard guard;
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  int checked = 0;
+  for (const char* isa : isa_tiers()) {
+    if (!isa_supported(isa)) continue;
+    force_isa(isa);
+    for (DType t : {DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S}) {
+      Problem all(t, 37, 768, 70, 71);
+      const auto y = all.run(pool, Precision::Fast, scratch);
+      for (int64_t tk = 0; tk < 70; tk += 3) {
+        std::vector<float> one(37, -7.0f);
+        matmul(all.w.view, all.x.data() + tk * all.ldx, all.ldx, 1, one.data(), 37, pool, Precision::Fast,
+               scratch);
+        for (int o = 0; o < 37; ++o)
+          ASSERT_EQ(one[o], y[tk * 37 + o]) << isa << " " << dtype_name(t) << " token " << tk << " row " << o;
+      }
+      ++checked;
+    }
+  }
+  std::printf("  %d ISA/type combinations checked\n", checked);
+}
+
 TEST(Matmul, ThreadCountsGiveSameResult) {
   MatmulScratch scratch;
   Problem p(DType::Q4_0, 67, 256, 9, 51);

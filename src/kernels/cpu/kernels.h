@@ -67,6 +67,14 @@ struct PackedKernels {
 struct LowbitRows {
   TileFn q2_k, q3_k, iq4_xs;
   TileFn iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m;
+  // The grid i-quants with many tokens (grid_panel.h): nr <= kPanelRows rows decoded once into
+  // `scratch` (panel_bytes(n)) x nt tokens of panel activations; the row kernels' bits. Null on
+  // tiers without them (then the row kernels).
+  using PanelFn = void (*)(const uint8_t* w, size_t w_stride, int nr, int64_t n, const uint8_t* act,
+                           size_t act_stride, int nt, float* y, int64_t ldy, uint8_t* scratch);
+  PanelFn iq2_xxs_panel = nullptr, iq2_xs_panel = nullptr, iq2_s_panel = nullptr, iq3_xxs_panel = nullptr,
+          iq3_s_panel = nullptr;
+  void (*panel_act)(const BlockQ8_K& q, int16_t* levels) = nullptr;  // a Q8_K block's levels in pair order
 };
 
 struct IsaKernels {

@@ -9,6 +9,7 @@
 
 #include "core/fail.h"
 #include "core/quant.h"
+#include "kernels/cpu/grid_panel.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/packed.h"
 #include "kernels/cpu/packed_act.h"
@@ -196,9 +197,55 @@ void run_exact(const TensorView& W, int64_t rb, int64_t re, const float* x, int6
       });
 }
 
+LowbitRows::PanelFn panel_kernel(const LowbitRows& k, DType t) {
+  switch (t) {
+    case DType::IQ2_XXS:
+      return k.iq2_xxs_panel;
+    case DType::IQ2_XS:
+      return k.iq2_xs_panel;
+    case DType::IQ2_S:
+      return k.iq2_s_panel;
+    case DType::IQ3_XXS:
+      return k.iq3_xxs_panel;
+    case DType::IQ3_S:
+      return k.iq3_s_panel;
+    default:
+      return nullptr;
+  }
+}
+
+// The grid i-quants with many tokens: each work item (16 rows x 64 tokens) decodes its rows once
+// into a panel (grid_panel.h). The same bits as the row kernels.
+void run_panel(const TensorView& W, LowbitRows::PanelFn fn, int64_t rb, int64_t re, const float* x,
+               int64_t ldx, int64_t n_tok, float* y, int64_t ldy, ThreadPool& pool, MatmulScratch& scratch) {
+  const IsaKernels& k = active_kernels();
+  const int64_t cols = W.cols(), nb = cols / 256;
+  const size_t stride = (panel_act_bytes(cols) + 63) / 64 * 64;
+  const uint8_t* act = prepare_activations(pool, scratch, n_tok, cols, stride, [&](int64_t t, uint8_t* out) {
+    auto* levels = reinterpret_cast<int16_t*>(out);
+    auto* d = reinterpret_cast<float*>(out + 2 * cols);
+    BlockQ8_K q;
+    for (int64_t b = 0; b < nb; ++b) {
+      k.quantize_q8_k(x + t * ldx + 256 * b, &q, 256);
+      k.lowbit.panel_act(q, levels + 256 * b);
+      d[b] = q.d;
+    }
+  });
+  static_assert(kRowChunk == kPanelRows, "a work item's rows are one panel");
+  const size_t per_thread = (panel_bytes(cols) + 63) / 64 * 64;
+  uint8_t* panels = grow(scratch.panels, per_thread * pool.size());
+  for_items(pool, re - rb, cols, n_tok, kTokenGroup,
+            [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1, int ith) {
+              fn(W.row(rb + r0), W.row_bytes(), static_cast<int>(r1 - r0), cols, act + t0 * stride, stride,
+                 static_cast<int>(t1 - t0), y + t0 * ldy + r0, ldy, panels + ith * per_thread);
+            });
+}
+
 void run_fast(const TensorView& W, int64_t rb, int64_t re, const float* x, int64_t ldx, int64_t n_tok,
               float* y, int64_t ldy, ThreadPool& pool, MatmulScratch& scratch) {
   const IsaKernels& k = active_kernels();
+  if (const auto panel = panel_kernel(k.lowbit, W.type); panel && n_tok >= kPanelMinTokens)
+    return run_panel(W, panel, rb, re, x, ldx, n_tok, y, ldy, pool, scratch);
   const FastKernel fk = fast_kernel(k, W.type);
   const int64_t cols = W.cols();
   const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
