@@ -68,6 +68,30 @@ struct PanelActs {
   const float* d(int t) const { return reinterpret_cast<const float*>(act + t * stride + 2 * n); }
 };
 
+// Tile<R, T>::run for the rn <= MR rows and tn <= MT tokens left (every smaller tile instantiated).
+template <template <int, int> class Tile, int R, int T>
+void panel_tile(int rn, int tn, const int16_t* p, const float* pd, int64_t n, const PanelActs& a, float* y,
+                int64_t ldy) {
+  if constexpr (R > 1)
+    if (rn < R) return panel_tile<Tile, R - 1, T>(rn, tn, p, pd, n, a, y, ldy);
+  if constexpr (T > 1)
+    if (tn < T) return panel_tile<Tile, R, T - 1>(rn, tn, p, pd, n, a, y, ldy);
+  Tile<R, T>::run(p, pd, n, a, y, ldy);
+}
+
+// nr panel rows x nt tokens through tiles of at most MR x MT.
+template <template <int, int> class Tile, int MR, int MT>
+void panel_product(const int16_t* p, const float* pd, int nr, int64_t n, const PanelActs& a, int nt, float* y,
+                   int64_t ldy) {
+  const int64_t nb = n / 256;
+  for (int t = 0; t < nt; t += MT) {
+    const PanelActs at{a.act + t * a.stride, a.stride, n};
+    for (int r = 0; r < nr; r += MR)
+      panel_tile<Tile, MR, MT>(std::min(MR, nr - r), std::min(MT, nt - t), p + r * n, pd + r * nb, n, at,
+                               y + t * ldy + r, ldy);
+  }
+}
+
 using PanelProduct = void (*)(const int16_t*, const float*, int, int64_t, const PanelActs&, int, float*,
                               int64_t);
 

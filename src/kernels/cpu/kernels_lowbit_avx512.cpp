@@ -9,77 +9,49 @@ namespace {
 // NR panel rows x NT tokens: a register holds a whole 32-element chunk (the even pairs in lanes 0-7,
 // the odd ones in 8-15, grid_panel.h), so the two halves are added once per super-block to give the
 // row kernels' 8 lanes.
+// Tile shape (rows x tokens), the fastest in the micro-benchmark (64 tokens): more spills registers.
+constexpr int ZR = 4, ZT = 3;
+
+// NR panel rows x NT tokens: a register holds a whole 32-element chunk (the even pairs in lanes 0-7,
+// the odd ones in 8-15, grid_panel.h), so the two halves are added once per super-block to give the
+// row kernels' 8 lanes.
 template <int NR, int NT>
-void panel_tile_zmm(const int16_t* p, const float* pd, int64_t n, const PanelActs& a, float* y, int64_t ldy) {
-  const int64_t nb = n / 256;
-  __m256 acc[NR][NT];
-  for (int r = 0; r < NR; ++r)
-    for (int t = 0; t < NT; ++t) acc[r][t] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    __m512i s[NR][NT];
+struct PanelTileZmm {
+  static void run(const int16_t* p, const float* pd, int64_t n, const PanelActs& a, float* y, int64_t ldy) {
+    const int64_t nb = n / 256;
+    __m256 acc[NR][NT];
     for (int r = 0; r < NR; ++r)
-      for (int t = 0; t < NT; ++t) s[r][t] = _mm512_setzero_si512();
-    for (int64_t i = 256 * b; i < 256 * (b + 1); i += 32) {
-      __m512i wv[NR], av[NT];
-      for (int r = 0; r < NR; ++r) wv[r] = _mm512_loadu_si512(p + r * n + i);
-      for (int t = 0; t < NT; ++t) av[t] = _mm512_loadu_si512(a.q(t) + i);
+      for (int t = 0; t < NT; ++t) acc[r][t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      __m512i s[NR][NT];
       for (int r = 0; r < NR; ++r)
-        for (int t = 0; t < NT; ++t) s[r][t] = _mm512_dpwssd_epi32(s[r][t], wv[r], av[t]);
+        for (int t = 0; t < NT; ++t) s[r][t] = _mm512_setzero_si512();
+      static_for<8>([&](auto g) {
+        const int64_t i = 256 * b + 32 * g;
+        __m512i wv[NR], av[NT];
+        for (int r = 0; r < NR; ++r) wv[r] = _mm512_loadu_si512(p + r * n + i);
+        for (int t = 0; t < NT; ++t) av[t] = _mm512_loadu_si512(a.q(t) + i);
+        for (int r = 0; r < NR; ++r)
+          for (int t = 0; t < NT; ++t) s[r][t] = _mm512_dpwssd_epi32(s[r][t], wv[r], av[t]);
+      });
+      for (int r = 0; r < NR; ++r)
+        for (int t = 0; t < NT; ++t) {
+          const __m256i lanes =
+              _mm256_add_epi32(_mm512_castsi512_si256(s[r][t]), _mm512_extracti64x4_epi64(s[r][t], 1));
+          acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), _mm256_set1_ps(pd[r * nb + b] * a.d(t)[b]),
+                                      acc[r][t]);
+        }
     }
     for (int r = 0; r < NR; ++r)
-      for (int t = 0; t < NT; ++t) {
-        const __m256i lanes =
-            _mm256_add_epi32(_mm512_castsi512_si256(s[r][t]), _mm512_extracti64x4_epi64(s[r][t], 1));
-        acc[r][t] =
-            _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), _mm256_set1_ps(pd[r * nb + b] * a.d(t)[b]), acc[r][t]);
-      }
+      for (int t = 0; t < NT; ++t) y[t * ldy + r] = hsum(acc[r][t]);
   }
-  for (int r = 0; r < NR; ++r)
-    for (int t = 0; t < NT; ++t) y[t * ldy + r] = hsum(acc[r][t]);
-}
-
-template <int NR>
-void panel_rows_zmm(const int16_t* p, const float* pd, int64_t n, const PanelActs& a, int nt, float* y,
-                    int64_t ldy) {
-  if (nt == 2)
-    panel_tile_zmm<NR, 2>(p, pd, n, a, y, ldy);
-  else
-    panel_tile_zmm<NR, 1>(p, pd, n, a, y, ldy);
-}
-
-// nr rows x nt tokens through tiles of at most 4 x 2.
-void panel_product_zmm(const int16_t* p, const float* pd, int nr, int64_t n, const PanelActs& a, int nt,
-                       float* y, int64_t ldy) {
-  const int64_t nb = n / 256;
-  for (int t = 0; t < nt; t += 2) {
-    const PanelActs at{a.act + t * a.stride, a.stride, n};
-    const int tn = std::min(2, nt - t);
-    for (int r = 0; r < nr; r += 4) {
-      const int16_t* pr = p + r * n;
-      const float* dr = pd + r * nb;
-      float* yr = y + t * ldy + r;
-      switch (std::min(4, nr - r)) {
-        case 1:
-          panel_rows_zmm<1>(pr, dr, n, at, tn, yr, ldy);
-          break;
-        case 2:
-          panel_rows_zmm<2>(pr, dr, n, at, tn, yr, ldy);
-          break;
-        case 3:
-          panel_rows_zmm<3>(pr, dr, n, at, tn, yr, ldy);
-          break;
-        default:
-          panel_rows_zmm<4>(pr, dr, n, at, tn, yr, ldy);
-      }
-    }
-  }
-}
+};
 
 }  // namespace
 
 LowbitRows lowbit_rows_avx512() {
   LowbitRows rows = ymm_lowbit_rows();
-  set_grid_panels<panel_product_zmm>(rows);
+  set_grid_panels<panel_product<PanelTileZmm, ZR, ZT>>(rows);
   return rows;
 }
 
