@@ -183,8 +183,8 @@ TEST(Matmul, TokenResultDoesNotDependOnBatch) {
   }
 }
 
-// The grid i-quants with many tokens go through decoded panels (grid_panel.h): each token's outputs are
-// still the row kernels' bits (alone: the one-token kernel), over row and token tails (37 rows: 16 + 16
+// The grid i-quants (IQ1 too) with many tokens go through decoded panels (grid_panel.h): each token's outputs
+// are still the row kernels' bits (alone: the one-token kernel), over row and token tails (37 rows: 16 + 16
 // + 5; 70 tokens: a group of 64 and one of 6, odd tiles).
 TEST(Matmul, GridPanelsGiveTheRowKernelsBits) {
   IsaGuard guard;
@@ -194,7 +194,8 @@ TEST(Matmul, GridPanelsGiveTheRowKernelsBits) {
   for (const char* isa : isa_tiers()) {
     if (!isa_supported(isa)) continue;
     force_isa(isa);
-    for (DType t : {DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S}) {
+    for (DType t : {DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S, DType::IQ1_S,
+                    DType::IQ1_M}) {
       Problem all(t, 37, 768, 70, 71);
       const auto y = all.run(pool, Precision::Fast, scratch);
       for (int64_t tk = 0; tk < 70; tk += 3) {

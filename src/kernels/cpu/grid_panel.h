@@ -1,5 +1,5 @@
-// Prefill of the grid i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S) through a decoded panel.
-// Their row kernels decode each super-block for every tile of up to 4 tokens, and decoding (grid
+// Prefill of the grid i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M) through a decoded
+// panel. Their row kernels decode each super-block for every tile of up to 4 tokens, and decoding (grid
 // gathers, sign bits, scales) costs more than the dot products. With many tokens a work item decodes
 // its rows once into a panel of int16 values (level x sign x sub-block scale, exact) and multiplies
 // the panel with int16 activations (vpmaddwd / vpdpwssd), so decoding is paid once per 64 tokens.

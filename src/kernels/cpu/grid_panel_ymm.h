@@ -113,6 +113,8 @@ void set_grid_panels(LowbitRows& rows) {
   rows.iq2_s_panel = grid_panel<IQ2S, Product>;
   rows.iq3_xxs_panel = grid_panel<IQ3XXS, Product>;
   rows.iq3_s_panel = grid_panel<IQ3S, Product>;
+  rows.iq1_s_panel = grid_panel<IQ1S, Product>;
+  rows.iq1_m_panel = grid_panel<IQ1M, Product>;
 }
 
 }  // namespace

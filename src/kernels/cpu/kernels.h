@@ -73,7 +73,7 @@ struct LowbitRows {
   using PanelFn = void (*)(const uint8_t* w, size_t w_stride, int nr, int64_t n, const uint8_t* act,
                            size_t act_stride, int nt, float* y, int64_t ldy, uint8_t* scratch);
   PanelFn iq2_xxs_panel = nullptr, iq2_xs_panel = nullptr, iq2_s_panel = nullptr, iq3_xxs_panel = nullptr,
-          iq3_s_panel = nullptr;
+          iq3_s_panel = nullptr, iq1_s_panel = nullptr, iq1_m_panel = nullptr;
   void (*panel_act)(const BlockQ8_K& q, int16_t* levels) = nullptr;  // a Q8_K block's levels in pair order
 };
 

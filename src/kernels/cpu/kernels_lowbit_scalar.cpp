@@ -94,12 +94,13 @@ void iq4_xs(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int 
 }
 
 // The grid i-quants: value = D * scale * (level + offset/8) per sub-block half (quant_iq.h). Per
-// token: sum_k scale_k (levels . a)_k, and for IQ1 sum_k scale_k (offsets . a)_k / 8.
+// token: sum_k scale_k (levels . a)_k, IQ1's levels taken as 8 * level + offset with the factor D/8 (the
+// SIMD tiers' integers).
 template <quant_iq::Kind K>
 void iq(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
   constexpr size_t block = quant_iq::block_bytes(K);
   float acc[kMaxTile] = {};
-  int level[256], offset[256];
+  int level[256];
   int16_t scale[16];
   for (int64_t b = 0; b < n / 256; ++b) {
     const uint8_t* blk = w + b * block;
@@ -112,19 +113,17 @@ void iq(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, 
         for (int j = 0; j < 8; ++j) {
           const int byte = static_cast<int>((sub.g[l].bytes >> (8 * j)) & 0xFF);
           int& v = level[32 * ib + 8 * l + j];
-          v = quant_iq::has_offset(K) ? static_cast<int8_t>(byte) : (sub.g[l].signs >> j & 1 ? -byte : byte);
-          offset[32 * ib + 8 * l + j] = sub.g[l].offset;
+          v = quant_iq::has_offset(K) ? 8 * static_cast<int8_t>(byte) + sub.g[l].offset
+                                      : (sub.g[l].signs >> j & 1 ? -byte : byte);
         }
     }
-    const float d = quant_iq::scale_of(K, blk);
+    const float d =
+        quant_iq::has_offset(K) ? 0.125f * quant_iq::scale_of(K, blk) : quant_iq::scale_of(K, blk);
     for (int t = 0; t < nt; ++t) {
       const BlockQ8_K& a = act_block(act, stride, t, b);
-      int isum = 0, osum = 0;
-      for (int k = 0; k < 16; ++k) {
-        isum += scale[k] * dot16(level, a.qs, k);
-        if (quant_iq::has_offset(K)) osum += scale[k] * dot16(offset, a.qs, k);
-      }
-      acc[t] += (d * a.d) * (static_cast<float>(isum) + 0.125f * static_cast<float>(osum));
+      int isum = 0;
+      for (int k = 0; k < 16; ++k) isum += scale[k] * dot16(level, a.qs, k);
+      acc[t] += (d * a.d) * static_cast<float>(isum);
     }
   }
   for (int t = 0; t < nt; ++t) y[t * ldy] = acc[t];

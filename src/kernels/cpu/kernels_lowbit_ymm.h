@@ -118,50 +118,6 @@ inline __m256i signs_from_bits(uint32_t x) {
   return group_signs(_mm256_set1_epi32(static_cast<int>(x)));
 }
 
-// IQ1_S / IQ1_M (quant_iq.h) through the generic field decoder: per sub-block of 32 the 4 groups'
-// signed grid entries in one vector, their signs applied to the activations, and the offsets' sum,
-// scaled by 1/8 at the end. (The other grid types decode as vectors: GridRows below.)
-template <quant_iq::Kind K>
-struct IQ1 {
-  static_assert(quant_iq::has_offset(K));
-  struct Block {
-    uint8_t bytes[quant_iq::block_bytes(K)];
-  };
-  __m256i mag[8], sgn[8], off[8], sc[8];
-  float d;
-  void load(const Block& b) {
-    for (int g = 0; g < 8; ++g) {
-      IqSub sub;
-      quant_iq::sub_block(K, b.bytes, g, sub);
-      sgn[g] = _mm256_set_epi64x(static_cast<int64_t>(sub.g[3].bytes), static_cast<int64_t>(sub.g[2].bytes),
-                                 static_cast<int64_t>(sub.g[1].bytes), static_cast<int64_t>(sub.g[0].bytes));
-      mag[g] = _mm256_sign_epi8(sgn[g], sgn[g]);
-      constexpr uint64_t kOnes = 0x0101010101010101ull;
-      off[g] = _mm256_set_epi64x(static_cast<int64_t>(kOnes * static_cast<uint8_t>(sub.g[3].offset)),
-                                 static_cast<int64_t>(kOnes * static_cast<uint8_t>(sub.g[2].offset)),
-                                 static_cast<int64_t>(kOnes * static_cast<uint8_t>(sub.g[1].offset)),
-                                 static_cast<int64_t>(kOnes * static_cast<uint8_t>(sub.g[0].offset)));
-      sc[g] = lane_scales(sub.scale[0], sub.scale[1]);
-    }
-    d = quant_iq::scale_of(K, b.bytes);
-  }
-  // acc += D*a.d * sum_k scale_k (levels . a)_k; accm -= D*a.d/8 * sum_k scale_k (offsets . a)_k.
-  void dot(const BlockQ8_K& a, __m256& acc, __m256& accm) const {
-    __m256i s = _mm256_setzero_si256(), o = _mm256_setzero_si256();
-    for (int g = 0; g < 8; ++g) {
-      const __m256i av = load32(a.qs + 32 * g);
-      s = _mm256_add_epi32(
-          s, _mm256_madd_epi16(_mm256_maddubs_epi16(mag[g], _mm256_sign_epi8(av, sgn[g])), sc[g]));
-      o = _mm256_add_epi32(
-          o,
-          _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_sign_epi8(av, off[g])), sc[g]));
-    }
-    const float da = d * a.d;
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(da), acc);
-    accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(o), _mm256_set1_ps(-0.125f * da), accm);
-  }
-};
-
 // Grid i-quants whose decode(block, f) gives each sub-block's levels, ±1 signs (carried by the
 // activations) and i16 scales: load() keeps them for a tile's tokens; a lone token (decode) takes
 // each sub-block's dot product as it is decoded (fused), nothing stored.
@@ -223,8 +179,8 @@ inline __m256i iq2_scale_pair(__m256i scales) {
 }
 
 // IQ2_XS: per group of 8 a u16 of a 9-bit grid index and 7 sign bits. The 32 groups' sign bytes in
-// one vector (the parity bit added for all at once), where the generic kernel works each group's
-// out in scalar code: decoding, not the dot products, is what a one-token pass spends its time on.
+// one vector (the parity bit added for all at once), not worked out group by group in scalar code:
+// decoding, not the dot products, is what a one-token pass spends its time on.
 struct IQ2XS : GridRows<IQ2XS> {
   using Block = BlockIQ2_XS;
   // f(g, levels, signs, scales) for each sub-block g; returns the super-block's factor.
@@ -362,6 +318,63 @@ struct IQ3S : GridRows<IQ3S> {
   }
 };
 
+// IQ1_S / IQ1_M: value = D * scale * (level + offset / 8), levels in {-1, 0, 1} from the 2048-entry
+// grid, offsets +-1: as one integer 8 * level + offset (|.| <= 9) with the factor D / 8. A sub-block's
+// 4 grid entries in one gather.
+inline __m256i iq1_levels(__m128i idx, __m256i offsets) {
+  const __m256i lv = _mm256_i32gather_epi64(reinterpret_cast<const long long*>(iq_grids::kIQ1S), idx, 8);
+  return _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), lv), offsets);
+}
+
+// IQ1_S: per sub-block a u16 of 4 x 3 high index bits, a 3-bit scale and the offset's sign.
+struct IQ1S : GridRows<IQ1S> {
+  using Block = BlockIQ1_S;
+  template <class F>
+  static float decode(const Block& b, F&& f) {
+    const __m128i shift = _mm_setr_epi32(0, 3, 6, 9), seven = _mm_set1_epi32(7);
+    static_for<8>([&](auto g_c) {
+      constexpr int g = decltype(g_c)::value;
+      const int h = b.qh[g];
+      uint32_t low;
+      std::memcpy(&low, b.qs + 4 * g, 4);
+      const __m128i high = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(h), shift), seven);
+      const __m128i idx =
+          _mm_or_si128(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(low))), _mm_slli_epi32(high, 8));
+      const __m256i v = iq1_levels(idx, _mm256_set1_epi8(h & 0x8000 ? -1 : 1));
+      f(g, _mm256_abs_epi8(v), v, _mm256_set1_epi16(static_cast<int16_t>(2 * ((h >> 12) & 7) + 1)));
+    });
+    return 0.125f * f16_to_f32(b.d);
+  }
+};
+
+// IQ1_M: per 16 elements a byte of 2 x (3 high index bits, the offset's sign); 3-bit scales per 16.
+struct IQ1M : GridRows<IQ1M> {
+  using Block = BlockIQ1_M;
+  template <class F>
+  static float decode(const Block& b, F&& f) {
+    // Byte 0 of each qword into all 8 of its bytes: a group's offset.
+    const __m256i first = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8, 0, 0, 0, 0, 0, 0,
+                                           0, 0, 8, 8, 8, 8, 8, 8, 8, 8);
+    static_for<8>([&](auto g_c) {
+      constexpr int g = decltype(g_c)::value;
+      const int h0 = b.qh[2 * g], h1 = b.qh[2 * g + 1];
+      const __m128i h = _mm_setr_epi32(h0, h0 >> 4, h1, h1 >> 4);  // group l's 3 index bits and sign bit
+      uint32_t low;
+      std::memcpy(&low, b.qs + 4 * g, 4);
+      const __m128i idx = _mm_or_si128(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(low))),
+                                       _mm_slli_epi32(_mm_and_si128(h, _mm_set1_epi32(7)), 8));
+      const __m128i off =
+          _mm_sub_epi32(_mm_set1_epi32(1), _mm_srli_epi32(_mm_and_si128(h, _mm_set1_epi32(8)), 2));
+      const __m256i v = iq1_levels(idx, _mm256_shuffle_epi8(_mm256_cvtepi32_epi64(off), first));
+      uint16_t sc;
+      std::memcpy(&sc, b.scales + 2 * (g / 2), 2);
+      const int s = sc >> (6 * (g % 2));
+      f(g, _mm256_abs_epi8(v), v, lane_scales(2 * (s & 7) + 1, 2 * ((s >> 3) & 7) + 1));
+    });
+    return 0.125f * quant_iq::scale_of(quant_iq::Kind::IQ1_M, reinterpret_cast<const uint8_t*>(&b));
+  }
+};
+
 // IQ4_XS against Q8Act activations (a scale per 32, as the packed kernels): per sub-block the
 // levels (one byte shuffle), their magnitudes against sign-carrying activations, one conversion
 // and one fused multiply-add per token.
@@ -460,9 +473,8 @@ void tile(const uint8_t* w, size_t ws, int nr, int64_t n, const uint8_t* act, si
 }
 
 inline LowbitRows ymm_lowbit_rows() {
-  using K = quant_iq::Kind;
-  return {tile<Q2K>,  tile<Q3K>,    iq4xs_tile, tile<IQ2XXS>,        tile<IQ2XS>,
-          tile<IQ2S>, tile<IQ3XXS>, tile<IQ3S>, tile<IQ1<K::IQ1_S>>, tile<IQ1<K::IQ1_M>>};
+  return {tile<Q2K>,  tile<Q3K>,    iq4xs_tile, tile<IQ2XXS>, tile<IQ2XS>,
+          tile<IQ2S>, tile<IQ3XXS>, tile<IQ3S>, tile<IQ1S>,   tile<IQ1M>};
 }
 
 }  // namespace

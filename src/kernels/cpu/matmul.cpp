@@ -209,6 +209,10 @@ LowbitRows::PanelFn panel_kernel(const LowbitRows& k, DType t) {
       return k.iq3_xxs_panel;
     case DType::IQ3_S:
       return k.iq3_s_panel;
+    case DType::IQ1_S:
+      return k.iq1_s_panel;
+    case DType::IQ1_M:
+      return k.iq1_m_panel;
     default:
       return nullptr;
   }
