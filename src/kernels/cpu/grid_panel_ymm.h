@@ -9,6 +9,7 @@
 
 #include "kernels/cpu/grid_panel.h"
 #include "kernels/cpu/kernels_lowbit_ymm.h"
+#include "kernels/cpu/static_for.h"
 
 namespace ferrum::kernels {
 namespace {
@@ -66,6 +67,38 @@ struct PanelActs {
   int64_t n;
   const int16_t* q(int t) const { return reinterpret_cast<const int16_t*>(act + t * stride); }
   const float* d(int t) const { return reinterpret_cast<const float*>(act + t * stride + 2 * n); }
+};
+
+// NR panel rows x NT tokens with a tier's integer product V (an int32 vector type Int, kStep int16
+// values per load, zero/load/dot, and lanes: the 8 int32 lanes of the row kernels from a sum): per
+// super-block the lanes' integer sums, then their conversion and multiply-add with d * a.d.
+template <class V, int NR, int NT>
+struct PanelTile {
+  static void run(const int16_t* p, const float* pd, int64_t n, const PanelActs& a, float* y, int64_t ldy) {
+    const int64_t nb = n / 256;
+    __m256 acc[NR][NT];
+    for (int r = 0; r < NR; ++r)
+      for (int t = 0; t < NT; ++t) acc[r][t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      typename V::Int s[NR][NT];
+      for (int r = 0; r < NR; ++r)
+        for (int t = 0; t < NT; ++t) s[r][t] = V::zero();
+      static_for<256 / V::kStep>([&](auto h) {
+        const int64_t i = 256 * b + V::kStep * h;
+        typename V::Int wv[NR], av[NT];
+        for (int r = 0; r < NR; ++r) wv[r] = V::load(p + r * n + i);
+        for (int t = 0; t < NT; ++t) av[t] = V::load(a.q(t) + i);
+        for (int r = 0; r < NR; ++r)
+          for (int t = 0; t < NT; ++t) s[r][t] = V::dot(s[r][t], wv[r], av[t]);
+      });
+      for (int r = 0; r < NR; ++r)
+        for (int t = 0; t < NT; ++t)
+          acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(V::lanes(s[r][t])),
+                                      _mm256_set1_ps(pd[r * nb + b] * a.d(t)[b]), acc[r][t]);
+    }
+    for (int r = 0; r < NR; ++r)
+      for (int t = 0; t < NT; ++t) y[t * ldy + r] = hsum(acc[r][t]);
+  }
 };
 
 // Tile<R, T>::run for the rn <= MR rows and tn <= MT tokens left (every smaller tile instantiated).

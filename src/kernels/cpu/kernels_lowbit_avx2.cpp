@@ -9,36 +9,18 @@ namespace {
 // Tile shape (rows x tokens) for 16 registers, the fastest in the micro-benchmark (64 tokens).
 constexpr int YR = 3, YT = 2;
 
-// NR panel rows x NT tokens on 256-bit registers: per super-block the int32 lanes of the row kernels,
-// then their conversion and multiply-add with d * a.d.
-template <int NR, int NT>
-struct PanelTileYmm {
-  static void run(const int16_t* p, const float* pd, int64_t n, const PanelActs& a, float* y, int64_t ldy) {
-    const int64_t nb = n / 256;
-    __m256 acc[NR][NT];
-    for (int r = 0; r < NR; ++r)
-      for (int t = 0; t < NT; ++t) acc[r][t] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      __m256i s[NR][NT];
-      for (int r = 0; r < NR; ++r)
-        for (int t = 0; t < NT; ++t) s[r][t] = _mm256_setzero_si256();
-      static_for<16>([&](auto h) {
-        const int64_t i = 256 * b + 16 * h;
-        __m256i wv[NR], av[NT];
-        for (int r = 0; r < NR; ++r) wv[r] = load32(p + r * n + i);
-        for (int t = 0; t < NT; ++t) av[t] = load32(a.q(t) + i);
-        for (int r = 0; r < NR; ++r)
-          for (int t = 0; t < NT; ++t) s[r][t] = _mm256_add_epi32(s[r][t], _mm256_madd_epi16(wv[r], av[t]));
-      });
-      for (int r = 0; r < NR; ++r)
-        for (int t = 0; t < NT; ++t)
-          acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[r][t]), _mm256_set1_ps(pd[r * nb + b] * a.d(t)[b]),
-                                      acc[r][t]);
-    }
-    for (int r = 0; r < NR; ++r)
-      for (int t = 0; t < NT; ++t) y[t * ldy + r] = hsum(acc[r][t]);
-  }
+// The panel product on 256-bit registers: vpmaddwd and an add; a load is half a 32-element chunk (its
+// even pairs, then its odd ones), both halves adding into the row kernels' lanes.
+struct YmmDot {
+  using Int = __m256i;
+  static constexpr int kStep = 16;
+  static Int zero() { return _mm256_setzero_si256(); }
+  static Int load(const int16_t* p) { return load32(p); }
+  static Int dot(Int s, Int w, Int a) { return _mm256_add_epi32(s, _mm256_madd_epi16(w, a)); }
+  static __m256i lanes(Int s) { return s; }
 };
+template <int NR, int NT>
+using PanelTileYmm = PanelTile<YmmDot, NR, NT>;
 
 }  // namespace
 
