@@ -326,21 +326,37 @@ inline __m256i iq1_levels(__m128i idx, __m256i offsets) {
   return _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), lv), offsets);
 }
 
-// IQ1_S: per sub-block a u16 of 4 x 3 high index bits, a 3-bit scale and the offset's sign.
+// Grid indices of groups 8h..8h+7 (sub-blocks 2h, 2h + 1): the low bytes qs[8h..] and 3 high bits
+// from `high` (bits 0-2 of each int32 lane).
+inline __m256i iq1_indices(const uint8_t* qs, int h, __m256i high) {
+  return _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 8 * h))),
+                         _mm256_slli_epi32(_mm256_and_si256(high, _mm256_set1_epi32(7)), 8));
+}
+// Sub-block g's half of a vector of two sub-blocks' 4 int32 values.
+template <int g>
+inline __m128i half_of(__m256i v) {
+  return g % 2 ? _mm256_extracti128_si256(v, 1) : _mm256_castsi256_si128(v);
+}
+
+// IQ1_S: per sub-block a u16 of 4 x 3 high index bits, a 3-bit scale and the offset's sign; the
+// indices of two sub-blocks in one vector.
 struct IQ1S : GridRows<IQ1S> {
   using Block = BlockIQ1_S;
   template <class F>
   static float decode(const Block& b, F&& f) {
-    const __m128i shift = _mm_setr_epi32(0, 3, 6, 9), seven = _mm_set1_epi32(7);
+    const __m256i rep = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1),
+                  shift = _mm256_setr_epi32(0, 3, 6, 9, 0, 3, 6, 9);
+    __m256i idx[4];
+    for (int h = 0; h < 4; ++h) {
+      uint32_t pair;
+      std::memcpy(&pair, b.qh + 2 * h, 4);
+      const __m256i q = _mm256_cvtepu16_epi32(_mm_cvtsi32_si128(static_cast<int>(pair)));
+      idx[h] = iq1_indices(b.qs, h, _mm256_srlv_epi32(_mm256_permutevar8x32_epi32(q, rep), shift));
+    }
     static_for<8>([&](auto g_c) {
       constexpr int g = decltype(g_c)::value;
       const int h = b.qh[g];
-      uint32_t low;
-      std::memcpy(&low, b.qs + 4 * g, 4);
-      const __m128i high = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(h), shift), seven);
-      const __m128i idx =
-          _mm_or_si128(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(low))), _mm_slli_epi32(high, 8));
-      const __m256i v = iq1_levels(idx, _mm256_set1_epi8(h & 0x8000 ? -1 : 1));
+      const __m256i v = iq1_levels(half_of<g>(idx[g / 2]), _mm256_set1_epi8(h & 0x8000 ? -1 : 1));
       f(g, _mm256_abs_epi8(v), v, _mm256_set1_epi16(static_cast<int16_t>(2 * ((h >> 12) & 7) + 1)));
     });
     return 0.125f * f16_to_f32(b.d);
@@ -348,6 +364,7 @@ struct IQ1S : GridRows<IQ1S> {
 };
 
 // IQ1_M: per 16 elements a byte of 2 x (3 high index bits, the offset's sign); 3-bit scales per 16.
+// The indices and offsets of two sub-blocks in one vector each.
 struct IQ1M : GridRows<IQ1M> {
   using Block = BlockIQ1_M;
   template <class F>
@@ -355,17 +372,24 @@ struct IQ1M : GridRows<IQ1M> {
     // Byte 0 of each qword into all 8 of its bytes: a group's offset.
     const __m256i first = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8, 0, 0, 0, 0, 0, 0,
                                            0, 0, 8, 8, 8, 8, 8, 8, 8, 8);
+    const __m256i rep = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3),
+                  shift = _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4);
+    __m256i idx[4], off[4];
+    for (int h = 0; h < 4; ++h) {
+      // Group 8h + l: qh byte 4h + l/2, its low nibble for even l, its high one for odd.
+      uint32_t q;
+      std::memcpy(&q, b.qh + 4 * h, 4);
+      const __m256i nib = _mm256_srlv_epi32(
+          _mm256_permutevar8x32_epi32(_mm256_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(q))), rep),
+          shift);
+      idx[h] = iq1_indices(b.qs, h, nib);
+      off[h] = _mm256_sub_epi32(_mm256_set1_epi32(1),
+                                _mm256_srli_epi32(_mm256_and_si256(nib, _mm256_set1_epi32(8)), 2));
+    }
     static_for<8>([&](auto g_c) {
       constexpr int g = decltype(g_c)::value;
-      const int h0 = b.qh[2 * g], h1 = b.qh[2 * g + 1];
-      const __m128i h = _mm_setr_epi32(h0, h0 >> 4, h1, h1 >> 4);  // group l's 3 index bits and sign bit
-      uint32_t low;
-      std::memcpy(&low, b.qs + 4 * g, 4);
-      const __m128i idx = _mm_or_si128(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(low))),
-                                       _mm_slli_epi32(_mm_and_si128(h, _mm_set1_epi32(7)), 8));
-      const __m128i off =
-          _mm_sub_epi32(_mm_set1_epi32(1), _mm_srli_epi32(_mm_and_si128(h, _mm_set1_epi32(8)), 2));
-      const __m256i v = iq1_levels(idx, _mm256_shuffle_epi8(_mm256_cvtepi32_epi64(off), first));
+      const __m256i offsets = _mm256_shuffle_epi8(_mm256_cvtepi32_epi64(half_of<g>(off[g / 2])), first);
+      const __m256i v = iq1_levels(half_of<g>(idx[g / 2]), offsets);
       uint16_t sc;
       std::memcpy(&sc, b.scales + 2 * (g / 2), 2);
       const int s = sc >> (6 * (g % 2));
