@@ -30,10 +30,12 @@ using PanelTileZmm = PanelTile<ZmmDot, NR, NT>;
 LowbitRows lowbit_rows_avx512() {
   LowbitRows rows = ymm_lowbit_rows();
   set_grid_panels<panel_product<PanelTileZmm, ZR, ZT>>(rows);
-  // IQ2_XS's row kernel as the AVX2 flags compile it: the same bits, and faster for one token (25 against
-  // 19 GFLOP/s in the micro-benchmark; with AVX-512 flags the compiler fuses its adds into vpdpwssd, and
-  // that build is slower here for reasons not pinned down).
-  rows.iq2_xs = lowbit_rows_avx2().iq2_xs;
+  // IQ2_XS's and IQ1_M's row kernels as the AVX2 flags compile them: the same bits, and faster for one
+  // token (micro-benchmark: IQ2_XS 26 against 21 GFLOP/s, IQ1_M 21 against 17; the AVX-512 build of
+  // these two is slower for reasons not pinned down, the other types' is as fast or faster).
+  const LowbitRows avx2 = lowbit_rows_avx2();
+  rows.iq2_xs = avx2.iq2_xs;
+  rows.iq1_m = avx2.iq1_m;
   return rows;
 }
 
