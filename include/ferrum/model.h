@@ -114,6 +114,20 @@ class Model {
   // of the wrong width, or an output this model cannot give.
   virtual void forward(KvCache& kv, std::span<const SeqInput> batch, ForwardOut out) = 0;
 
+  // Passes in flight: a model split over pipeline stages runs the next pass on its first stage
+  // while the later stages still work on earlier ones. begin_forward() starts a pass (throwing as
+  // forward() does) and returns a number for it; end_forward() waits until that pass's outputs are
+  // written where its ForwardOut points (which must stay valid until then) and throws the error
+  // of a pass that failed after it began. Until its pass ended, a sequence of the batch must not be
+  // used or changed; other sequences of the cache may be. max_passes_in_flight() is how many
+  // passes keep every stage busy (1: the default, where begin_forward() runs forward()).
+  virtual int max_passes_in_flight() const { return 1; }
+  virtual uint64_t begin_forward(KvCache& kv, std::span<const SeqInput> batch, ForwardOut out) {
+    forward(kv, batch, out);
+    return 0;
+  }
+  virtual void end_forward(uint64_t /*pass*/) {}
+
   // The embedding rows of `ids` (n_embd floats each): what forward() computes from token ids.
   // Only for a model that starts at layer 0.
   virtual void embed_tokens(std::span<const int32_t> ids, float* rows) const = 0;

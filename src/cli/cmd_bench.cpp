@@ -133,19 +133,35 @@ class Bench {
   // from an empty cache (or d tokens deep), logits every step. Returns tokens/s summed over the
   // sequences.
   double generate(int n, int batch, int depth) {
+    tokens_.resize(batch);
     items_.resize(batch);
     logits_.resize(static_cast<size_t>(batch) * vocab_);
     kv_.reset();
     for (int b = 0; b < batch; ++b) {
       fill_depth(b, depth, /*reset=*/false);
       kv_.reserve(b, depth + n);  // cache room is not part of the timing
-      items_[b] = DecodeItem{b, depth == 0 && bos_ >= 0 ? bos_ : random_token(), depth, lora_of(b)};
+      tokens_[b] = depth == 0 && bos_ >= 0 ? bos_ : random_token();
+      items_[b] = SeqInput{};
+      items_[b].seq = b;
+      items_[b].tokens = std::span(&tokens_[b], 1);
+      items_[b].lora = lora_of(b);
     }
+    // Over pipeline stages the sequences go in groups with a pass in flight each, as the engine's
+    // passes do, so that every stage works at once; otherwise one pass of all of them.
+    const int groups = std::clamp(m_.max_passes_in_flight(), 1, batch);
+    std::vector<uint64_t> pass(groups, 0);
     const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < n; ++i) {
-      m_.decode_batch(kv_, items_, logits_.data());
-      for (DecodeItem& it : items_) it.token = random_token(), it.pos++;
-    }
+    for (int i = 0; i <= n; ++i)
+      for (int g = 0; g < groups; ++g) {
+        const int b0 = batch * g / groups, b1 = batch * (g + 1) / groups;
+        if (i > 0) {
+          m_.end_forward(pass[g]);
+          for (int b = b0; b < b1; ++b) tokens_[b] = random_token();
+        }
+        if (i < n)
+          pass[g] = m_.begin_forward(kv_, std::span<const SeqInput>(items_).subspan(b0, b1 - b0),
+                                     ForwardOut{logits_.data() + static_cast<size_t>(b0) * vocab_, nullptr});
+      }
     const double s = seconds_since(t0);
     kv_.reset();
     return static_cast<double>(n) * batch / s;
@@ -169,7 +185,8 @@ class Bench {
   int vocab_;
   int32_t bos_ = -1;
   std::vector<float> logits_;
-  std::vector<DecodeItem> items_;
+  std::vector<int32_t> tokens_;
+  std::vector<SeqInput> items_;
   std::vector<const LoraAdapter*> lora_;
 };
 

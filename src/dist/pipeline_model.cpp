@@ -30,6 +30,7 @@ void PipelineModel::stop() {
   if (stopped_) return;
   stopped_ = true;
   try {
+    while (!passes_.empty()) receive();  // the last stage's answers are taken before it stops
     t_.send(1, encode_stop());
   } catch (...) {  // nothing to tell anyone at exit
   }
@@ -37,9 +38,9 @@ void PipelineModel::stop() {
 
 // The batch in micro-batches of about equal token counts, items cut at token boundaries (a
 // sequence's chunks go in consecutive micro-batches, in order). Rows come out in the batch's order.
-void PipelineModel::split(std::span<const SeqInput> batch, int64_t total) {
+void PipelineModel::split(std::span<const SeqInput> batch, int64_t total, int parts) {
   const int64_t d = config().n_embd;
-  const int64_t m = std::max<int64_t>(1, std::min<int64_t>(micro_batches_, total));
+  const int64_t m = std::max<int64_t>(1, std::min<int64_t>(parts, total));
   const int64_t per = (total + m - 1) / m;
   micro_.assign(1, {});
   int64_t room = per;
@@ -74,6 +75,9 @@ void PipelineModel::send_micro(KvCache& kv, std::span<const SeqInput> items, boo
   }
   batch_.rows.resize(total * d);
   first_->forward(kv, local_, ForwardOut{nullptr, batch_.rows.data()});
+  // Until the pass is sent whole: cut short, it would leave the later stages' caches behind rank
+  // 0's (a first micro-batch that fails changes nothing: its forward is all or nothing).
+  broken_ = true;
   batch_.cache = book_.id(kv);
   batch_.bf16_rows = bf16_rows_;
   batch_.ops = with_ops ? book_.take() : std::vector<KvOp>{};
@@ -97,51 +101,80 @@ void PipelineModel::send_micro(KvCache& kv, std::span<const SeqInput> items, boo
   t_.send(1, encode_forward(batch_));
 }
 
-void PipelineModel::forward(KvCache& kv, std::span<const SeqInput> batch, ForwardOut out) {
+uint64_t PipelineModel::begin_forward(KvCache& kv, std::span<const SeqInput> batch, ForwardOut out) {
   if (broken_) fail("pipeline: an earlier pass failed, so the stages no longer hold the same caches");
-  if (batch.empty()) return;
-  const int64_t d = config().n_embd, V = config().n_vocab;
+  if (batch.empty()) return 0;
+  const int64_t d = config().n_embd;
   int64_t total = 0;
+  bool prompt = false;
   fit_.clear();
   for (const SeqInput& it : batch) {
     total += it.size(d);
+    prompt = prompt || it.size(d) > 1;
     fit_.push_back({it.seq, kv.seq_len(it.seq) + it.size(d)});
   }
   // All or nothing: the whole batch fits (every rank's cache holds the same) before a micro-batch runs.
   if (!kv.can_fit(fit_))
     throw CapacityError(fmt::format("KV cache: the {} new positions of this batch do not fit", total));
-  split(batch, total);
-  // While rank 1 runs micro-batch k, this rank runs k + 1: the stages work at once.
-  broken_ = true;  // until the last stage has answered every micro-batch
-  for (size_t m = 0; m < micro_.size(); ++m) send_micro(kv, micro_[m], m == 0);
-  std::string error;
-  int64_t logit_at = 0, hidden_at = 0;
-  for (size_t m = 0; m < micro_.size(); ++m) {
-    const Bytes reply = t_.recv(t_.size() - 1);
-    if (kind_of(reply) == MsgKind::Error) {
-      if (error.empty()) error = decode_error(reply);
-      continue;
-    }
-    if (kind_of(reply) != MsgKind::Result) fail("pipeline: unexpected answer from rank {}", t_.size() - 1);
-    decode_result(reply, logits_, hidden_);
+  // A pass of one position per sequence (a decode step) goes whole: cut up, each part would run at
+  // a smaller batch, whose per-token cost is higher; passes in flight keep the stages busy instead.
+  split(batch, total, prompt ? micro_batches_ : 1);
+  Pass p;
+  p.id = next_pass_++;
+  p.out = out;
+  for (const auto& micro : micro_) {
     int64_t lr = 0, hr = 0;
-    for (const SeqInput& it : micro_[m]) {
-      const int64_t n = it.size(d);
-      lr += rows_wanted(it.logits, n);
-      hr += rows_wanted(it.hidden, n);
+    for (const SeqInput& it : micro) {
+      lr += rows_wanted(it.logits, it.size(d));
+      hr += rows_wanted(it.hidden, it.size(d));
     }
-    if (static_cast<int64_t>(logits_.size()) != lr * V || static_cast<int64_t>(hidden_.size()) != hr * d)
-      fail("pipeline: the last stage answered {} logit and {} hidden floats for {} and {} rows",
-           logits_.size(), hidden_.size(), lr, hr);
-    if (out.logits && lr)
-      std::memcpy(out.logits + logit_at * V, logits_.data(), logits_.size() * sizeof(float));
-    if (out.hidden && hr)
-      std::memcpy(out.hidden + hidden_at * d, hidden_.data(), hidden_.size() * sizeof(float));
-    logit_at += lr;
-    hidden_at += hr;
+    p.rows.push_back({lr, hr});
   }
-  if (!error.empty()) fail("{}", error);
+  // While rank 1 runs micro-batch k, this rank runs k + 1: the stages work at once.
+  for (size_t m = 0; m < micro_.size(); ++m) send_micro(kv, micro_[m], m == 0);
   broken_ = false;
+  passes_.push_back(std::move(p));
+  return passes_.back().id;
+}
+
+void PipelineModel::receive() {
+  const int64_t d = config().n_embd, V = config().n_vocab;
+  Pass& p = passes_.front();
+  const Bytes reply = t_.recv(t_.size() - 1);
+  const auto [lr, hr] = p.rows[p.answered++];
+  if (kind_of(reply) == MsgKind::Error) {
+    if (p.error.empty()) p.error = decode_error(reply);
+  } else if (kind_of(reply) != MsgKind::Result) {
+    p.error = fmt::format("pipeline: unexpected answer from rank {}", t_.size() - 1);
+  } else {
+    decode_result(reply, logits_, hidden_);
+    if (static_cast<int64_t>(logits_.size()) != lr * V || static_cast<int64_t>(hidden_.size()) != hr * d)
+      p.error =
+          fmt::format("pipeline: the last stage answered {} logit and {} hidden floats for {} and {} rows",
+                      logits_.size(), hidden_.size(), lr, hr);
+    if (p.out.logits && lr)
+      std::memcpy(p.out.logits + p.logit_at * V, logits_.data(), logits_.size() * sizeof(float));
+    if (p.out.hidden && hr)
+      std::memcpy(p.out.hidden + p.hidden_at * d, hidden_.data(), hidden_.size() * sizeof(float));
+    p.logit_at += lr;
+    p.hidden_at += hr;
+  }
+  if (p.answered < p.rows.size()) return;
+  // A stage failed: the stages' caches may no longer agree, so every later pass fails too.
+  if (!p.error.empty()) broken_ = true;
+  answered_[p.id] = std::move(p.error);
+  passes_.pop_front();
+}
+
+void PipelineModel::end_forward(uint64_t pass) {
+  if (pass == 0) return;
+  while (!answered_.contains(pass)) {
+    if (passes_.empty() || passes_.front().id > pass) fail("pipeline: pass {} is not in flight", pass);
+    receive();
+  }
+  const std::string error = std::move(answered_[pass]);
+  answered_.erase(pass);
+  if (!error.empty()) fail("{}", error);
 }
 
 }  // namespace ferrum::dist

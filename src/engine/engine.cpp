@@ -81,9 +81,13 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
   policy_ = std::make_unique<SchedulePolicy>(*kv_, opt_.max_num_seqs, opt_.max_batched_tokens,
                                              opt_.step_overhead_tokens);
   if (opt_.spec.proposer) opt_.spec.proposer->start(kv_->options(), opt_.max_num_seqs);
+  if (opt_.passes_in_flight < 0) fail("passes_in_flight must be >= 0 (got {})", opt_.passes_in_flight);
+  depth_ = std::min(opt_.max_num_seqs, opt_.passes_in_flight > 0 ? opt_.passes_in_flight
+                                                                 : std::max(1, model.max_passes_in_flight()));
   // One row per sequence, or with speculation one per pending and draft token.
   const int rows_per_seq = opt_.spec.proposer ? opt_.spec.draft_max + 1 : 1;
-  logits_.resize(static_cast<size_t>(opt_.max_num_seqs) * rows_per_seq * n_vocab_);
+  spare_.resize(depth_);
+  for (Pass& p : spare_) p.logits.resize(static_cast<size_t>(opt_.max_num_seqs) * rows_per_seq * n_vocab_);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -189,6 +193,7 @@ void Engine::loop() {
     } catch (const std::exception& e) {
       // A failure the step could not attribute to one request: fail every running one so the
       // engine stays consistent and keeps serving.
+      abandon_passes();
       while (!policy_->running().empty()) {
         RequestEvent ev;
         ev.finished = true;
@@ -249,6 +254,7 @@ void Engine::finish(Seq& s, RequestEvent ev) {
 void Engine::drop_cancelled() {
   for (size_t i = seqs_.size(); i-- > 0;) {
     Seq& s = *seqs_[i];
+    if (s.in_flight) continue;                                            // after its pass
     if (s.h->cancelled() || (s.p.max_tokens == 0 && !s.admitted_once)) {  // max_tokens 0: nothing to generate
       RequestEvent ev;
       ev.finish_reason = s.h->cancelled() ? "cancelled" : "length";
@@ -265,17 +271,22 @@ void Engine::on_first_admission(const std::vector<ScheduledSeq*>& seqs) {
   }
 }
 
-// Runs the planned batch; on CapacityError lets the policy preempt and plans again. Returns
-// false when there is nothing to run.
-bool Engine::run_forward() {
+// Plans a pass over the sequences not in flight and begins it; on CapacityError lets the policy
+// preempt and plans again (with passes in flight, those end first). Returns false when no pass
+// began.
+bool Engine::begin_pass() {
+  if (spare_.empty()) return false;  // not after a step: one pass has always ended
+  propose_drafts();
+  Pass& p = spare_.back();
   while (true) {
-    policy_->plan();
+    policy_->plan(decode_share());
     if (policy_->items().empty()) return false;
     try {
-      model_.forward(*kv_, policy_->items(), ForwardOut{logits_.data(), nullptr});
-      return true;
+      p.id = model_.begin_forward(*kv_, policy_->items(), ForwardOut{p.logits.data(), nullptr});
+      break;
     } catch (const CapacityError& e) {
       if (policy_->drop_drafts()) continue;  // without the draft tokens it may fit
+      if (!passes_.empty()) return false;    // the passes in flight end and free room first
       Seq* alone = static_cast<Seq*>(policy_->on_capacity_error());
       if (!alone) continue;
       // Alone and still out of room: the pool cannot hold this sequence any longer.
@@ -290,6 +301,36 @@ bool Engine::run_forward() {
       return false;
     }
   }
+  p.items = policy_->items();
+  p.owners = policy_->owners();
+  for (ScheduledSeq* s : p.owners) s->in_flight = true;
+  passes_.push_back(std::move(p));
+  spare_.pop_back();
+  return true;
+}
+
+// The decoding sequences the next pass takes: those not in flight, shared among the passes that
+// can still begin before the oldest ends.
+int Engine::decode_share() const {
+  const auto& run = policy_->running();
+  const int free = static_cast<int>(std::count_if(
+      run.begin(), run.end(), [](const ScheduledSeq* s) { return s->decoding() && !s->in_flight; }));
+  const int slots = std::max(1, depth_ - static_cast<int>(passes_.size()));
+  return (free + slots - 1) / slots;
+}
+
+// Ends passes in flight after a failure, their outputs dropped (their sequences are then failed).
+void Engine::abandon_passes() {
+  while (!passes_.empty()) {
+    Pass& p = passes_.front();
+    try {
+      model_.end_forward(p.id);
+    } catch (const std::exception&) {  // the failure is reported by the caller
+    }
+    for (ScheduledSeq* s : p.owners) s->in_flight = false;
+    spare_.push_back(std::move(p));
+    passes_.pop_front();
+  }
 }
 
 // Asks the proposer for draft tokens for every sequence that decodes in the next step.
@@ -300,6 +341,7 @@ void Engine::propose_drafts() {
       opt_.spec.max_batch > 0 && static_cast<int>(policy_->running().size()) > opt_.spec.max_batch;
   for (ScheduledSeq* r : policy_->running()) {
     Seq& s = *static_cast<Seq*>(r);
+    if (s.in_flight) continue;  // its drafts are in its pass
     s.verify.clear();
     s.draft.draft.clear();
     s.draft.q.clear();
@@ -326,6 +368,7 @@ void Engine::propose_drafts() {
   opt_.spec.proposer->propose(draft_requests_);
   for (ScheduledSeq* r : policy_->running()) {
     Seq& s = *static_cast<Seq*>(r);
+    if (s.in_flight) continue;
     if (s.draft.draft.empty()) {
       if (s.draft.max_draft > 0) s.draft_len.on_result(0, 0);  // asked, nothing proposed
       continue;
@@ -359,27 +402,40 @@ RequestEvent Engine::verify(Seq& s, const float* rows, size_t n_rows) {
 void Engine::step() {
   drop_cancelled();
   on_first_admission(policy_->admit());
-  if (policy_->running().empty()) return;
-  propose_drafts();
-  if (!run_forward()) return;
+  const bool began = !policy_->running().empty() && begin_pass();
+  // The oldest pass ends when as many are in flight as the model keeps busy, or when no other
+  // can begin (its sequences' next tokens are wanted).
+  if (!passes_.empty() && (!began || static_cast<int>(passes_.size()) >= depth_)) end_pass();
+}
+
+// Waits for the oldest pass's logits, then turns them into its sequences' events.
+void Engine::end_pass() {
+  Pass& p = passes_.front();
+  for (ScheduledSeq* s : p.owners) s->in_flight = false;
+  try {
+    model_.end_forward(p.id);
+  } catch (...) {
+    spare_.push_back(std::move(p));
+    passes_.pop_front();
+    throw;
+  }
   {
     std::lock_guard sl(stats_mu_);
     ++stats_.steps;
     stats_.preemptions = policy_->preemptions();
   }
-  policy_->advance();
+  SchedulePolicy::advance(p.items, p.owners);
   // Output processing where logits were produced (rows in item order).
   size_t row = 0;
   const auto now = Clock::now();
-  const auto& items = policy_->items();
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (items[i].logits == Want::None) continue;
-    Seq& s = *static_cast<Seq*>(policy_->owners()[i]);
-    const float* rows = logits_.data() + row * n_vocab_;
+  for (size_t i = 0; i < p.items.size(); ++i) {
+    if (p.items[i].logits == Want::None) continue;
+    Seq& s = *static_cast<Seq*>(p.owners[i]);
+    const float* rows = p.logits.data() + row * n_vocab_;
     RequestEvent ev;
-    if (items[i].logits == Want::All) {
-      row += items[i].tokens.size();
-      ev = verify(s, rows, items[i].tokens.size());
+    if (p.items[i].logits == Want::All) {
+      row += p.items[i].tokens.size();
+      ev = verify(s, rows, p.items[i].tokens.size());
     } else {
       ++row;
       ev = s.out->on_logits(rows, s.tokens, kv_capacity_);
@@ -402,6 +458,8 @@ void Engine::step() {
     else
       s.h->push(std::move(ev));
   }
+  spare_.push_back(std::move(p));
+  passes_.pop_front();
 }
 
 }  // namespace ferrum

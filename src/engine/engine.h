@@ -1,8 +1,10 @@
 // The engine: a request queue and one engine thread that owns the KV cache and runs the loop
-// of continuous batching. Every step runs ONE Model::forward over what the scheduling policy
+// of continuous batching. Every step runs ONE forward pass over what the scheduling policy
 // (engine/schedule_policy.h) planned: the decode tokens of the running sequences plus prefill
 // chunks of newer ones; output processing (engine/request_output.h) turns each sequence's
-// logits into its events. Cancelled requests free their KV at the next step.
+// logits into its events. Over pipeline stages several passes are in flight, each over other
+// sequences: a step begins one and ends the oldest. Cancelled requests free their KV at the next
+// step after their pass.
 #pragma once
 
 #include <condition_variable>
@@ -58,6 +60,10 @@ struct EngineOptions {
   // the budget.
   int step_overhead_tokens = 32;
   int max_waiting = 256;  // queued requests beyond which submit() throws BusyError
+  // Forward passes in flight (0: as many as the model keeps busy, Model::max_passes_in_flight: one
+  // per pipeline stage). Each pass takes its share of the decoding sequences, and a sequence is in
+  // one pass at a time, so while the last stage runs one pass the first runs the next.
+  int passes_in_flight = 0;
 };
 
 struct EngineStats {
@@ -106,10 +112,20 @@ class Engine {
 
  private:
   struct Seq;
+  // A forward pass begun and not yet ended: what it runs, and where its logits go.
+  struct Pass {
+    uint64_t id = 0;
+    std::vector<SeqInput> items;
+    std::vector<ScheduledSeq*> owners;
+    std::vector<float> logits;
+  };
   void loop();
   void intake();
   void step();
-  bool run_forward();
+  bool begin_pass();
+  void end_pass();
+  void abandon_passes();
+  int decode_share() const;
   void drop_cancelled();
   void finish(Seq& s, RequestEvent ev);
   void on_first_admission(const std::vector<ScheduledSeq*>& seqs);
@@ -138,7 +154,9 @@ class Engine {
   // Engine-thread state.
   std::vector<std::unique_ptr<Seq>> seqs_;  // every admitted or waiting request
   std::unique_ptr<SchedulePolicy> policy_;
-  std::vector<float> logits_;
+  int depth_ = 1;            // passes in flight at most
+  std::deque<Pass> passes_;  // in flight, oldest first
+  std::vector<Pass> spare_;  // ended: their buffers kept for the next ones
   std::vector<DraftRequest*> draft_requests_;
   std::thread thread_;
 };

@@ -57,21 +57,22 @@ std::vector<ScheduledSeq*> SchedulePolicy::admit() {
   return first_time;
 }
 
-void SchedulePolicy::plan() {
+void SchedulePolicy::plan(int max_decodes) {
   items_.clear();
   owners_.clear();
   int budget = max_batched_tokens_;
-  plan_decodes(budget);
+  plan_decodes(budget, max_decodes);
   plan_prefills(budget, static_cast<int>(items_.size()));
 }
 
 // One pending token per decoding sequence, or it and its drafts when the budget leaves room.
-void SchedulePolicy::plan_decodes(int& budget) {
-  int decodes_left = static_cast<int>(
-      std::count_if(running_.begin(), running_.end(), [](const ScheduledSeq* r) { return r->decoding(); }));
+void SchedulePolicy::plan_decodes(int& budget, int max_decodes) {
+  int decodes_left = std::min<int>(
+      max_decodes, std::count_if(running_.begin(), running_.end(),
+                                 [](const ScheduledSeq* r) { return r->decoding() && !r->in_flight; }));
   for (ScheduledSeq* r : running_) {
-    if (!r->decoding()) continue;
-    --decodes_left;
+    if (!r->decoding() || r->in_flight) continue;
+    if (decodes_left-- == 0) break;
     SeqInput it;
     it.seq = r->seq_id;
     if (r->verify.size() > 1 && budget - static_cast<int>(r->verify.size()) >= decodes_left) {
@@ -96,7 +97,7 @@ void SchedulePolicy::plan_prefills(int budget, int n_decodes) {
   if (step_overhead_tokens_ > 0 && budget > 0) {
     pending_.clear();
     for (const ScheduledSeq* r : running_)
-      if (!r->decoding() && pending(r) > 0) pending_.push_back(pending(r));
+      if (!r->decoding() && !r->in_flight && pending(r) > 0) pending_.push_back(pending(r));
     if (pending_.size() > 1) {
       const size_t k = planner_.completions(pending_, budget, n_decodes, step_overhead_tokens_);
       if (k > 0)
@@ -104,7 +105,7 @@ void SchedulePolicy::plan_prefills(int budget, int n_decodes) {
     }
   }
   for (ScheduledSeq* r : running_) {
-    if (r->decoding() || pending(r) <= 0 || budget <= 0) continue;
+    if (r->decoding() || r->in_flight || pending(r) <= 0 || budget <= 0) continue;
     const int64_t n = std::min<int64_t>(pending(r), budget);
     budget -= static_cast<int>(n);
     SeqInput it;
@@ -117,9 +118,9 @@ void SchedulePolicy::plan_prefills(int budget, int n_decodes) {
   }
 }
 
-void SchedulePolicy::advance() {
-  for (size_t i = 0; i < items_.size(); ++i)
-    owners_[i]->n_computed += static_cast<int64_t>(items_[i].tokens.size());
+void SchedulePolicy::advance(std::span<const SeqInput> items, std::span<ScheduledSeq* const> owners) {
+  for (size_t i = 0; i < items.size(); ++i)
+    owners[i]->n_computed += static_cast<int64_t>(items[i].tokens.size());
 }
 
 void SchedulePolicy::rollback(ScheduledSeq* s, int64_t n_computed) {
@@ -132,6 +133,7 @@ void SchedulePolicy::rollback(ScheduledSeq* s, int64_t n_computed) {
 bool SchedulePolicy::drop_drafts() {
   bool any = false;
   for (ScheduledSeq* r : running_) {
+    if (r->in_flight) continue;  // its pass runs them
     any = any || !r->verify.empty();
     r->verify.clear();
   }

@@ -15,8 +15,10 @@
 // recomputed from prompt + output when admitted again.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <deque>
+#include <span>
 #include <vector>
 
 #include "engine/prefill_plan.h"
@@ -37,6 +39,9 @@ struct ScheduledSeq {
   // decoding sequence; such a sequence's step runs all of them and wants every position's logits.
   std::vector<int32_t> verify;
   const LoraAdapter* lora = nullptr;  // the adapter of its forward items (owned by the request)
+  // In a pass still in flight (a model split over pipeline stages): not planned again until the
+  // engine has its output.
+  bool in_flight = false;
 
   int64_t n_generated() const { return static_cast<int64_t>(tokens.size() - n_prompt); }
   // Past its prompt with one token to compute: the next step is a decode (or a verify).
@@ -53,15 +58,19 @@ class SchedulePolicy {
   // prefix-cache hit are then final).
   std::vector<ScheduledSeq*> admit();
   // The next step's batch (empty when nothing is pending); owners()[i] is items()[i]'s sequence.
-  void plan();
+  // Sequences in flight are left out; at most max_decodes decoding sequences go in (with passes
+  // in flight, the decodes are shared among them).
+  void plan(int max_decodes = INT_MAX);
   const std::vector<SeqInput>& items() const { return items_; }
   const std::vector<ScheduledSeq*>& owners() const { return owners_; }
   // After the step ran: every planned item's positions are now in the cache.
-  void advance();
+  void advance() { advance(items_, owners_); }
+  // The same for a pass planned earlier (its items and owners kept while it was in flight).
+  static void advance(std::span<const SeqInput> items, std::span<ScheduledSeq* const> owners);
   // After a speculative step: keeps only the first n_computed positions of `s` in the cache (the
   // rejected draft tokens' are dropped).
   void rollback(ScheduledSeq* s, int64_t n_computed);
-  // Clears every running sequence's draft tokens; false when there were none.
+  // Clears the draft tokens of every running sequence not in flight; false when there were none.
   bool drop_drafts();
   // After the step failed with CapacityError: preempts one sequence and returns nullptr (plan
   // again), or, when a sequence running alone cannot fit, returns it (the caller ends it).
@@ -75,7 +84,7 @@ class SchedulePolicy {
 
  private:
   bool fits_with_running(int id, const ScheduledSeq& s) const;
-  void plan_decodes(int& budget);
+  void plan_decodes(int& budget, int max_decodes);
   void plan_prefills(int budget, int n_decodes);
   void preempt(ScheduledSeq* s);
   void release(ScheduledSeq& s);

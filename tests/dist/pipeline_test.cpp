@@ -107,6 +107,55 @@ INSTANTIATE_TEST_SUITE_P(Models, Pipeline,
                          ::testing::Values("llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3",
                                            "smollm3", "mistral", "gpt-oss"));
 
+// Passes in flight: each sequence's decode step begun before the other's ended, a pass on another
+// cache run whole while they fly (an embeddings request between the engine's steps), the passes
+// ended in either order: each gets the logits the whole model gives it, bit for bit.
+std::vector<float> passes_in_flight(Model& m, const std::vector<int32_t>& a, const std::vector<int32_t>& b,
+                                    bool oldest_first) {
+  KvOptions ko;
+  ko.layout = KvLayout::Paged;
+  ko.capacity = 256;
+  auto kv = KvCache::for_model(m, ko), other = KvCache::for_model(m, ko);
+  const int V = m.config().n_vocab;
+  std::vector<float> out, logits(3 * V);
+  m.prefill(*kv, 0, a, logits.data());
+  m.prefill(*kv, 1, b, logits.data() + V);
+  std::vector<int32_t> next = {argmax(logits.data(), V), argmax(logits.data() + V, V)};
+  for (int step = 0; step < 6; ++step) {
+    std::vector<SeqInput> in(2);
+    uint64_t pass[2];
+    for (int s = 0; s < 2; ++s) {
+      in[s].seq = s;
+      in[s].tokens = std::span(&next[s], 1);
+      pass[s] = m.begin_forward(*kv, std::span(&in[s], 1), ForwardOut{logits.data() + s * V, nullptr});
+    }
+    m.prefill(*other, 0, std::span(a).first(3 + step), logits.data() + 2 * V);
+    m.end_forward(pass[oldest_first ? 0 : 1]);
+    m.end_forward(pass[oldest_first ? 1 : 0]);
+    out.insert(out.end(), logits.begin(), logits.end());
+    next = {argmax(logits.data(), V), argmax(logits.data() + V, V)};
+  }
+  return out;
+}
+
+TEST(PipelinePasses, InFlightPassesGetTheirOwnOutputs) {
+  const std::string family = "gemma3", path = rank_fixture(family);  // 4 layers, windowed ones among them
+  const std::vector<int32_t> a = prompt_ids(family, "p4"), b = prompt_ids(family, "p2");
+  auto one = whole(path);
+  const std::vector<float> want = passes_in_flight(*one, a, b, true);
+  for (int stages : {2, 3}) {
+    auto p = pipelined(path, stages);
+    EXPECT_EQ(p->max_passes_in_flight(), stages);
+    for (bool oldest_first : {true, false}) {
+      const std::vector<float> got = passes_in_flight(*p, a, b, oldest_first);
+      ASSERT_EQ(got.size(), want.size());
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+          << stages << " stages, " << (oldest_first ? "oldest" : "newest") << " ended first";
+    }
+    EXPECT_NE(error_of([&] { p->end_forward(12345); }).find("not in flight"), std::string::npos);
+  }
+}
+
 TEST(PipelineErrors, ALaterStagesErrorReachesRankZero) {
   const std::string path = model_file("llama", "gguf/llama-Q8_0.gguf");
   ModelFiles f = open_model_files(path);

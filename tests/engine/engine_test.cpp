@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <thread>
 
 #include "engine/stop.h"
@@ -131,9 +132,50 @@ TEST(Scheduler, GreedyEqualsGenerate) {
   EXPECT_FALSE(got.text.empty());
 }
 
-// Many requests at once, each must get exactly its own single-request output.
+// A model that says it keeps `depth` passes in flight (as a pipeline does) and checks how the
+// engine uses them: the passes in flight at once, and that no sequence is in two of them.
+class PassRecorder : public Model {
+ public:
+  PassRecorder(Model& m, int depth) : m_(m), depth_(depth) {}
+  const ModelConfig& config() const override { return m_.config(); }
+  const ModelOptions& options() const override { return m_.options(); }
+  void forward(KvCache& kv, std::span<const SeqInput> batch, ForwardOut out) override {
+    m_.forward(kv, batch, out);
+  }
+  void embed_tokens(std::span<const int32_t> ids, float* rows) const override { m_.embed_tokens(ids, rows); }
+  size_t weight_bytes() const override { return m_.weight_bytes(); }
+  ModelStats stats() const override { return m_.stats(); }
+  int max_passes_in_flight() const override { return depth_; }
+  uint64_t begin_forward(KvCache& kv, std::span<const SeqInput> batch, ForwardOut out) override {
+    for (const SeqInput& it : batch)
+      for (const auto& [pass, seqs] : flying_)
+        for (int s : seqs)
+          EXPECT_NE(s, it.seq) << "sequence " << s << " in passes " << pass << " and " << next_;
+    m_.forward(kv, batch, out);
+    auto& seqs = flying_[next_];
+    for (const SeqInput& it : batch) seqs.push_back(it.seq);
+    most_ = std::max(most_, flying_.size());
+    return next_++;
+  }
+  void end_forward(uint64_t pass) override {
+    ASSERT_FALSE(flying_.empty());
+    EXPECT_EQ(pass, flying_.begin()->first) << "passes end oldest first";
+    flying_.erase(pass);
+  }
+  size_t most_in_flight() const { return most_; }
+
+ private:
+  Model& m_;
+  int depth_;
+  std::map<uint64_t, std::vector<int>> flying_;
+  uint64_t next_ = 1;
+  size_t most_ = 0;
+};
+
+// Many requests at once, each must get exactly its own single-request output; with passes in
+// flight (`passes` > 1, as over pipeline stages) as well.
 void concurrent_no_mixups(const std::string& path, int64_t pool, int max_num_seqs, int budget,
-                          bool expect_preempt) {
+                          bool expect_preempt, int passes = 1) {
   Loaded ref = load(path, "contiguous");
   Loaded lm = load(path, "paged", pool);
   const std::vector<std::string> texts = {
@@ -148,7 +190,8 @@ void concurrent_no_mixups(const std::string& path, int64_t pool, int max_num_seq
   EngineOptions eo = lm.engine_options();
   eo.max_num_seqs = max_num_seqs;
   eo.max_batched_tokens = budget;
-  Engine eng(*lm.model, *lm.tokenizer, eo);
+  PassRecorder model(*lm.model, passes);
+  Engine eng(model, *lm.tokenizer, eo);
   std::vector<std::shared_ptr<RequestHandle>> hs;
   for (const auto& p : prompts) hs.push_back(eng.submit(req(p, 48)));
   for (size_t i = 0; i < hs.size(); ++i) {
@@ -161,6 +204,7 @@ void concurrent_no_mixups(const std::string& path, int64_t pool, int max_num_seq
   if (expect_preempt) EXPECT_GT(st.preemptions, 0u);
   EXPECT_LT(st.steps, 8u * 49u);  // batched: far fewer steps than one request at a time
   EXPECT_EQ(eng.kv_usage().sequences, 0);
+  EXPECT_EQ(model.most_in_flight(), static_cast<size_t>(passes));
 }
 
 // Unless sized by the caller, the engine's pool holds max_num_seqs full-length sequences (the
@@ -193,6 +237,13 @@ TEST(Scheduler, ConcurrentRequestsGetTheirOwnOutputQwen3) {
 // deferral and preemption, and every request must still complete with the same output.
 TEST(Scheduler, PreemptionUnderTinyPoolCompletesEveryRequest) {
   concurrent_no_mixups(stories(), 96, 8, 32, true);
+}
+// Passes in flight, each over other sequences (over pipeline stages every stage works at once):
+// the same outputs, with prompts chunked, and when the pool runs out while passes are in flight.
+TEST(Scheduler, PassesInFlightGiveTheSameOutputs) {
+  concurrent_no_mixups(stories(), 0, 8, 64, false, 2);
+  concurrent_no_mixups(stories(), 0, 8, 16, false, 3);
+  concurrent_no_mixups(stories(), 96, 8, 32, true, 2);
 }
 
 TEST(Scheduler, StopStringAcrossTokenBoundaryIsNotEmitted) {
