@@ -31,10 +31,11 @@ inline __m512 load_f16x16(const uint8_t* p) {
 }
 
 // ---------------------------------------------------------------- Q4_0 / Q5_0 / Q8_0 x Q8B activations
-// No software prefetch: with the 16-row layouts every kernel reads its group as one sequential
-// stream, and prefetching 0.5-4 KiB ahead measured slower for every type (2-thread gemv over
-// 8192x2048 matrices, 3 alternating rounds: Q4_0 38-49 GB/s without vs 27-38 with; Q8_0 30-38 vs
-// 26-33; F16 32-36 vs 32-34; Q4_K and Q6_K 2x slower with it).
+// A gemv does no software prefetch: with the 16-row layouts every kernel reads its group as one
+// sequential stream, and prefetching 0.5-4 KiB ahead measured slower for every type (2-thread gemv
+// over 8192x2048 matrices, 3 alternating rounds: Q4_0 38-49 GB/s without vs 27-38 with; Q8_0 30-38
+// vs 26-33; F16 32-36 vs 32-34; Q4_K and Q6_K 2x slower with it). From kPrefetchTokens tokens per
+// pass the kernels compute long enough per byte that prefetching pays (packed.h, StreamPrefetch).
 
 // The low and high nibbles of 64 weight bytes at w as bytes; with kFifth (Q5_0, Q5_K) plus 16
 // where the fifth bit is set: two 64-bit masks at h (low nibbles, then high; bit 4r+i for byte i of
@@ -80,11 +81,13 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   const PackedTokens<32, int32_t, NT> tok(act, stride, n);
   constexpr bool kIQ4 = kT == Q32::IQ4_NL || kT == Q32::IQ4_XS || kT == Q32::MXFP4;
+  StreamPrefetch pf(g);
   for (int64_t b = 0; b < nb; ++b) {
     const Q32Offsets o = kT == Q32::IQ4_XS ? iq4xs_offsets(b)
                          : kT == Q32::Q4_1 ? q41_offsets(b)
                                            : q32_offsets(b, kQs);
     const uint8_t* q = g + o.qs;
+    if constexpr (NT >= kPrefetchTokens) pf.upto(q + (kT == Q32::IQ4_XS || kT == Q32::Q4_1 ? 256 : kQs));
     __m512i p0[NT], p1[NT];
     for (int t = 0; t < NT; ++t) {
       // The offset's bias (Q4_1: none, its mins are added below).
@@ -147,6 +150,7 @@ void group_k4(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, fl
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   const PackedTokens<256, int16_t, NT> tok(act, stride, n);
+  StreamPrefetch pf(g);
   for (int64_t b = 0; b < nsb; ++b) {
     const Q4KOffsets o = q4k_offsets(b, kBlock);
     __m512i S[NT];
@@ -155,6 +159,7 @@ void group_k4(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, fl
       __m512i pl[NT], ph[NT];
       for (int t = 0; t < NT; ++t) pl[t] = ph[t] = _mm512_setzero_si512();
       const uint8_t* q = g + o.qs + c * kChunk;
+      if constexpr (NT >= kPrefetchTokens) pf.upto(q + kChunk);
       for (int j = 0; j < 8; ++j) {
         __m512i lo, hi;
         nibbles<kQ5>(q + kNib + 64 * j, q + 16 * j, lo, hi);
@@ -197,12 +202,14 @@ void group_q6k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   const PackedTokens<256, int32_t, NT> tok(act, stride, n);
   const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+  StreamPrefetch pf(g);
   for (int64_t b = 0; b < nsb; ++b) {
     const Q6KOffsets o = q6k_offsets(b);
     __m512i S[NT];
     for (int t = 0; t < NT; ++t) S[t] = _mm512_setzero_si512();
     for (int h = 0; h < 2; ++h) {
       const uint8_t* q = g + o.qs;
+      if constexpr (NT >= kPrefetchTokens) pf.upto(q + 1536 * (h + 1));
       for (int jq = 0; jq < 2; ++jq) {
         const int sb[4] = {8 * h + jq, 8 * h + 4 + jq, 8 * h + 2 + jq, 8 * h + 6 + jq};
         __m512i p[4][NT];
@@ -250,8 +257,10 @@ void group_q3k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   const PackedTokens<256, int32_t, NT> tok(act, stride, n);
   const __m512i m3 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi8(4);
+  StreamPrefetch pf(g);
   for (int64_t b = 0; b < nsb; ++b) {
     const Q3KOffsets o = q3k_offsets(b);
+    if constexpr (NT >= kPrefetchTokens) pf.upto(g + (b + 1) * kQ3KBlockBytes);
     __m512i S[NT];
     for (int t = 0; t < NT; ++t) S[t] = _mm512_setzero_si512();
     for (int c = 0; c < 2; ++c)
@@ -299,8 +308,10 @@ void group_q2k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   const PackedTokens<256, int32_t, NT> tok(act, stride, n);
   const __m512i m3 = _mm512_set1_epi8(3), m15 = _mm512_set1_epi32(15), m15w = _mm512_set1_epi16(15);
+  StreamPrefetch pf(g);
   for (int64_t b = 0; b < nsb; ++b) {
     const Q2KOffsets o = q2k_offsets(b);
+    if constexpr (NT >= kPrefetchTokens) pf.upto(g + (b + 1) * kQ2KBlockBytes);
     __m512i S[NT], M[NT];
     for (int t = 0; t < NT; ++t) S[t] = M[t] = _mm512_setzero_si512();
     for (int c = 0; c < 2; ++c)

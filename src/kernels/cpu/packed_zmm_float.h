@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/cpu/packed.h"
 #include "kernels/cpu/packed_act.h"
 
 namespace ferrum::kernels {
@@ -28,7 +29,9 @@ void group_float(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride,
     a[t] = reinterpret_cast<const typename V::Act*>(act + t * stride);
     e[t] = o[t] = _mm512_setzero_ps();
   }
+  StreamPrefetch pf(g);
   for (int64_t k = 0; k < n; k += 2 * V::kIn) {
+    if constexpr (NT >= kPrefetchTokens) pf.upto(g + 32 * (k + 2 * V::kIn));
     const typename V::W w0 = V::load(g + 32 * k), w1 = V::load(g + 32 * (k + V::kIn));
     for (int t = 0; t < NT; ++t) {
       e[t] = V::madd(e[t], w0, a[t] + k);
