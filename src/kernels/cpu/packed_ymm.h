@@ -46,6 +46,11 @@ inline __m256 load_f16x8(const uint8_t* p) {
 inline void prefetch(const uint8_t* p) {
   _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
 }
+// Tiles of more tokens read a group half by half (H = 1): the first half's pass brings the group's
+// lines from memory and prefetches them further ahead (packed.h, StreamPrefetch), the second reads
+// them from the cache.
+template <int NT, int H>
+constexpr bool kStreamAhead = H == 1 && NT >= 2;
 // 8 bytes (one per row) widened to int32 lanes, unsigned or signed.
 inline __m256i u8x8(const uint8_t* p) {
   return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
@@ -146,11 +151,14 @@ void half32(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stri
   __m256 acc[H][NT];
   for (int hh = 0; hh < H; ++hh)
     for (int t = 0; t < NT; ++t) acc[hh][t] = _mm256_setzero_ps();
+  StreamPrefetch pf(g);
   for (int64_t b = 0; b < nb; ++b) {
     const Q32Offsets o = kT == Q32::IQ4_XS ? iq4xs_offsets(b)
                          : kT == Q32::Q4_1 ? q41_offsets(b)
                                            : q32_offsets(b, kQs);
     if constexpr (H == 2) prefetch(g + o.qs + 512);
+    if constexpr (kStreamAhead<NT, H>)
+      if (h0 == 0) pf.upto(g + o.qs + (kT == Q32::IQ4_XS || kT == Q32::Q4_1 ? 256 : kQs));
     __m256i p[H][NT];
     [[maybe_unused]] __m256i p2[H][NT];  // kTwice: the first half, widened
     for (int hh = 0; hh < H; ++hh)
@@ -260,6 +268,7 @@ void half_k4(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t str
   __m256 acc[H][NT];
   for (int hh = 0; hh < H; ++hh)
     for (int t = 0; t < NT; ++t) acc[hh][t] = _mm256_setzero_ps();
+  StreamPrefetch pf(g);
   for (int64_t b = 0; b < nsb; ++b) {
     const Q4KOffsets o = q4k_offsets(b, kBlock);
     __m256i S[H][NT];
@@ -269,6 +278,8 @@ void half_k4(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t str
       const uint8_t* q = g + o.qs + c * kChunk;
       if constexpr (H == 2)
         for (size_t off = 0; off < kChunk; off += 128) prefetch(q + off + 512);
+      if constexpr (kStreamAhead<NT, H>)
+        if (h0 == 0) pf.upto(q + kChunk);
       for (int hh = 0; hh < H; ++hh) {
         const int h = h0 + hh;
         const __m256i fl = D::factor(u8x8(g + o.sc + 32 * c + 8 * h)),
@@ -350,6 +361,7 @@ void half_q6k(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t st
   __m256 acc[H][NT];
   for (int hh = 0; hh < H; ++hh)
     for (int t = 0; t < NT; ++t) acc[hh][t] = _mm256_setzero_ps();
+  StreamPrefetch pf(g);
   for (int64_t b = 0; b < nsb; ++b) {
     const Q6KOffsets o = q6k_offsets(b);
     __m256i S[H][NT];
@@ -358,6 +370,8 @@ void half_q6k(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t st
     for (int k = 0; k < 2; ++k) {  // the super-block's 128-element halves
       if constexpr (H == 2)
         for (size_t off = 0; off < 1536; off += 128) prefetch(g + o.qs + 1536 * k + off + 512);
+      if constexpr (kStreamAhead<NT, H>)
+        if (h0 == 0) pf.upto(g + o.qs + 1536 * (k + 1));
       static_for<4>([&](auto v_c) {  // which of the 4 values of a step: sub-blocks (0, 4, 2, 6) + j/4
         constexpr int v = decltype(v_c)::value;
         for (int jq = 0; jq < 2; ++jq)  // the sub-block's steps j = 4 jq .. 4 jq + 3
@@ -417,7 +431,9 @@ void group_f16(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
     a[t] = reinterpret_cast<const float*>(act + t * stride);
     e[t][0] = e[t][1] = od[t][0] = od[t][1] = _mm256_setzero_ps();
   }
+  StreamPrefetch pf(g);
   for (int64_t k = 0; k < n; k += 2) {
+    if constexpr (NT >= 2) pf.upto(g + 32 * (k + 2));
     const __m256 w0 = load_f16x8(g + 32 * k), w1 = load_f16x8(g + 32 * k + 16);
     const __m256 v0 = load_f16x8(g + 32 * k + 32), v1 = load_f16x8(g + 32 * k + 48);
     for (int t = 0; t < NT; ++t) {
@@ -445,7 +461,9 @@ void group_bf16(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, 
   const __m256i hi_mask = _mm256_set1_epi32(static_cast<int32_t>(0xFFFF0000u));
   auto hi = [&](__m256i v) { return _mm256_castsi256_ps(_mm256_and_si256(v, hi_mask)); };
   auto lo = [](__m256i v) { return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)); };
+  StreamPrefetch pf(g);
   for (int64_t k = 0; k < n; k += 4) {
+    if constexpr (NT >= 2) pf.upto(g + 32 * (k + 4));
     __m256i w[2][2];  // [pair][half]
     for (int p = 0; p < 2; ++p)
       for (int i = 0; i < 2; ++i) w[p][i] = load256(g + 32 * (k + 2 * p) + 32 * i);
