@@ -11,11 +11,11 @@ class LocalEndpoint : public Transport {
   LocalEndpoint(LocalWorld& w, int r) : w_(w), r_(r) {}
   int rank() const override { return r_; }
   int size() const override { return w_.size(); }
-  void send(int to, const Bytes& msg) override {
+  void send(int to, Bytes msg) override {
     LocalWorld::Box& b = w_.box(r_, to);
     {
       std::lock_guard lk(b.mu);
-      b.q.push_back(msg);
+      b.q.push_back(std::move(msg));
     }
     b.cv.notify_one();
   }

@@ -32,10 +32,10 @@ class MpiTransport : public Transport {
   int size() const override { return size_; }
   // Does not wait for the receiver: a stage sends micro-batch k on and goes on with k + 1, and the
   // last stage's answers wait for rank 0 without holding up the ranks before it.
-  void send(int to, const Bytes& msg) override {
+  void send(int to, Bytes msg) override {
     if (msg.size() > static_cast<size_t>(INT_MAX))
       fail("MPI: a message of {} bytes is too large", msg.size());
-    pending_.push_back({MPI_REQUEST_NULL, msg});
+    pending_.push_back({MPI_REQUEST_NULL, std::move(msg)});
     Pending& p = pending_.back();
     MPI_Isend(p.bytes.data(), static_cast<int>(p.bytes.size()), MPI_BYTE, to, kTag, comm_, &p.req);
     reap();

@@ -147,15 +147,17 @@ void PipelineModel::receive() {
   } else if (kind_of(reply) != MsgKind::Result) {
     p.error = fmt::format("pipeline: unexpected answer from rank {}", t_.size() - 1);
   } else {
-    decode_result(reply, logits_, hidden_);
-    if (static_cast<int64_t>(logits_.size()) != lr * V || static_cast<int64_t>(hidden_.size()) != hr * d)
+    const ResultView v = view_result(reply);  // copied from the message straight to the caller's rows
+    if (static_cast<int64_t>(v.n_logits) != lr * V || static_cast<int64_t>(v.n_hidden) != hr * d) {
       p.error =
           fmt::format("pipeline: the last stage answered {} logit and {} hidden floats for {} and {} rows",
-                      logits_.size(), hidden_.size(), lr, hr);
-    if (p.out.logits && lr)
-      std::memcpy(p.out.logits + p.logit_at * V, logits_.data(), logits_.size() * sizeof(float));
-    if (p.out.hidden && hr)
-      std::memcpy(p.out.hidden + p.hidden_at * d, hidden_.data(), hidden_.size() * sizeof(float));
+                      v.n_logits, v.n_hidden, lr, hr);
+    } else {
+      if (p.out.logits && lr)
+        std::memcpy(p.out.logits + p.logit_at * V, v.logits, v.n_logits * sizeof(float));
+      if (p.out.hidden && hr)
+        std::memcpy(p.out.hidden + p.hidden_at * d, v.hidden, v.n_hidden * sizeof(float));
+    }
     p.logit_at += lr;
     p.hidden_at += hr;
   }

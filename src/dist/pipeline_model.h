@@ -86,7 +86,6 @@ class PipelineModel : public Model {
   std::vector<std::vector<SeqInput>> micro_;
   std::vector<std::pair<int, int64_t>> fit_;
   std::vector<SeqInput> local_;
-  std::vector<float> logits_, hidden_;
 };
 
 }  // namespace ferrum::dist

@@ -19,9 +19,8 @@ class Writer {
   template <typename T>
   void put_array(const T* p, size_t n) {
     put<uint64_t>(n);
-    const size_t at = b_.size();
-    b_.resize(at + n * sizeof(T));
-    if (n) std::memcpy(b_.data() + at, p, n * sizeof(T));
+    const auto* bytes = reinterpret_cast<const uint8_t*>(p);
+    if (n) b_.insert(b_.end(), bytes, bytes + n * sizeof(T));  // no zero fill first
   }
   Bytes take() { return std::move(b_); }
 
@@ -42,12 +41,21 @@ class Reader {
   }
   template <typename T>
   void get_array(std::vector<T>& out) {
-    const uint64_t n = get<uint64_t>();
-    if (n > (b_.size() - at_) / sizeof(T))
-      fail("pipeline message: an array of {} items runs past its end", n);
+    size_t n = 0;
+    const uint8_t* p = view_array<T>(n);
     out.resize(n);
-    if (n) std::memcpy(out.data(), b_.data() + at_, n * sizeof(T));
+    if (n) std::memcpy(out.data(), p, n * sizeof(T));
+  }
+  // The bytes of an array of n items of T, in place.
+  template <typename T>
+  const uint8_t* view_array(size_t& n) {
+    const uint64_t count = get<uint64_t>();
+    if (count > (b_.size() - at_) / sizeof(T))
+      fail("pipeline message: an array of {} items runs past its end", count);
+    const uint8_t* p = b_.data() + at_;
+    n = static_cast<size_t>(count);
     at_ += n * sizeof(T);
+    return p;
   }
 
  private:
@@ -212,10 +220,12 @@ std::string decode_error(const Bytes& m) {
   return std::string(s.begin(), s.end());
 }
 
-void decode_result(const Bytes& m, std::vector<float>& logits, std::vector<float>& hidden) {
+ResultView view_result(const Bytes& m) {
   Reader r(m);
-  r.get_array(logits);
-  r.get_array(hidden);
+  ResultView v;
+  v.logits = r.view_array<float>(v.n_logits);
+  v.hidden = r.view_array<float>(v.n_hidden);
+  return v;
 }
 
 }  // namespace ferrum::dist

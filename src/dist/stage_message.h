@@ -46,6 +46,13 @@ Bytes encode_result(const std::vector<float>& logits, const std::vector<float>& 
 MsgKind kind_of(const Bytes& m);
 void decode_forward(const Bytes& m, StageBatch& out);
 std::string decode_error(const Bytes& m);
-void decode_result(const Bytes& m, std::vector<float>& logits, std::vector<float>& hidden);
+// A result's logit and hidden floats where they lie in the message (not copied; not aligned).
+struct ResultView {
+  const uint8_t* logits = nullptr;
+  size_t n_logits = 0;
+  const uint8_t* hidden = nullptr;
+  size_t n_hidden = 0;
+};
+ResultView view_result(const Bytes& m);
 
 }  // namespace ferrum::dist

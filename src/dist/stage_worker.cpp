@@ -18,10 +18,10 @@ void StageWorker::run() {
     Bytes m = t_.recv(prev);
     switch (kind_of(m)) {
       case MsgKind::Stop:
-        if (!last_) t_.send(next, m);
+        if (!last_) t_.send(next, std::move(m));
         return;
       case MsgKind::Error:  // an earlier stage failed: rank 0 reports it
-        t_.send(next, m);
+        t_.send(next, std::move(m));
         continue;
       case MsgKind::Forward:
         break;

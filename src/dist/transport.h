@@ -18,7 +18,7 @@ class Transport {
   virtual ~Transport() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  virtual void send(int to, const Bytes& msg) = 0;
+  virtual void send(int to, Bytes msg) = 0;  // taken: a large message is not copied
   // The next message from `from` (blocks until one arrives).
   virtual Bytes recv(int from) = 0;
   // Collectives (tensor parallelism): every rank makes the same calls in the same order.
