@@ -51,8 +51,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         (void)decode_error(m);
         break;
       case MsgKind::Result: {
-        std::vector<float> logits, hidden;
-        decode_result(m, logits, hidden);
+        const ResultView v = view_result(m);  // the views must lie inside the message
+        if (v.n_logits && (v.logits < m.data() || v.logits + 4 * v.n_logits > m.data() + m.size())) abort();
+        if (v.n_hidden && (v.hidden < m.data() || v.hidden + 4 * v.n_hidden > m.data() + m.size())) abort();
         break;
       }
       case MsgKind::Stop:
