@@ -11,7 +11,7 @@
 #
 # Environment: FERRUM=build/ferrum  STAGES=2  THREADS=1  ROUNDS=3  PP=128  TG=32  BATCH=16  REPS=1
 #              MICRO= (--pipeline-micro-batches; default one per stage)  DTYPE=f32 (--pipeline-dtype)
-#              MODE=pipeline|tp
+#              MODE=pipeline|tp  SPLIT= (--pipeline-split, e.g. 12,4; default balanced by weight bytes)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FERRUM=${FERRUM:-$ROOT/build/ferrum}
@@ -25,12 +25,13 @@ REPS=${REPS:-1}
 MICRO=${MICRO:-}
 DTYPE=${DTYPE:-f32}
 MODE=${MODE:-pipeline}
+SPLIT=${SPLIT:-}
 [ $# -eq 1 ] || { echo "usage: bench/pipeline_ab.sh MODEL" >&2; exit 1; }
 command -v mpirun > /dev/null || { echo "pipeline_ab: no mpirun (Debian: openmpi-bin)" >&2; exit 1; }
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 ARGS=(bench "$1" -p "$PP" -n "$TG" -r "$REPS" -t "$THREADS" --batch "1,$BATCH" --json)
-PIPE=(--pipeline "$STAGES" --pipeline-dtype "$DTYPE" ${MICRO:+--pipeline-micro-batches "$MICRO"})
+PIPE=(--pipeline "$STAGES" --pipeline-dtype "$DTYPE" ${MICRO:+--pipeline-micro-batches "$MICRO"} ${SPLIT:+--pipeline-split "$SPLIT"})
 [ "$MODE" = tp ] && PIPE=(--tp "$STAGES")
 
 for round in $(seq "$ROUNDS"); do
