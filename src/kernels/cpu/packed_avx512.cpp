@@ -65,7 +65,8 @@ enum class Q32 { Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, Q4_1, MXFP4 };
 // activations' bias removes the 128).
 template <bool kMx>
 inline __m512i iq4_bytes(__m512i nib) {
-  const void* levels = kMx ? static_cast<const void*>(kMXFP4Biased) : static_cast<const void*>(kIQ4Biased.data());
+  const void* levels =
+      kMx ? static_cast<const void*>(kMXFP4Biased) : static_cast<const void*>(kIQ4Biased.data());
   const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(levels));
   return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(table), nib);
 }
@@ -145,7 +146,8 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
 template <bool kQ5, int NT>
 void group_k4(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
   const int64_t nsb = n / 256;
-  constexpr size_t kBlock = kQ5 ? kQ5KBlockBytes : kQ4KBlockBytes, kChunk = kQ5 ? kQ5KChunkBytes : kQ4KChunkBytes;
+  constexpr size_t kBlock = kQ5 ? kQ5KBlockBytes : kQ4KBlockBytes,
+                   kChunk = kQ5 ? kQ5KChunkBytes : kQ4KChunkBytes;
   constexpr size_t kNib = kQ5 ? kQ5KMaskBytes : 0;  // Q5_K: the fifth-bit masks precede each chunk's nibbles
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
@@ -169,16 +171,19 @@ void group_k4(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, fl
           ph[t] = _mm512_dpbusd_epi32(ph[t], hi, bcast32(a + 32));
         }
       }
-      const __m512i sl = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(g + o.sc + 32 * c)));
+      const __m512i sl =
+          _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(g + o.sc + 32 * c)));
       const __m512i sh =
           _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(g + o.sc + 32 * c + 16)));
       for (int t = 0; t < NT; ++t)
-        S[t] = _mm512_add_epi32(S[t], _mm512_add_epi32(_mm512_mullo_epi32(pl[t], sl), _mm512_mullo_epi32(ph[t], sh)));
+        S[t] = _mm512_add_epi32(
+            S[t], _mm512_add_epi32(_mm512_mullo_epi32(pl[t], sl), _mm512_mullo_epi32(ph[t], sh)));
     }
     __m512i M[NT];
     for (int t = 0; t < NT; ++t) M[t] = _mm512_setzero_si512();
     for (int p = 0; p < 4; ++p) {
-      const __m512i mn = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + o.mn + 32 * p)));
+      const __m512i mn =
+          _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(g + o.mn + 32 * p)));
       for (int t = 0; t < NT; ++t) M[t] = _mm512_dpwssd_epi32(M[t], mn, bcast32(tok.sums[t] + 8 * b + 2 * p));
     }
     const __m512 d = load_f16x16(g + o.d), dm = load_f16x16(g + o.dmin);
@@ -191,17 +196,86 @@ void group_k4(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, fl
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
 }
 
-// One 16-row group x NT tokens. Per 4 inputs j of a 128-element half, the low-nibble bytes L j and
-// L j+8 and the high-bit bytes H j give 4 vectors of 6-bit values (elements 4j, 64+4j, 32+4j, 96+4j
-// of the half, in sub-blocks j/4, 4+j/4, 2+j/4, 6+j/4); each sub-block's sum (4 vpdpbusd from its
-// bias) is scaled by its int8 scale in integers (exact: |sum| < 2^31), one float step per super-block.
+// Q6_K, half h of super-block b (qs at q, scales at sc), up to 4 tokens: per 4 inputs j the
+// low-nibble bytes L j and L j+8 and the high-bit bytes H j give 4 vectors of 6-bit values
+// (elements 4j, 64+4j, 32+4j, 96+4j of the half, in sub-blocks j/4, 4+j/4, 2+j/4, 6+j/4), so each
+// token has 4 independent chains (a lone token is not bound by their latency); each sub-block's sum
+// (4 vpdpbusd from its bias) is scaled by its int8 scale in integers (exact: |sum| < 2^31).
+template <int NT>
+inline void q6k_half_by_steps(const uint8_t* q, const uint8_t* sc, const PackedTokens<256, int32_t, NT>& tok,
+                              int64_t b, int h, __m512i* S) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+  for (int jq = 0; jq < 2; ++jq) {
+    const int sb[4] = {8 * h + jq, 8 * h + 4 + jq, 8 * h + 2 + jq, 8 * h + 6 + jq};
+    __m512i p[4][NT];
+    for (int t = 0; t < NT; ++t)
+      for (int v = 0; v < 4; ++v) p[v][t] = _mm512_set1_epi32(tok.sums[t][16 * b + sb[v]]);
+    for (int j = 4 * jq; j < 4 * jq + 4; ++j) {
+      const __m512i l0 = _mm512_load_si512(q + q6k_l(h, j)), l1 = _mm512_load_si512(q + q6k_l(h, j + 8));
+      const __m512i hh = _mm512_load_si512(q + q6k_h(h, j));
+      const __m512i va =
+          _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(hh, 4), m30));
+      const __m512i vb =
+          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), _mm512_and_si512(hh, m30));
+      const __m512i vc =
+          _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(_mm512_slli_epi16(hh, 2), m30));
+      const __m512i vd = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
+                                         _mm512_and_si512(_mm512_srli_epi16(hh, 2), m30));
+      for (int t = 0; t < NT; ++t) {
+        const int8_t* a = tok.qs[t] + 256 * b + 128 * h + 4 * j;
+        p[0][t] = _mm512_dpbusd_epi32(p[0][t], va, bcast32(a));
+        p[1][t] = _mm512_dpbusd_epi32(p[1][t], vb, bcast32(a + 64));
+        p[2][t] = _mm512_dpbusd_epi32(p[2][t], vc, bcast32(a + 32));
+        p[3][t] = _mm512_dpbusd_epi32(p[3][t], vd, bcast32(a + 96));
+      }
+    }
+    for (int v = 0; v < 4; ++v) {
+      const __m512i f =
+          _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16 * sb[v])));
+      for (int t = 0; t < NT; ++t) S[t] = _mm512_add_epi32(S[t], _mm512_mullo_epi32(p[v][t], f));
+    }
+  }
+}
+
+// The same for 5 to 8 tokens, one sub-block at a time (the same integer sums, added to S in the same
+// order): 3 x 8 registers hold the tile, and every unpacked vector serves 8 tokens (each step's bytes
+// are loaded again from L1 for each of its sub-blocks).
+template <int NT>
+inline void q6k_half_by_subblocks(const uint8_t* q, const uint8_t* sc,
+                                  const PackedTokens<256, int32_t, NT>& tok, int64_t b, int h, __m512i* S) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+  for (int jq = 0; jq < 2; ++jq)
+    for (int v = 0; v < 4; ++v) {
+      const int sb = 8 * h + (v == 0 ? 0 : v == 1 ? 4 : v == 2 ? 2 : 6) + jq;
+      const int a_off = v == 0 ? 0 : v == 1 ? 64 : v == 2 ? 32 : 96;
+      __m512i p[NT];
+      for (int t = 0; t < NT; ++t) p[t] = _mm512_set1_epi32(tok.sums[t][16 * b + sb]);
+      for (int j = 4 * jq; j < 4 * jq + 4; ++j) {
+        const __m512i l = _mm512_load_si512(q + q6k_l(h, v < 2 ? j : j + 8));
+        const __m512i hh = _mm512_load_si512(q + q6k_h(h, j));
+        // The low nibble (v even) or the high one (odd) of L, with its two bits of H.
+        const __m512i lo4 =
+            v % 2 == 0 ? _mm512_and_si512(l, m4) : _mm512_and_si512(_mm512_srli_epi16(l, 4), m4);
+        const __m512i hi2 = v == 0   ? _mm512_slli_epi16(hh, 4)
+                            : v == 1 ? hh
+                            : v == 2 ? _mm512_slli_epi16(hh, 2)
+                                     : _mm512_srli_epi16(hh, 2);
+        const __m512i w = _mm512_or_si512(lo4, _mm512_and_si512(hi2, m30));
+        for (int t = 0; t < NT; ++t)
+          p[t] = _mm512_dpbusd_epi32(p[t], w, bcast32(tok.qs[t] + 256 * b + 128 * h + 4 * j + a_off));
+      }
+      const __m512i f = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16 * sb)));
+      for (int t = 0; t < NT; ++t) S[t] = _mm512_add_epi32(S[t], _mm512_mullo_epi32(p[t], f));
+    }
+}
+
+// One 16-row group x NT tokens of Q6_K: the halves' integer sums, one float step per super-block.
 template <int NT>
 void group_q6k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
   const int64_t nsb = n / 256;
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   const PackedTokens<256, int32_t, NT> tok(act, stride, n);
-  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   StreamPrefetch pf(g);
   for (int64_t b = 0; b < nsb; ++b) {
     const Q6KOffsets o = q6k_offsets(b);
@@ -210,37 +284,15 @@ void group_q6k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
     for (int h = 0; h < 2; ++h) {
       const uint8_t* q = g + o.qs;
       if constexpr (NT >= kPrefetchTokens) pf.upto(q + 1536 * (h + 1));
-      for (int jq = 0; jq < 2; ++jq) {
-        const int sb[4] = {8 * h + jq, 8 * h + 4 + jq, 8 * h + 2 + jq, 8 * h + 6 + jq};
-        __m512i p[4][NT];
-        for (int t = 0; t < NT; ++t)
-          for (int v = 0; v < 4; ++v) p[v][t] = _mm512_set1_epi32(tok.sums[t][16 * b + sb[v]]);
-        for (int j = 4 * jq; j < 4 * jq + 4; ++j) {
-          const __m512i l0 = _mm512_load_si512(q + q6k_l(h, j)), l1 = _mm512_load_si512(q + q6k_l(h, j + 8));
-          const __m512i hh = _mm512_load_si512(q + q6k_h(h, j));
-          const __m512i va = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(hh, 4), m30));
-          const __m512i vb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), _mm512_and_si512(hh, m30));
-          const __m512i vc = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(_mm512_slli_epi16(hh, 2), m30));
-          const __m512i vd =
-              _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4), _mm512_and_si512(_mm512_srli_epi16(hh, 2), m30));
-          for (int t = 0; t < NT; ++t) {
-            const int8_t* a = tok.qs[t] + 256 * b + 128 * h + 4 * j;
-            p[0][t] = _mm512_dpbusd_epi32(p[0][t], va, bcast32(a));
-            p[1][t] = _mm512_dpbusd_epi32(p[1][t], vb, bcast32(a + 64));
-            p[2][t] = _mm512_dpbusd_epi32(p[2][t], vc, bcast32(a + 32));
-            p[3][t] = _mm512_dpbusd_epi32(p[3][t], vd, bcast32(a + 96));
-          }
-        }
-        for (int v = 0; v < 4; ++v) {
-          const __m512i sc =
-              _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(g + o.sc + 16 * sb[v])));
-          for (int t = 0; t < NT; ++t) S[t] = _mm512_add_epi32(S[t], _mm512_mullo_epi32(p[v][t], sc));
-        }
-      }
+      if constexpr (NT <= 4)
+        q6k_half_by_steps<NT>(q, g + o.sc, tok, b, h, S);
+      else
+        q6k_half_by_subblocks<NT>(q, g + o.sc, tok, b, h, S);
     }
     const __m512 d = load_f16x16(g + o.d);
     for (int t = 0; t < NT; ++t)
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[t]), _mm512_mul_ps(d, _mm512_set1_ps(tok.d[t][b])), acc[t]);
+      acc[t] =
+          _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[t]), _mm512_mul_ps(d, _mm512_set1_ps(tok.d[t][b])), acc[t]);
   }
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
 }
@@ -386,7 +438,7 @@ struct BF16ShiftVec {
 };
 
 // Tokens per call: as many as the registers hold (accumulators and partial sums per token).
-constexpr int kTileQ32 = 8, kTileQ4K = 6, kTileQ6K = 4;
+constexpr int kTileQ32 = 8, kTileQ4K = 6, kTileQ6K = 8, kTileQ3K = 4;
 
 // The GroupFn of each kernel family.
 template <Q32 kT>
@@ -401,10 +453,10 @@ void q6k_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, flo
   with_nt<kTileQ6K>(nt, [&](auto k) { group_q6k<decltype(k)::value>(g, n, a, s, y, l); });
 }
 void q3k_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
-  with_nt<kTileQ6K>(nt, [&](auto k) { group_q3k<decltype(k)::value>(g, n, a, s, y, l); });
+  with_nt<kTileQ3K>(nt, [&](auto k) { group_q3k<decltype(k)::value>(g, n, a, s, y, l); });
 }
 void q2k_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
-  with_nt<kTileQ6K>(nt, [&](auto k) { group_q2k<decltype(k)::value>(g, n, a, s, y, l); });
+  with_nt<kTileQ3K>(nt, [&](auto k) { group_q2k<decltype(k)::value>(g, n, a, s, y, l); });
 }
 
 const PackedKernels kPacked = {{q32_fn<Q32::Q4_0>, kTileQ32},
@@ -418,8 +470,8 @@ const PackedKernels kPacked = {{q32_fn<Q32::Q4_0>, kTileQ32},
                                {q32_fn<Q32::IQ4_NL>, kTileQ32},
                                {q32_fn<Q32::IQ4_XS>, kTileQ32},
                                {q32_fn<Q32::Q4_1>, kTileQ32},
-                               {q3k_fn, kTileQ6K},
-                               {q2k_fn, kTileQ6K},
+                               {q3k_fn, kTileQ3K},
+                               {q2k_fn, kTileQ3K},
                                {q32_fn<Q32::MXFP4>, kTileQ32}};
 
 }  // namespace
