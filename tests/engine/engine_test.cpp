@@ -271,6 +271,39 @@ TEST(Scheduler, StopStringAcrossTokenBoundaryIsNotEmitted) {
   EXPECT_EQ(got.text, want.text.substr(0, first)) << "stop '" << stop << "'";
 }
 
+// Passes in flight: a request cancelled while its pass flies ends after that pass (its cache is
+// not freed under it), the others keep their own outputs, and every cache sequence is freed.
+TEST(Scheduler, CancelWithPassesInFlight) {
+  Loaded ref = load(stories(), "contiguous");
+  Loaded lm = load(stories());
+  const std::vector<std::string> texts = {"Once upon a time", "The cat", "Lily and Tom went to the park",
+                                          "Mom said"};
+  PassRecorder model(*lm.model, 2);
+  Engine eng(model, *lm.tokenizer, lm.engine_options());
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<Output> want;
+  for (const auto& t : texts) {
+    prompts.push_back(lm.tokenizer->encode(t, true, false));
+    want.push_back(reference(ref, prompts.back(), 40));
+  }
+  std::vector<std::shared_ptr<RequestHandle>> hs;
+  for (const auto& p : prompts) hs.push_back(eng.submit(req(p, 40)));
+  ASSERT_TRUE(hs[1]->next(60s).has_value());  // decoding: its passes are in flight from now on
+  hs[1]->cancel();
+  for (size_t i = 0; i < hs.size(); ++i) {
+    if (i == 1) continue;
+    const Output got = collect(*hs[i]);
+    EXPECT_EQ(got.tokens, want[i].tokens) << "request " << i;
+  }
+  std::string reason;
+  for (int i = 0; i < 600 && reason.empty(); ++i)
+    if (auto e = hs[1]->next(100ms); e && e->finished) reason = e->finish_reason;
+  EXPECT_TRUE(reason == "cancelled" || reason == "length") << reason;  // the tiny model may finish first
+  eng.shutdown(true);
+  EXPECT_EQ(eng.kv_usage().sequences, 0);
+  EXPECT_EQ(model.most_in_flight(), 2u);
+}
+
 TEST(Scheduler, CancelFreesKvAtOnce) {
   Loaded lm = load(stories());
   Engine eng(*lm.model, *lm.tokenizer, lm.engine_options());
