@@ -156,7 +156,7 @@ TEST_F(PackedProduct, TokenResultDoesNotDependOnBatch) {
       if (!has_kernel(s.type)) continue;  // a tier without this layout's kernel leaves it unpacked
       test::TestMatrix m(s.type, s.rows, s.cols, 3);
       const Linear lin({m.view}, Precision::Fast, pool);
-      const int64_t n_tok = 19;  // tiles of 8, 8, 3 (Q4_K, Q5_K: 6, 6, 6, 1)
+      const int64_t n_tok = 19;  // tiles of 8, 8, 3 (AVX2: 6, 6, 6, 1)
       const auto x = test::gaussian(static_cast<size_t>(n_tok * s.cols), 4);
       std::vector<float> batch(n_tok * s.rows), one(s.rows);
       lin.forward(x.data(), s.cols, n_tok, batch.data(), s.rows, pool, Precision::Fast, scratch);

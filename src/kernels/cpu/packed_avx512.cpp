@@ -143,6 +143,29 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
 // whose fifth bit is set with one masked byte add each) is scaled by its 6-bit scale in integers
 // (vpmulld, exact: |sum| < 2^31), the mins term is 4 vpdpwssd per super-block, and the super-block
 // ends in two fused multiply-adds per token.
+// One sub-block of a Q4_K / Q5_K chunk (the low nibbles, or with kHigh the high ones) for 7 or 8
+// tokens: its integer sums scaled by its 6-bit scales into S, as group_k4 does for both at once
+// (integer sums: the same values whichever goes first).
+template <bool kQ5, bool kHigh, int NT>
+inline void k4_sub_block(const uint8_t* q, size_t nib, const uint8_t* scales,
+                         const PackedTokens<256, int16_t, NT>& tok, int64_t at, __m512i* S) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  __m512i p[NT];
+  for (int t = 0; t < NT; ++t) p[t] = _mm512_setzero_si512();
+  for (int j = 0; j < 8; ++j) {
+    const __m512i v = _mm512_load_si512(q + nib + 64 * j);
+    __m512i x = kHigh ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_and_si512(v, m4);
+    if constexpr (kQ5) {  // + 16 where the fifth bit is set (the masks of step j: low, then high)
+      uint64_t m;
+      std::memcpy(&m, q + 16 * j + (kHigh ? 8 : 0), 8);
+      x = _mm512_mask_add_epi8(x, _cvtu64_mask64(m), x, _mm512_set1_epi8(0x10));
+    }
+    for (int t = 0; t < NT; ++t) p[t] = _mm512_dpbusd_epi32(p[t], x, bcast32(tok.qs[t] + at + 4 * j));
+  }
+  const __m512i f = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(scales)));
+  for (int t = 0; t < NT; ++t) S[t] = _mm512_add_epi32(S[t], _mm512_mullo_epi32(p[t], f));
+}
+
 template <bool kQ5, int NT>
 void group_k4(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
   const int64_t nsb = n / 256;
@@ -158,10 +181,15 @@ void group_k4(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, fl
     __m512i S[NT];
     for (int t = 0; t < NT; ++t) S[t] = _mm512_setzero_si512();
     for (int c = 0; c < 4; ++c) {
-      __m512i pl[NT], ph[NT];
-      for (int t = 0; t < NT; ++t) pl[t] = ph[t] = _mm512_setzero_si512();
       const uint8_t* q = g + o.qs + c * kChunk;
       if constexpr (NT >= kPrefetchTokens) pf.upto(q + kChunk);
+      if constexpr (NT > 6) {  // the chunk's two sub-blocks one after the other (3 x NT registers)
+        k4_sub_block<kQ5, false, NT>(q, kNib, g + o.sc + 32 * c, tok, 256 * b + 64 * c, S);
+        k4_sub_block<kQ5, true, NT>(q, kNib, g + o.sc + 32 * c + 16, tok, 256 * b + 64 * c + 32, S);
+        continue;
+      }
+      __m512i pl[NT], ph[NT];
+      for (int t = 0; t < NT; ++t) pl[t] = ph[t] = _mm512_setzero_si512();
       for (int j = 0; j < 8; ++j) {
         __m512i lo, hi;
         nibbles<kQ5>(q + kNib + 64 * j, q + 16 * j, lo, hi);
@@ -438,7 +466,7 @@ struct BF16ShiftVec {
 };
 
 // Tokens per call: as many as the registers hold (accumulators and partial sums per token).
-constexpr int kTileQ32 = 8, kTileQ4K = 6, kTileQ6K = 8, kTileQ3K = 4;
+constexpr int kTileQ32 = 8, kTileQ4K = 8, kTileQ6K = 8, kTileQ3K = 4;
 
 // The GroupFn of each kernel family.
 template <Q32 kT>
