@@ -327,10 +327,16 @@ void Engine::abandon_passes() {
       model_.end_forward(p.id);
     } catch (const std::exception&) {  // the failure is reported by the caller
     }
-    for (ScheduledSeq* s : p.owners) s->in_flight = false;
-    spare_.push_back(std::move(p));
-    passes_.pop_front();
+    retire_oldest();
   }
+}
+
+// Takes the oldest pass out of flight; its buffers wait for a later pass.
+void Engine::retire_oldest() {
+  Pass& p = passes_.front();
+  for (ScheduledSeq* s : p.owners) s->in_flight = false;
+  spare_.push_back(std::move(p));
+  passes_.pop_front();
 }
 
 // Asks the proposer for draft tokens for every sequence that decodes in the next step.
@@ -411,12 +417,10 @@ void Engine::step() {
 // Waits for the oldest pass's logits, then turns them into its sequences' events.
 void Engine::end_pass() {
   Pass& p = passes_.front();
-  for (ScheduledSeq* s : p.owners) s->in_flight = false;
   try {
     model_.end_forward(p.id);
   } catch (...) {
-    spare_.push_back(std::move(p));
-    passes_.pop_front();
+    retire_oldest();
     throw;
   }
   {
@@ -458,8 +462,7 @@ void Engine::end_pass() {
     else
       s.h->push(std::move(ev));
   }
-  spare_.push_back(std::move(p));
-  passes_.pop_front();
+  retire_oldest();
 }
 
 }  // namespace ferrum

@@ -140,6 +140,11 @@ inline size_t q6k_l(int h, int j) {
 inline size_t q6k_h(int h, int j) {
   return 1536 * h + 192 * j + 128;
 }
+// Which of a step's 4 values v (L j low / high nibble, L j+8 low / high) lies in which sub-block of
+// its half: 8 h + this + j / 4; its inputs start 16 x this into the half.
+constexpr int q6k_value_sub_block(int v) {
+  return v == 0 ? 0 : v == 1 ? 4 : v == 2 ? 2 : 6;
+}
 
 // Q3_K super-block b of a group: [d 32][pad 32][sc 256][qs 1024][hm 512].
 constexpr size_t kQ3KBlockBytes = 1856;

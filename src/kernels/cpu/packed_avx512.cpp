@@ -40,20 +40,23 @@ inline __m512 load_f16x16(const uint8_t* p) {
 // The low and high nibbles of 64 weight bytes at w as bytes; with kFifth (Q5_0, Q5_K) plus 16
 // where the fifth bit is set: two 64-bit masks at h (low nibbles, then high; bit 4r+i for byte i of
 // row r), applied with one masked byte add each.
-template <bool kFifth>
-inline void nibbles(const uint8_t* w, const uint8_t* h, __m512i& lo, __m512i& hi) {
+// One of the two (kHigh: the high nibbles, with the mask at h + 8).
+template <bool kFifth, bool kHigh>
+inline __m512i nibble_half(const uint8_t* w, const uint8_t* h) {
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512i v = _mm512_load_si512(w);
-  lo = _mm512_and_si512(v, m4);
-  hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+  __m512i x = kHigh ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_and_si512(v, m4);
   if constexpr (kFifth) {
-    const __m512i b4 = _mm512_set1_epi8(0x10);
-    uint64_t ml, mh;
-    std::memcpy(&ml, h, 8);
-    std::memcpy(&mh, h + 8, 8);
-    lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(ml), lo, b4);
-    hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(mh), hi, b4);
+    uint64_t m;
+    std::memcpy(&m, h + (kHigh ? 8 : 0), 8);
+    x = _mm512_mask_add_epi8(x, _cvtu64_mask64(m), x, _mm512_set1_epi8(0x10));
   }
+  return x;
+}
+template <bool kFifth>
+inline void nibbles(const uint8_t* w, const uint8_t* h, __m512i& lo, __m512i& hi) {
+  lo = nibble_half<kFifth, false>(w, h);
+  hi = nibble_half<kFifth, true>(w, h);
 }
 
 // The 32-element block types with one float scale: Q4_0 (4 zmm of nibbles per block), Q5_0 (the same
@@ -138,34 +141,27 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
 
 // ---------------------------------------------------------------- Q4_K, Q5_K and Q6_K x Q8_K activations
 
-// One 16-row group x NT tokens (Q4_K, or Q5_K with kQ5). Per sub-block the integer dot product of
-// each row (16 vpdpbusd for a pair of sub-blocks, low and high nibbles; Q5_K adds 16 to the bytes
-// whose fifth bit is set with one masked byte add each) is scaled by its 6-bit scale in integers
-// (vpmulld, exact: |sum| < 2^31), the mins term is 4 vpdpwssd per super-block, and the super-block
-// ends in two fused multiply-adds per token.
 // One sub-block of a Q4_K / Q5_K chunk (the low nibbles, or with kHigh the high ones) for 7 or 8
 // tokens: its integer sums scaled by its 6-bit scales into S, as group_k4 does for both at once
 // (integer sums: the same values whichever goes first).
 template <bool kQ5, bool kHigh, int NT>
 inline void k4_sub_block(const uint8_t* q, size_t nib, const uint8_t* scales,
                          const PackedTokens<256, int16_t, NT>& tok, int64_t at, __m512i* S) {
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
   __m512i p[NT];
   for (int t = 0; t < NT; ++t) p[t] = _mm512_setzero_si512();
   for (int j = 0; j < 8; ++j) {
-    const __m512i v = _mm512_load_si512(q + nib + 64 * j);
-    __m512i x = kHigh ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_and_si512(v, m4);
-    if constexpr (kQ5) {  // + 16 where the fifth bit is set (the masks of step j: low, then high)
-      uint64_t m;
-      std::memcpy(&m, q + 16 * j + (kHigh ? 8 : 0), 8);
-      x = _mm512_mask_add_epi8(x, _cvtu64_mask64(m), x, _mm512_set1_epi8(0x10));
-    }
+    const __m512i x = nibble_half<kQ5, kHigh>(q + nib + 64 * j, q + 16 * j);
     for (int t = 0; t < NT; ++t) p[t] = _mm512_dpbusd_epi32(p[t], x, bcast32(tok.qs[t] + at + 4 * j));
   }
   const __m512i f = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(scales)));
   for (int t = 0; t < NT; ++t) S[t] = _mm512_add_epi32(S[t], _mm512_mullo_epi32(p[t], f));
 }
 
+// One 16-row group x NT tokens (Q4_K, or Q5_K with kQ5). Per sub-block the integer dot product of
+// each row (16 vpdpbusd for a pair of sub-blocks, low and high nibbles; Q5_K adds 16 to the bytes
+// whose fifth bit is set with one masked byte add each) is scaled by its 6-bit scale in integers
+// (vpmulld, exact: |sum| < 2^31), the mins term is 4 vpdpwssd per super-block, and the super-block
+// ends in two fused multiply-adds per token.
 template <bool kQ5, int NT>
 void group_k4(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
   const int64_t nsb = n / 256;
@@ -274,8 +270,8 @@ inline void q6k_half_by_subblocks(const uint8_t* q, const uint8_t* sc,
   const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   for (int jq = 0; jq < 2; ++jq)
     for (int v = 0; v < 4; ++v) {
-      const int sb = 8 * h + (v == 0 ? 0 : v == 1 ? 4 : v == 2 ? 2 : 6) + jq;
-      const int a_off = v == 0 ? 0 : v == 1 ? 64 : v == 2 ? 32 : 96;
+      const int sb = 8 * h + q6k_value_sub_block(v) + jq;
+      const int a_off = 16 * q6k_value_sub_block(v);
       __m512i p[NT];
       for (int t = 0; t < NT; ++t) p[t] = _mm512_set1_epi32(tok.sums[t][16 * b + sb]);
       for (int j = 4 * jq; j < 4 * jq + 4; ++j) {

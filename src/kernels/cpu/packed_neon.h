@@ -319,7 +319,7 @@ template <class D, int NT, int Q, int Q0>
     each_qt<Q, NT>([&](int qq, int t) { S[qq][t] = vdupq_n_s32(0); });
     for (int k = 0; k < 2; ++k) {  // the super-block's 128-element halves
       static_for<4>([&](auto v) {  // which of the 4 values of a step: sub-blocks (0, 4, 2, 6) + j/4
-        constexpr int kSub = v == 0 ? 0 : v == 1 ? 4 : v == 2 ? 2 : 6;
+        constexpr int kSub = q6k_value_sub_block(v);
         for (int jq = 0; jq < 2; ++jq) {
           const int sb = 8 * k + kSub + jq;
           int8x16_t a[NT];  // the sub-block's 16 levels

@@ -378,8 +378,8 @@ void half_q6k(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t st
           for (int hh = 0; hh < H; ++hh) {
             const int h = h0 + hh;
             const uint8_t* q = g + o.qs + 32 * h;
-            const int sb = 8 * k + (v == 0 ? 0 : v == 1 ? 4 : v == 2 ? 2 : 6) + jq;
-            const int a_off = 128 * k + (v == 0 ? 0 : v == 1 ? 64 : v == 2 ? 32 : 96);
+            const int sb = 8 * k + q6k_value_sub_block(v) + jq;
+            const int a_off = 128 * k + 16 * q6k_value_sub_block(v);
             const __m256i f = D::factor(s8x8(g + o.sc + 16 * sb + 8 * h));
             __m256i p[NT];
             for (int t = 0; t < NT; ++t)
