@@ -327,16 +327,10 @@ void Engine::abandon_passes() {
       model_.end_forward(p.id);
     } catch (const std::exception&) {  // the failure is reported by the caller
     }
-    retire_oldest();
+    for (ScheduledSeq* s : p.owners) s->in_flight = false;
+    spare_.push_back(std::move(p));
+    passes_.pop_front();
   }
-}
-
-// Takes the oldest pass out of flight; its buffers wait for a later pass.
-void Engine::retire_oldest() {
-  Pass& p = passes_.front();
-  for (ScheduledSeq* s : p.owners) s->in_flight = false;
-  spare_.push_back(std::move(p));
-  passes_.pop_front();
 }
 
 // Asks the proposer for draft tokens for every sequence that decodes in the next step.
@@ -416,13 +410,18 @@ void Engine::step() {
 
 // Waits for the oldest pass's logits, then turns them into its sequences' events.
 void Engine::end_pass() {
-  Pass& p = passes_.front();
-  try {
-    model_.end_forward(p.id);
-  } catch (...) {
-    retire_oldest();
-    throw;
-  }
+  // Out of the queue first: output processing finishes (frees) sequences, so nothing may look at
+  // this pass's owners afterwards, and its buffers go back to spare_ however this ends (spare_
+  // holds depth_ passes' room: the push does not allocate).
+  Pass p = std::move(passes_.front());
+  passes_.pop_front();
+  struct GiveBack {
+    std::vector<Pass>& spare;
+    Pass& p;
+    ~GiveBack() { spare.push_back(std::move(p)); }
+  } give_back{spare_, p};
+  for (ScheduledSeq* s : p.owners) s->in_flight = false;
+  model_.end_forward(p.id);
   {
     std::lock_guard sl(stats_mu_);
     ++stats_.steps;
@@ -462,7 +461,6 @@ void Engine::end_pass() {
     else
       s.h->push(std::move(ev));
   }
-  retire_oldest();
 }
 
 }  // namespace ferrum

@@ -125,7 +125,6 @@ class Engine {
   bool begin_pass();
   void end_pass();
   void abandon_passes();
-  void retire_oldest();
   int decode_share() const;
   void drop_cancelled();
   void finish(Seq& s, RequestEvent ev);
