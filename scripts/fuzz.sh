@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (fuzz/, clang-16 with -fsanitize=fuzzer,address,undefined) into
 # build-fuzz/ and runs them. Usage:
 #
-#   scripts/fuzz.sh [TARGET|all] [SECONDS]     # TARGET: gguf hf tokenizer llama2c jinja grammar lora openai http cli dist (default: all, 60 s each)
+#   scripts/fuzz.sh [TARGET|all] [SECONDS]     # TARGET: gguf hf tokenizer llama2c jinja grammar lora openai http cli dist imatrix (default: all, 60 s each)
 #
 # Each target starts from its committed seed corpus (fuzz/corpus/<target>), copied to a work
 # directory outside the repository ($FUZZ_WORK, default /tmp/ferrum-fuzz/<target>) where the
@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TARGETS=(gguf hf tokenizer llama2c jinja grammar lora openai http cli dist)
+TARGETS=(gguf hf tokenizer llama2c jinja grammar lora openai http cli dist imatrix)
 target=${1:-all}
 seconds=${2:-60}
 if [ "$target" = all ]; then

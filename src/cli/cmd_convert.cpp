@@ -46,7 +46,7 @@ Runner add_convert(CLI::App& app) {
 
 Runner add_quantize(CLI::App& app) {
   struct Flags {
-    std::string in, out, type;
+    std::string in, out, type, imatrix;
     int threads = 0;
     bool quiet = false;
   };
@@ -54,18 +54,23 @@ Runner add_quantize(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("quantize", "rewrite a GGUF model with its weights in another type");
   sub->add_option("input", f->in, "input GGUF")->required();
   sub->add_option("output", f->out, "output GGUF")->required();
-  sub->add_option("type", f->type,
-                  "llama-quantize's preset: Q8_0, Q6_K, Q5_K_M, Q5_K_S, Q5_1, Q5_0, Q4_K_M, Q4_K_S, Q4_1, "
-                  "Q4_0, IQ4_XS, "
-                  "IQ4_NL, Q3_K_L, Q3_K_M, Q3_K_S, Q2_K, MXFP4_MOE, F16, BF16, F32")
+  sub->add_option(
+         "type", f->type,
+         "llama-quantize's preset: Q8_0, Q6_K, Q5_K_M, Q5_K_S, Q5_1, Q5_0, Q4_K_M, Q4_K_S, Q4_1, "
+         "Q4_0, IQ4_XS, IQ4_NL, Q3_K_L, Q3_K_M, Q3_K_S, IQ3_M, IQ3_S, IQ3_XS, IQ3_XXS, Q2_K, Q2_K_S, "
+         "IQ2_M, IQ2_S, IQ2_XS, IQ2_XXS, IQ1_M, IQ1_S, MXFP4_MOE, F16, BF16, F32")
       ->required();
+  sub->add_option(
+      "--imatrix", f->imatrix,
+      "importance matrix from llama-imatrix (GGUF or .dat): weights each column's error; required "
+      "by IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ3_XXS and Q2_K_S");
   sub->add_option("-t,--threads", f->threads, "worker threads")
       ->transform(whole(1, ModelFlags::kMaxThreads))
       ->default_str("all cores");
   sub->add_flag("-q,--quiet", f->quiet, "print nothing but errors (no progress)");
   return [f] {
     ProgressDisplay progress(f->quiet);
-    const int n = quantize_model(f->in, f->out, f->type, f->threads, progress.fn());
+    const int n = quantize_model(f->in, f->out, f->type, f->threads, progress.fn(), f->imatrix);
     progress.message(fmt::format("wrote {} ({} tensors converted)", f->out, n));
     return 0;
   };

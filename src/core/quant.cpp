@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "core/fail.h"
 #include "core/fp16.h"
 #include "core/quant_fit.h"
 #include "core/quant_iq.h"
+#include "core/quant_iq_write.h"
 #include "core/quant_low.h"
 #include "core/quant_mxfp4.h"
 
@@ -374,6 +376,29 @@ int64_t blocks_of(DType t, int64_t n) {
   return n / info.block_size;
 }
 
+// The grid i-quant of a type, if it is one.
+std::optional<quant_iq::Kind> grid_kind(DType t) {
+  using quant_iq::Kind;
+  switch (t) {
+    case DType::IQ2_XXS:
+      return Kind::IQ2_XXS;
+    case DType::IQ2_XS:
+      return Kind::IQ2_XS;
+    case DType::IQ2_S:
+      return Kind::IQ2_S;
+    case DType::IQ3_XXS:
+      return Kind::IQ3_XXS;
+    case DType::IQ3_S:
+      return Kind::IQ3_S;
+    case DType::IQ1_S:
+      return Kind::IQ1_S;
+    case DType::IQ1_M:
+      return Kind::IQ1_M;
+    default:
+      return std::nullopt;
+  }
+}
+
 }  // namespace
 
 void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
@@ -419,19 +444,13 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
     case DType::IQ4_XS:
       return quant_low::dequantize(static_cast<const BlockIQ4_XS*>(src), dst, nb);
     case DType::IQ2_XXS:
-      return quant_iq::dequantize(quant_iq::Kind::IQ2_XXS, src, dst, nb);
     case DType::IQ2_XS:
-      return quant_iq::dequantize(quant_iq::Kind::IQ2_XS, src, dst, nb);
     case DType::IQ2_S:
-      return quant_iq::dequantize(quant_iq::Kind::IQ2_S, src, dst, nb);
     case DType::IQ3_XXS:
-      return quant_iq::dequantize(quant_iq::Kind::IQ3_XXS, src, dst, nb);
     case DType::IQ3_S:
-      return quant_iq::dequantize(quant_iq::Kind::IQ3_S, src, dst, nb);
     case DType::IQ1_S:
-      return quant_iq::dequantize(quant_iq::Kind::IQ1_S, src, dst, nb);
     case DType::IQ1_M:
-      return quant_iq::dequantize(quant_iq::Kind::IQ1_M, src, dst, nb);
+      return quant_iq::dequantize(*grid_kind(t), src, dst, nb);
     case DType::Q8_K: {
       const auto* b = static_cast<const BlockQ8_K*>(src);
       for (int64_t i = 0; i < nb; ++i)
@@ -443,8 +462,13 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
   }
 }
 
-void quantize_row(DType t, const float* src, void* dst, int64_t n) {
+bool quantize_needs_importance(DType t) {
+  return grid_kind(t) && quant_iq::needs_importance(*grid_kind(t));
+}
+
+void quantize_row(DType t, const float* src, void* dst, int64_t n, const float* importance) {
   const int64_t nb = blocks_of(t, n);
+  if (const auto kind = grid_kind(t)) return quant_iq::quantize_row(*kind, src, dst, n, importance);
   switch (t) {
     case DType::F32:
       std::memcpy(dst, src, static_cast<size_t>(n) * 4);
@@ -488,8 +512,7 @@ void quantize_row(DType t, const float* src, void* dst, int64_t n) {
     case DType::IQ4_XS:
       return quant_low::quantize(src, static_cast<BlockIQ4_XS*>(dst), nb);
     default:
-      fail("quantize_row: ferrum does not write {} (the grid i-quants need an importance matrix)",
-           dtype_name(t));
+      fail("quantize_row: ferrum does not write {}", dtype_name(t));
   }
 }
 

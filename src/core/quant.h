@@ -142,6 +142,10 @@ inline int iq4xs_scale(const BlockIQ4_XS& b, int j) {
 
 // n must be a multiple of the type's block size; throws ferrum::Error for unsupported types.
 void dequantize_row(DType t, const void* src, float* dst, int64_t n);
-void quantize_row(DType t, const float* src, void* dst, int64_t n);
+// `importance`: n per-column weights of the error (a row of an importance matrix, formats/imatrix.h)
+// or nullptr; the grid i-quants use it (and some need it: quantize_needs_importance), the other
+// types quantize without.
+void quantize_row(DType t, const float* src, void* dst, int64_t n, const float* importance = nullptr);
+bool quantize_needs_importance(DType t);
 
 }  // namespace ferrum

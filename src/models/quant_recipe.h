@@ -41,16 +41,29 @@ RecipeModel recipe_model(const gguf::File& f);
 bool quantizable(const TensorView& t);
 
 // Types of a file's tensors under a preset; ask in file order (the attn_v rules count them).
+// `has_imatrix`: quantizing with an importance matrix (a few rules differ, as in llama-quantize).
 class QuantRecipe {
  public:
-  QuantRecipe(const QuantPreset& preset, const RecipeModel& model) : p_(preset), m_(model) {}
+  QuantRecipe(const QuantPreset& preset, const RecipeModel& model, bool has_imatrix = false)
+      : p_(preset), m_(model), has_imatrix_(has_imatrix) {}
   DType type_of(const TensorView& t);
+  // Whether llama-quantize refuses to write tensor t in type `to` without an importance matrix
+  // (the lowest-bit types; Q2_K in Q2_K_S), the logits' and embedding matrices excepted.
+  bool needs_importance(const TensorView& t, DType to) const;
 
  private:
+  bool low_iq_mix() const;  // IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M
+  DType output_type(const TensorView& t) const;
+  DType embedding_type() const;
+  DType low_iq_rule(const std::string& name);
   DType rule(const std::string& name, DType base);
+  DType attn_v_type(DType base);
+  DType ffn_down_type(const std::string& name, DType base);
+  DType attn_output_type(DType base) const;
   const QuantPreset& p_;
   RecipeModel m_;
-  int i_attn_v_ = 0;
+  bool has_imatrix_;
+  int i_attn_v_ = 0, i_ffn_down_ = 0;
 };
 
 }  // namespace ferrum

@@ -229,5 +229,23 @@ TEST(Info, KvMemoryPerLayerKind) {
   EXPECT_NE(text.out.find("5 keep only their 16-token window"), std::string::npos) << text.out;
 }
 
+// `ferrum quantize --imatrix`: the low i-quant presets refuse without an importance matrix (one
+// error line naming the preset, the tensor and the flag), and write the file with one.
+TEST(Quantize, ImatrixFlag) {
+  const std::string in = unxz("models/llama/gguf/llama-F32.gguf");
+  const std::string out = temp_dir() + "/cli-iq2.gguf";
+  expect_clean_error(run_ferrum("quantize '" + in + "' '" + out + "' IQ2_XXS -q"),
+                     {"preset IQ2_XXS writes tensor 'blk.0.attn_q.weight' as IQ2_XXS", "--imatrix FILE"});
+  expect_clean_error(run_ferrum("quantize '" + in + "' '" + out + "' IQ2_XXS --imatrix /nonexistent.gguf -q"),
+                     {"/nonexistent.gguf: cannot open the importance matrix file"});
+  auto r = run_ferrum("quantize '" + in + "' '" + out + "' IQ2_XXS --imatrix '" +
+                      data_path("models/llama/imatrix.gguf") + "' -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  auto g = run_ferrum("run -m '" + out + "' --prompt 'Once' --temperature 0 --max-tokens 4");
+  EXPECT_EQ(g.exit_code, 0) << g.err;
+  std::filesystem::remove(out);
+}
+
 }  // namespace
 }  // namespace ferrum::test

@@ -7,6 +7,7 @@
 
 #include "formats/gguf.h"
 #include "model_test_util.h"
+#include "test_util.h"
 
 namespace ferrum {
 namespace {
@@ -15,6 +16,7 @@ TEST(QuantRecipe, EveryTensorTypedAsLlamaQuantizeDoes) {
   const struct {
     const char* model;
     std::vector<const char*> presets;
+    bool imatrix = false;  // made with llama-quantize --imatrix
   } cases[] = {
       {"llama",
        {"Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "Q4_1", "Q2_K", "Q3_K_S", "Q3_K_M", "Q3_K_L", "IQ4_NL",
@@ -24,6 +26,7 @@ TEST(QuantRecipe, EveryTensorTypedAsLlamaQuantizeDoes) {
       {"qwen3", {"Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K"}},
       {"qwen3moe", {"Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "Q3_K_M", "IQ4_XS"}},
       {"bert", {"Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K"}},  // 128 columns: the fallbacks
+      {"llama", {"IQ3_XXS", "IQ3_S", "IQ2_XXS", "IQ2_XS", "IQ2_M", "IQ1_S", "IQ1_M"}, true},
   };
   int checked = 0;
   for (const auto& c : cases) {
@@ -31,7 +34,7 @@ TEST(QuantRecipe, EveryTensorTypedAsLlamaQuantizeDoes) {
     auto src = gguf::File::open(test::model_file(m, "gguf/" + m + "-F32.gguf"));
     for (const char* preset : c.presets) {
       auto made = gguf::File::open(test::model_file(m, "gguf/" + m + "-" + preset + ".gguf"));
-      QuantRecipe recipe(find_quant_preset(preset), recipe_model(*src));
+      QuantRecipe recipe(find_quant_preset(preset), recipe_model(*src), c.imatrix);
       ASSERT_EQ(made->tensors().size(), src->tensors().size()) << m << " " << preset;
       for (const TensorView& t : src->tensors()) {
         EXPECT_EQ(dtype_name(recipe.type_of(t)), std::string(dtype_name(made->tensor(t.name).type)))
@@ -43,12 +46,34 @@ TEST(QuantRecipe, EveryTensorTypedAsLlamaQuantizeDoes) {
   std::printf("  %d tensors checked\n", checked);
 }
 
+// The presets whose files are not fixtures: the types llama-quantize gave every tensor
+// (tests/data/quant/recipe_types.json), with and without an importance matrix, dense and MoE.
+TEST(QuantRecipe, TypesOfMorePresetsAsLlamaQuantizeGives) {
+  const nlohmann::json cases = test::load_json(test::data_path("quant/recipe_types.json"))["cases"];
+  int checked = 0;
+  for (const auto& c : cases) {
+    const std::string m = c["model"], preset = c["preset"];
+    auto src = gguf::File::open(test::unxz("models/" + m + "/gguf/" + m + "-F32.gguf"));
+    QuantRecipe recipe(find_quant_preset(preset), recipe_model(*src), c["imatrix"].get<bool>());
+    for (const TensorView& t : src->tensors()) {
+      EXPECT_EQ(dtype_name(recipe.type_of(t)), c["types"][t.name].get<std::string>())
+          << m << " " << preset << (c["imatrix"].get<bool>() ? " (imatrix) " : " ") << t.name;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 250);
+  std::printf("  %d tensors checked\n", checked);
+}
+
 TEST(QuantRecipe, PresetNamesAndAliases) {
   EXPECT_STREQ(find_quant_preset("q4_k").name, "Q4_K_M");  // llama-quantize's alias
   EXPECT_STREQ(find_quant_preset("Q3_K").name, "Q3_K_M");
   EXPECT_EQ(find_quant_preset("IQ4_XS").file_type, 30u);
-  std::string msg = test::error_of([] { find_quant_preset("IQ2_XXS"); });
-  EXPECT_NE(msg.find("quantization preset 'IQ2_XXS' is not written by ferrum yet"), std::string::npos) << msg;
+  EXPECT_EQ(find_quant_preset("iq2_m").base, DType::IQ2_S);  // llama-quantize's IQ2_M preset makes IQ2_S
+  EXPECT_EQ(find_quant_preset("IQ2_S").base, DType::IQ2_XS);
+  EXPECT_EQ(find_quant_preset("IQ3_XS").file_type, 22u);
+  std::string msg = test::error_of([] { find_quant_preset("TQ1_0"); });
+  EXPECT_NE(msg.find("quantization preset 'TQ1_0' is not supported by ferrum"), std::string::npos) << msg;
   EXPECT_NE(msg.find("ferrum writes F32, F16, BF16, Q4_0"), std::string::npos) << msg;
   msg = test::error_of([] { find_quant_preset("Q7_Z"); });
   EXPECT_NE(msg.find("unknown quantization preset 'Q7_Z' (ferrum writes F32, F16, BF16, Q4_0"), std::string::npos)

@@ -94,13 +94,15 @@ double distance_from_f32(const std::string& path) {
   return test::compare(test::all_logits(*model, ids), ref.data, ids.size(), model->config().n_vocab).mean_abs;
 }
 
-// Our quantizers against llama-quantize's (no imatrix) on the llama fixture, per preset: the model
-// ferrum quantizes is at least as close to the F32 model as the file llama-quantize made.
-TEST(Quantize, PresetsAsGoodAsLlamaQuantize) {
+// Our quantizers against llama-quantize's on the llama fixture, per preset: the model ferrum
+// quantizes is at least as close to the F32 model as the file llama-quantize made (the K and IQ4
+// presets without an importance matrix, the IQ1/IQ2/IQ3 presets with the fixture's, as
+// llama-quantize was given it).
+void expect_as_good_as_llama_quantize(const std::vector<const char*>& presets, const std::string& imatrix) {
   const std::string f32 = test::model_file("llama", "gguf/llama-F32.gguf");
-  for (const char* preset : {"Q4_1", "Q2_K", "Q3_K_S", "Q3_K_M", "IQ4_NL", "IQ4_XS", "Q4_K_M"}) {
+  for (const char* preset : presets) {
     const std::string out = test::temp_dir() + "/llama-" + preset + ".gguf";
-    quantize_model(f32, out, preset, 2);
+    quantize_model(f32, out, preset, 2, {}, imatrix);
     const std::string theirs_path = test::model_file("llama", std::string("gguf/llama-") + preset + ".gguf");
     auto ours_f = gguf::File::open(out), theirs_f = gguf::File::open(theirs_path);
     for (const TensorView& t : theirs_f->tensors()) EXPECT_EQ(ours_f->tensor(t.name).type, t.type) << t.name;
@@ -109,6 +111,48 @@ TEST(Quantize, PresetsAsGoodAsLlamaQuantize) {
     EXPECT_LE(ours, 1.1 * theirs) << preset;
     std::filesystem::remove(out);
   }
+}
+
+TEST(Quantize, PresetsAsGoodAsLlamaQuantize) {
+  expect_as_good_as_llama_quantize({"Q4_1", "Q2_K", "Q3_K_S", "Q3_K_M", "IQ4_NL", "IQ4_XS", "Q4_K_M"}, "");
+}
+
+TEST(Quantize, ImatrixPresetsAsGoodAsLlamaQuantize) {
+  expect_as_good_as_llama_quantize({"IQ3_XXS", "IQ3_S", "IQ2_XXS", "IQ2_XS", "IQ2_M", "IQ1_S", "IQ1_M"},
+                                   test::model_file("llama", "imatrix.gguf"));
+}
+
+// The presets whose low-bit tensors need an importance matrix refuse without one, naming the
+// first such tensor, before writing anything; with one, the file records it as llama-quantize does.
+TEST(Quantize, ImatrixPresetsNeedAnImportanceMatrix) {
+  const std::string f32 = test::model_file("llama", "gguf/llama-F32.gguf");
+  const std::string out = test::temp_dir() + "/llama-needs-imatrix.gguf";
+  std::filesystem::remove(out);
+  for (const char* preset : {"IQ2_XXS", "IQ1_S", "IQ3_XXS", "Q2_K_S"}) {
+    const std::string msg = test::error_of([&] { quantize_model(f32, out, preset, 1); });
+    EXPECT_NE(msg.find(std::string("preset ") + preset + " writes tensor 'blk.0."), std::string::npos) << msg;
+    EXPECT_NE(msg.find("needs an importance matrix: make one with llama-imatrix and pass --imatrix FILE"),
+              std::string::npos)
+        << msg;
+    EXPECT_FALSE(std::filesystem::exists(out));
+  }
+  const std::string imatrix = test::model_file("llama", "imatrix.gguf");
+  quantize_model(f32, out, "IQ2_XXS", 2, {}, imatrix);
+  auto f = gguf::File::open(out);
+  EXPECT_EQ(f->get_string("quantize.imatrix.file"), imatrix);
+  EXPECT_EQ(f->get_int("quantize.imatrix.entries_count"), 14);
+  EXPECT_EQ(f->get_int("quantize.imatrix.chunks_count"), 40);
+  EXPECT_EQ(f->get_uint("general.file_type"), 19u);
+  // An importance matrix of another model: its sizes do not match.
+  TinyModel m;
+  const std::string tiny = m.write(/*tied=*/false);
+  const std::string msg = test::error_of([&] { quantize_model(tiny, out, "IQ2_XXS", 1, {}, imatrix); });
+  EXPECT_NE(
+      msg.find("importance matrix entry 'blk.0.ffn_down.weight' has 512 values, the tensor has 256 columns"),
+      std::string::npos)
+      << msg;
+  std::filesystem::remove(out);
+  std::filesystem::remove(tiny);
 }
 
 // MXFP4_MOE (llama-quantize's preset for gpt-oss-style files): the MoE fixture's expert stacks in

@@ -63,6 +63,11 @@ PRESETS = {
               ("IQ2_XS", True), ("IQ2_M", True), ("IQ1_S", True), ("IQ1_M", True)],
     "qwen3moe": [("Q3_K_M", False), ("IQ4_XS", False)],
 }
+# Presets whose files are not kept: only the tensor types llama-quantize gives them (recipe_types.json,
+# tests/models/quant_recipe_test.cpp), with the importance matrix (llama) or without (both models).
+RECIPE_ONLY = [("llama", p, True) for p in ("IQ2_S", "IQ2_XXS", "IQ3_M", "IQ3_XS", "IQ4_XS", "Q2_K_S", "Q4_0")] + \
+              [("llama", p, False) for p in ("IQ3_M", "IQ3_S")] + \
+              [("qwen3moe", p, False) for p in ("IQ3_M", "IQ3_S", "Q4_0")]
 RESULTS_ARGS = ["-t", "2", "-fa", "off", "-ctk", "f32", "-ctv", "f32", "-c", "512"]
 K = 32
 # Kernel fixtures: ggml type -> (preset file, tensor). 256 or 512 columns (ffn_down has 512).
@@ -382,6 +387,25 @@ def llamacpp_vs_exact(lc, ex, margin_mask=None):
 
 # ------------------------------------------------------------------ main
 
+def write_recipe_types(BIN, scratch, imatrix_path, written):
+    """recipe_types.json: the tensor types llama-quantize gives the RECIPE_ONLY presets (scratch/<m> holds
+    <m>-F32.gguf)."""
+    cases = []
+    for m, preset, use_imatrix in RECIPE_ONLY:
+        cwd = os.path.join(scratch, m)
+        out = "types-%s-%s.gguf" % (preset, use_imatrix)
+        imatrix = ["--imatrix", imatrix_path] if use_imatrix else []
+        run([BIN("llama-quantize")] + imatrix + ["%s-F32.gguf" % m, out, preset, "2"], cwd)
+        g = Gguf(os.path.join(cwd, out))
+        cases.append({"model": m, "preset": preset, "imatrix": use_imatrix,
+                      "types": {n: g.type_name(n) for n in g.tensors}})
+    recipe = {"source": "llama-quantize (llama.cpp 3f545becc) on tests/data/models/<m>/gguf/<m>-F32.gguf, with "
+                        "--imatrix tests/data/models/llama/imatrix.gguf where 'imatrix' is true; the tensor types "
+                        "of its output", "cases": cases}
+    write(os.path.join(DATA, "quant", "recipe_types.json"), (json.dumps(recipe, indent=0, sort_keys=True) +
+                                                              "\n").encode(), written)
+
+
 def main():
     global quants, QT, GGML_QUANT_SIZES
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -585,6 +609,8 @@ def main():
         kinfo[tname] = {"file": "llama-%s.gguf" % preset, "tensor": tensor, "rows": KERNEL_ROWS, "cols": cols}
         print("kernel %-8s %d x %d from llama-%s %s" % (tname, KERNEL_ROWS, cols, preset, tensor))
     reports["llama"]["kernel_fixtures"] = kinfo
+
+    write_recipe_types(BIN, scratch, os.path.join(lcwd, "imatrix.gguf"), written)
 
     for m, rep in reports.items():
         write(os.path.join(MODELS, m, "quant_reference.json"), (json.dumps(rep, indent=1) + "\n").encode(), written)
