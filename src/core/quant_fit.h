@@ -4,12 +4,23 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 namespace ferrum::quant_fit {
 
-// Round half to even, as ggml's nearest_int (magic-number trick) does.
+// Round half to even, as ggml's nearest_int does. Below 2^22 in magnitude adding 1.5 * 2^23 leaves
+// the rounded integer in the low mantissa bits (inline; std::nearbyint is a libm call on baseline
+// x86-64, a large share of the quantizers' time); beyond, saturated, and NaN gives 0.
 inline int nearest_int(float v) {
-  return static_cast<int>(std::nearbyint(v));
+  if (std::fabs(v) < 4194303.0f) {
+    const float f = v + 12582912.0f;
+    int32_t i;
+    std::memcpy(&i, &f, sizeof(i));
+    return (i & 0x007fffff) - 0x00400000;
+  }
+  if (std::isnan(v)) return 0;
+  return v > 0 ? (v < 2.0e9f ? static_cast<int>(std::nearbyint(v)) : 2000000000)
+               : (v > -2.0e9f ? static_cast<int>(std::nearbyint(v)) : -2000000000);
 }
 
 // Fits x ~= s*q - m (q in [0, nmax], m >= 0) for one sub-block of n values: a grid of scale

@@ -1,11 +1,13 @@
 // Block formats: bit-exact dequantization against llama.cpp's gguf-py, ggml's reference quantizer
 // reproduced byte for byte (Q8_0, Q4_0), and quantize -> dequantize error bounds per type.
 #include "core/quant.h"
+#include "core/quant_fit.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <fstream>
 
@@ -222,6 +224,23 @@ TEST(Quantize, PackedScaleUnpackMatchesPerIndex) {
       ASSERT_EQ(m, (mn >> (8 * j)) & 0xFF);
     }
   }
+}
+
+// The quantizers' rounding: half to even like ggml's (the magic-number path below 2^22), saturated
+// beyond, 0 for NaN.
+TEST(Quantize, NearestIntRoundsHalfToEven) {
+  using quant_fit::nearest_int;
+  EXPECT_EQ(nearest_int(2.5f), 2);
+  EXPECT_EQ(nearest_int(3.5f), 4);
+  EXPECT_EQ(nearest_int(-2.5f), -2);
+  EXPECT_EQ(nearest_int(-0.49f), 0);
+  EXPECT_EQ(nearest_int(4194302.5f), 4194302);
+  EXPECT_EQ(nearest_int(4194305.0f), 4194305);
+  EXPECT_EQ(nearest_int(-1.0e7f), -10000000);
+  EXPECT_EQ(nearest_int(1.0e30f), 2000000000);
+  EXPECT_EQ(nearest_int(-std::numeric_limits<float>::infinity()), -2000000000);
+  EXPECT_EQ(nearest_int(std::numeric_limits<float>::quiet_NaN()), 0);
+  for (float v = -300.0f; v < 300.0f; v += 0.125f) EXPECT_EQ(nearest_int(v), std::nearbyint(v)) << v;
 }
 
 }  // namespace
