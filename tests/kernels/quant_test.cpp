@@ -1,16 +1,16 @@
 // Block formats: bit-exact dequantization against llama.cpp's gguf-py, ggml's reference quantizer
 // reproduced byte for byte (Q8_0, Q4_0), and quantize -> dequantize error bounds per type.
 #include "core/quant.h"
-#include "core/quant_fit.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstring>
 #include <fstream>
+#include <limits>
 
+#include "core/quant_fit.h"
 #include "ferrum/error.h"
 #include "kernel_test_util.h"
 
