@@ -6,12 +6,15 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "core/quant.h"
 #include "formats/gguf.h"
 #include "formats/gguf_writer.h"
+#include "formats/imatrix.h"
 #include "model_test_util.h"
 #include "models/quant_recipe.h"
 #include "test_util.h"
@@ -153,6 +156,48 @@ TEST(Quantize, ImatrixPresetsNeedAnImportanceMatrix) {
       << msg;
   std::filesystem::remove(out);
   std::filesystem::remove(tiny);
+}
+
+// An expert stack takes its expert's importance row (llama-imatrix keeps one per expert): a row of
+// expert 3 is quantized with the fourth row of the tensor's entry, byte for byte.
+TEST(Quantize, ExpertsUseTheirOwnImportanceRows) {
+  const std::string f32 = test::unxz("models/qwen3moe/gguf/qwen3moe-F32.gguf");
+  auto src = gguf::File::open(f32);
+  gguf::Writer im;
+  std::vector<std::vector<float>> data;
+  for (const TensorView& t : src->tensors()) {
+    if (!quantizable(t) || t.name == "token_embd.weight" || t.name == "output.weight") continue;
+    const int64_t cols = t.ne[0], mats = t.ne[2];
+    data.emplace_back(static_cast<size_t>(cols * mats));
+    for (int64_t i = 0; i < cols * mats; ++i) data.back()[i] = 1.0f + static_cast<float>((i * 7919) % 97);
+    im.add_tensor(t.name + ".in_sum2", DType::F32, {cols, mats}, data.back().data(), data.back().size() * 4);
+    data.emplace_back(static_cast<size_t>(mats), 2.0f);
+    im.add_tensor(t.name + ".counts", DType::F32, {1, mats}, data.back().data(), data.back().size() * 4);
+  }
+  const std::string im_path = test::temp_dir() + "/qwen3moe-imatrix.gguf";
+  im.write(im_path);
+  const std::string out = test::temp_dir() + "/qwen3moe-IQ2_XXS.gguf";
+  quantize_model(f32, out, "IQ2_XXS", 2, {}, im_path);
+  auto f = gguf::File::open(out);
+  const TensorView& q = f->tensor("blk.0.ffn_gate_exps.weight");
+  ASSERT_EQ(q.type, DType::IQ2_XXS);
+  const TensorView& s = src->tensor("blk.0.ffn_gate_exps.weight");
+  const ImportanceMatrix m = read_imatrix(im_path);
+  const float* w = m.find(s.name, s.ne[0], s.ne[2]);
+  const int64_t row = 3 * s.ne[1] + 5;  // expert 3, row 5
+  std::vector<float> x(s.ne[0]);
+  dequantize_row(s.type, s.row(row), x.data(), s.ne[0]);
+  std::vector<uint8_t> mine(q.row_bytes()), other(q.row_bytes());
+  quantize_row(DType::IQ2_XXS, x.data(), mine.data(), s.ne[0], w + 3 * s.ne[0]);
+  quantize_row(DType::IQ2_XXS, x.data(), other.data(), s.ne[0], w);
+  EXPECT_EQ(std::memcmp(q.row(row), mine.data(), mine.size()), 0);
+  EXPECT_NE(std::memcmp(q.row(row), other.data(), other.size()), 0);  // expert 0's row would differ
+  // The model runs.
+  auto model = test::open_model(out, Precision::Fast);
+  auto ids = test::prompt_ids("qwen3moe", "p3");
+  EXPECT_EQ(test::all_logits(*model, ids).size(), ids.size() * model->config().n_vocab);
+  std::filesystem::remove(out);
+  std::filesystem::remove(im_path);
 }
 
 // MXFP4_MOE (llama-quantize's preset for gpt-oss-style files): the MoE fixture's expert stacks in
