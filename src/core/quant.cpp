@@ -12,6 +12,7 @@
 #include "core/quant_iq_write.h"
 #include "core/quant_low.h"
 #include "core/quant_mxfp4.h"
+#include "core/quant_weighted.h"
 
 // Bit-exactness with ggml depends on a*b + c not being fused into one fma.
 #pragma STDC FP_CONTRACT OFF
@@ -265,18 +266,26 @@ void q_q8_k(const float* x, BlockQ8_K* y, int64_t nb) {
 
 // ---------------------------------------------------------------- K-quants (own search, quant_fit.h)
 
-// Shared by Q4_K (nmax 15) and Q5_K (nmax 31): levels L[256] and packed scales.
+// Shared by Q4_K (nmax 15) and Q5_K (nmax 31): levels L[256] and packed scales. `w`: the 256 values'
+// error weights, or nullptr.
 void quantize_k4_block(const float* x, int nmax, uint16_t& d_out, uint16_t& dmin_out, uint8_t* scales,
-                       uint8_t* L) {
+                       uint8_t* L, const float* w) {
   float s[8], m[8];
   float max_s = 0, max_m = 0;
   for (int j = 0; j < 8; ++j) {
-    fit_scale_min(x + 32 * j, 32, nmax, s[j], m[j]);
+    fit_scale_min(x + 32 * j, 32, nmax, s[j], m[j], w ? w + 32 * j : nullptr);
     max_s = std::max(max_s, s[j]);
     max_m = std::max(max_m, m[j]);
   }
-  d_out = f32_to_f16(max_s / 63.0f);
-  dmin_out = f32_to_f16(max_m / 63.0f);
+  if (w) {  // the 6-bit scales and mins fitted, each weighing what its sub-block's values weigh
+    float sw[8];
+    quant_fit::sum_per_block(w, 8, 32, sw);
+    d_out = f32_to_f16(quant_fit::fit_scale_unsigned(s, 8, 63, sw));
+    dmin_out = f32_to_f16(quant_fit::fit_scale_unsigned(m, 8, 63, sw));
+  } else {
+    d_out = f32_to_f16(max_s / 63.0f);
+    dmin_out = f32_to_f16(max_m / 63.0f);
+  }
   const float d = f16_to_f32(d_out), dmin = f16_to_f32(dmin_out);
   uint8_t sc[8], mq[8];
   for (int j = 0; j < 8; ++j) {
@@ -302,20 +311,27 @@ void quantize_k4_block(const float* x, int nmax, uint16_t& d_out, uint16_t& dmin
   }
 }
 
-void q_q4_k(const float* x, BlockQ4_K* y, int64_t nb) {
+// Q4_K / Q5_K weights: llama.cpp's sigma2 for them is twice the super-block's mean square.
+const float* k4_weights(const float* x, const float* importance, int64_t i, float* w) {
+  return importance ? quant_fit::block_weights(x, importance + 256 * i, 256, 2.0f, w) : nullptr;
+}
+
+void q_q4_k(const float* x, BlockQ4_K* y, int64_t nb, const float* importance) {
   uint8_t L[256];
+  float w[256];
   for (int64_t i = 0; i < nb; ++i, x += 256) {
-    quantize_k4_block(x, 15, y[i].d, y[i].dmin, y[i].scales, L);
+    quantize_k4_block(x, 15, y[i].d, y[i].dmin, y[i].scales, L, k4_weights(x, importance, i, w));
     for (int c = 0; c < 4; ++c)
       for (int l = 0; l < 32; ++l)
         y[i].qs[32 * c + l] = static_cast<uint8_t>(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
   }
 }
 
-void q_q5_k(const float* x, BlockQ5_K* y, int64_t nb) {
+void q_q5_k(const float* x, BlockQ5_K* y, int64_t nb, const float* importance) {
   uint8_t L[256];
+  float w[256];
   for (int64_t i = 0; i < nb; ++i, x += 256) {
-    quantize_k4_block(x, 31, y[i].d, y[i].dmin, y[i].scales, L);
+    quantize_k4_block(x, 31, y[i].d, y[i].dmin, y[i].scales, L, k4_weights(x, importance, i, w));
     std::memset(y[i].qh, 0, 32);
     for (int c = 0; c < 4; ++c) {
       for (int l = 0; l < 32; ++l) {
@@ -327,12 +343,14 @@ void q_q5_k(const float* x, BlockQ5_K* y, int64_t nb) {
   }
 }
 
-void q_q6_k(const float* x, BlockQ6_K* y, int64_t nb) {
+// `importance` weighs the errors as it is (llama.cpp's Q6_K adds no sigma2 term).
+void q_q6_k(const float* x, BlockQ6_K* y, int64_t nb, const float* importance) {
   for (int64_t i = 0; i < nb; ++i, x += 256) {
+    const float* w = importance ? importance + 256 * i : nullptr;
     float s[16];
     float max_abs = 0, max_s = 0;
     for (int k = 0; k < 16; ++k) {
-      s[k] = fit_scale_sym(x + 16 * k, 16, -32, 31);
+      s[k] = fit_scale_sym(x + 16 * k, 16, -32, 31, w ? w + 16 * k : nullptr);
       if (std::fabs(s[k]) > max_abs) {
         max_abs = std::fabs(s[k]);
         max_s = s[k];
@@ -483,34 +501,39 @@ void quantize_row(DType t, const float* src, void* dst, int64_t n, const float* 
       for (int64_t i = 0; i < n; ++i) d[i] = f32_to_bf16(src[i]);
       return;
     }
+    // Q4_0/Q5_0/Q4_1/Q5_1: ggml's reference quantizers, or weighted fits given an importance row.
     case DType::Q4_0:
-      return q_q4_0(src, static_cast<BlockQ4_0*>(dst), nb);
+      return importance ? quant_weighted::quantize(src, static_cast<BlockQ4_0*>(dst), nb, importance)
+                        : q_q4_0(src, static_cast<BlockQ4_0*>(dst), nb);
     case DType::Q5_0:
-      return q_q5_0(src, static_cast<BlockQ5_0*>(dst), nb);
+      return importance ? quant_weighted::quantize(src, static_cast<BlockQ5_0*>(dst), nb, importance)
+                        : q_q5_0(src, static_cast<BlockQ5_0*>(dst), nb);
     case DType::Q5_1:
-      return q_q5_1(src, static_cast<BlockQ5_1*>(dst), nb);
-    case DType::Q8_0:
+      return importance ? quant_weighted::quantize(src, static_cast<BlockQ5_1*>(dst), nb, importance)
+                        : q_q5_1(src, static_cast<BlockQ5_1*>(dst), nb);
+    case DType::Q4_1:
+      return importance ? quant_weighted::quantize(src, static_cast<BlockQ4_1*>(dst), nb, importance)
+                        : quant_low::quantize(src, static_cast<BlockQ4_1*>(dst), nb);
+    case DType::Q8_0:  // as llama.cpp, Q8_0 and MXFP4 quantize without the importance
       return q_q8_0(src, static_cast<BlockQ8_0*>(dst), nb);
     case DType::Q4_K:
-      return q_q4_k(src, static_cast<BlockQ4_K*>(dst), nb);
+      return q_q4_k(src, static_cast<BlockQ4_K*>(dst), nb, importance);
     case DType::Q5_K:
-      return q_q5_k(src, static_cast<BlockQ5_K*>(dst), nb);
+      return q_q5_k(src, static_cast<BlockQ5_K*>(dst), nb, importance);
     case DType::Q6_K:
-      return q_q6_k(src, static_cast<BlockQ6_K*>(dst), nb);
+      return q_q6_k(src, static_cast<BlockQ6_K*>(dst), nb, importance);
     case DType::Q8_K:
       return q_q8_k(src, static_cast<BlockQ8_K*>(dst), nb);
-    case DType::Q4_1:
-      return quant_low::quantize(src, static_cast<BlockQ4_1*>(dst), nb);
     case DType::Q2_K:
-      return quant_low::quantize(src, static_cast<BlockQ2_K*>(dst), nb);
+      return quant_low::quantize(src, static_cast<BlockQ2_K*>(dst), nb, importance);
     case DType::Q3_K:
-      return quant_low::quantize(src, static_cast<BlockQ3_K*>(dst), nb);
+      return quant_low::quantize(src, static_cast<BlockQ3_K*>(dst), nb, importance);
     case DType::IQ4_NL:
-      return quant_low::quantize(src, static_cast<BlockIQ4_NL*>(dst), nb);
+      return quant_low::quantize(src, static_cast<BlockIQ4_NL*>(dst), nb, importance);
     case DType::MXFP4:
       return quant_mxfp4::quantize(src, static_cast<BlockMXFP4*>(dst), nb);
     case DType::IQ4_XS:
-      return quant_low::quantize(src, static_cast<BlockIQ4_XS*>(dst), nb);
+      return quant_low::quantize(src, static_cast<BlockIQ4_XS*>(dst), nb, importance);
     default:
       fail("quantize_row: ferrum does not write {}", dtype_name(t));
   }

@@ -1,7 +1,7 @@
 // Quantized block formats (byte-identical to ggml's, see ggml-common.h) and row (de)quantization.
 // dequantize_row reproduces ggml's reference dequantizers bit for bit (same float operations in
-// the same order); quantize_row gives ggml's reference output for Q8_0/Q4_0/Q5_0/Q5_1/Q8_K and an
-// own error-minimising search for the K-quants.
+// the same order); quantize_row gives ggml's reference output for Q8_0/Q4_0/Q5_0/Q5_1/Q8_K (without
+// an importance row) and an own error-minimising search for the K-quants.
 #pragma once
 
 #include <array>
@@ -143,8 +143,9 @@ inline int iq4xs_scale(const BlockIQ4_XS& b, int j) {
 // n must be a multiple of the type's block size; throws ferrum::Error for unsupported types.
 void dequantize_row(DType t, const void* src, float* dst, int64_t n);
 // `importance`: n per-column weights of the error (a row of an importance matrix, formats/imatrix.h)
-// or nullptr; the grid i-quants use it (and some need it: quantize_needs_importance), the other
-// types quantize without.
+// or nullptr. Every type but F32/F16/BF16, Q8_0, Q8_K and MXFP4 weighs its error with it (as
+// llama.cpp's quantizers do); the grid i-quants need it (quantize_needs_importance). Without it
+// each type quantizes as it always has.
 void quantize_row(DType t, const float* src, void* dst, int64_t n, const float* importance = nullptr);
 bool quantize_needs_importance(DType t);
 

@@ -44,6 +44,12 @@ float super_scale(const float* s, int n, float top) {
   return amax == 0 ? 0.0f : max / top;
 }
 
+// The error weights of super-block i under an importance row (sigma2 = factor * the super-block's
+// mean square, as llama.cpp weighs each type), in w; nullptr without one.
+const float* super_block_weights(const float* x, const float* importance, int64_t i, float factor, float* w) {
+  return importance ? quant_fit::block_weights(x, importance + 256 * i, 256, factor, w) : nullptr;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- dequantization (ggml order of ops)
@@ -136,17 +142,27 @@ void quantize(const float* x, BlockQ4_1* y, int64_t nb) {
 }
 
 // Own search: each sub-block of 16 fitted as s*q - m (q in 0..3), the scales and mins quantized to
-// 4 bits against the super-block's largest, then the levels recomputed with the quantized values.
-void quantize(const float* x, BlockQ2_K* y, int64_t nb) {
+// 4 bits against the super-block's largest (with an importance row: fitted, each weighing what its
+// sub-block weighs), then the levels recomputed with the quantized values.
+void quantize(const float* x, BlockQ2_K* y, int64_t nb, const float* importance) {
+  float w[256];
   for (int64_t i = 0; i < nb; ++i, x += 256) {
+    const float* wb = super_block_weights(x, importance, i, 1.0f, w);
     float s[16], m[16], max_s = 0, max_m = 0;
     for (int k = 0; k < 16; ++k) {
-      quant_fit::fit_scale_min(x + 16 * k, 16, 3, s[k], m[k]);
+      quant_fit::fit_scale_min(x + 16 * k, 16, 3, s[k], m[k], wb ? wb + 16 * k : nullptr);
       max_s = std::max(max_s, s[k]);
       max_m = std::max(max_m, m[k]);
     }
-    y[i].d = f32_to_f16(max_s / 15.0f);
-    y[i].dmin = f32_to_f16(max_m / 15.0f);
+    if (wb) {
+      float sw[16];
+      quant_fit::sum_per_block(wb, 16, 16, sw);
+      y[i].d = f32_to_f16(quant_fit::fit_scale_unsigned(s, 16, 15, sw));
+      y[i].dmin = f32_to_f16(quant_fit::fit_scale_unsigned(m, 16, 15, sw));
+    } else {
+      y[i].d = f32_to_f16(max_s / 15.0f);
+      y[i].dmin = f32_to_f16(max_m / 15.0f);
+    }
     const float d = h2f(y[i].d), dmin = h2f(y[i].dmin);
     uint8_t L[256];
     for (int k = 0; k < 16; ++k) {
@@ -163,12 +179,22 @@ void quantize(const float* x, BlockQ2_K* y, int64_t nb) {
 }
 
 // Own search: symmetric fits of the sub-blocks of 16 (q in -4..3), their scales quantized to 6 bits
-// (scale - 32) against the super-block's largest magnitude, which lands on -32.
-void quantize(const float* x, BlockQ3_K* y, int64_t nb) {
+// (scale - 32) against the super-block's largest magnitude, which lands on -32 (with an importance
+// row: a symmetric fit of the scales, each weighing what its sub-block weighs).
+void quantize(const float* x, BlockQ3_K* y, int64_t nb, const float* importance) {
+  float w[256];
   for (int64_t i = 0; i < nb; ++i, x += 256) {
+    const float* wb = super_block_weights(x, importance, i, 2.0f, w);
     float s[16];
-    for (int k = 0; k < 16; ++k) s[k] = quant_fit::fit_scale_sym(x + 16 * k, 16, -4, 3);
-    y[i].d = f32_to_f16(super_scale(s, 16, -32.0f));
+    for (int k = 0; k < 16; ++k)
+      s[k] = quant_fit::fit_scale_sym(x + 16 * k, 16, -4, 3, wb ? wb + 16 * k : nullptr);
+    if (wb) {
+      float sw[16];
+      quant_fit::sum_per_block(wb, 16, 16, sw);
+      y[i].d = f32_to_f16(quant_fit::fit_scale_sym(s, 16, -32, 31, sw));
+    } else {
+      y[i].d = f32_to_f16(super_scale(s, 16, -32.0f));
+    }
     const float d = h2f(y[i].d);
     uint8_t sc[16], L[256];
     for (int k = 0; k < 16; ++k) {
@@ -202,10 +228,13 @@ void pack_nibbles(const uint8_t* idx, uint8_t* qs) {
 
 }  // namespace
 
-void quantize(const float* x, BlockIQ4_NL* y, int64_t nb) {
+// With an importance row, llama.cpp's sigma2 of the weights is twice the block's mean square.
+void quantize(const float* x, BlockIQ4_NL* y, int64_t nb, const float* importance) {
   uint8_t idx[32];
+  float w[32];
   for (int64_t i = 0; i < nb; ++i, x += 32) {
-    y[i].d = f32_to_f16(quant_fit::fit_scale_levels(x, 32, kIQ4Values, idx));
+    const float* wb = importance ? quant_fit::block_weights(x, importance + 32 * i, 32, 2.0f, w) : nullptr;
+    y[i].d = f32_to_f16(quant_fit::fit_scale_levels(x, 32, kIQ4Values, idx, wb));
     // Levels again against the stored (F16) scale.
     const float d = h2f(y[i].d);
     for (int j = 0; j < 32; ++j)
@@ -215,13 +244,23 @@ void quantize(const float* x, BlockIQ4_NL* y, int64_t nb) {
 }
 
 // Own search: each sub-block of 32 fitted to the IQ4 levels, the scales quantized to 6 bits
-// (scale - 32) against the largest magnitude, which lands on -32.
-void quantize(const float* x, BlockIQ4_XS* y, int64_t nb) {
+// (scale - 32) against the largest magnitude, which lands on -32 (with an importance row: a
+// symmetric fit of the scales, each weighing what its sub-block weighs).
+void quantize(const float* x, BlockIQ4_XS* y, int64_t nb, const float* importance) {
   uint8_t idx[32];
+  float w[256];
   for (int64_t i = 0; i < nb; ++i, x += 256) {
+    const float* wb = super_block_weights(x, importance, i, 2.0f, w);
     float s[8];
-    for (int k = 0; k < 8; ++k) s[k] = quant_fit::fit_scale_levels(x + 32 * k, 32, kIQ4Values, idx);
-    y[i].d = f32_to_f16(super_scale(s, 8, -32.0f));
+    for (int k = 0; k < 8; ++k)
+      s[k] = quant_fit::fit_scale_levels(x + 32 * k, 32, kIQ4Values, idx, wb ? wb + 32 * k : nullptr);
+    if (wb) {
+      float sw[8];
+      quant_fit::sum_per_block(wb, 8, 32, sw);
+      y[i].d = f32_to_f16(quant_fit::fit_scale_sym(s, 8, -32, 31, sw));
+    } else {
+      y[i].d = f32_to_f16(super_scale(s, 8, -32.0f));
+    }
     const float d = h2f(y[i].d);
     y[i].scales_h = 0;
     std::memset(y[i].scales_l, 0, 4);

@@ -15,9 +15,10 @@ void dequantize(const BlockIQ4_NL* x, float* y, int64_t nb);
 void dequantize(const BlockIQ4_XS* x, float* y, int64_t nb);
 
 void quantize(const float* x, BlockQ4_1* y, int64_t nb);
-void quantize(const float* x, BlockQ2_K* y, int64_t nb);
-void quantize(const float* x, BlockQ3_K* y, int64_t nb);
-void quantize(const float* x, BlockIQ4_NL* y, int64_t nb);
-void quantize(const float* x, BlockIQ4_XS* y, int64_t nb);
+// `importance`: one weight per value of the row (weights each value's error), or nullptr.
+void quantize(const float* x, BlockQ2_K* y, int64_t nb, const float* importance = nullptr);
+void quantize(const float* x, BlockQ3_K* y, int64_t nb, const float* importance = nullptr);
+void quantize(const float* x, BlockIQ4_NL* y, int64_t nb, const float* importance = nullptr);
+void quantize(const float* x, BlockIQ4_XS* y, int64_t nb, const float* importance = nullptr);
 
 }  // namespace ferrum::quant_low

@@ -101,12 +101,14 @@ double distance_from_f32(const std::string& path) {
 // quantizes is at least as close to the F32 model as the file llama-quantize made (the K and IQ4
 // presets without an importance matrix, the IQ1/IQ2/IQ3 presets with the fixture's, as
 // llama-quantize was given it).
-void expect_as_good_as_llama_quantize(const std::vector<const char*>& presets, const std::string& imatrix) {
+void expect_as_good_as_llama_quantize(const std::vector<const char*>& presets, const std::string& imatrix,
+                                      const std::string& theirs_prefix = "gguf/llama-") {
   const std::string f32 = test::model_file("llama", "gguf/llama-F32.gguf");
   for (const char* preset : presets) {
-    const std::string out = test::temp_dir() + "/llama-" + preset + ".gguf";
+    const std::string out =
+        test::temp_dir() + "/llama-" + preset + (imatrix.empty() ? "" : "-imatrix") + ".gguf";
     quantize_model(f32, out, preset, 2, {}, imatrix);
-    const std::string theirs_path = test::model_file("llama", std::string("gguf/llama-") + preset + ".gguf");
+    const std::string theirs_path = test::model_file("llama", theirs_prefix + preset + ".gguf");
     auto ours_f = gguf::File::open(out), theirs_f = gguf::File::open(theirs_path);
     for (const TensorView& t : theirs_f->tensors()) EXPECT_EQ(ours_f->tensor(t.name).type, t.type) << t.name;
     const double ours = distance_from_f32(out), theirs = distance_from_f32(theirs_path);
@@ -123,6 +125,14 @@ TEST(Quantize, PresetsAsGoodAsLlamaQuantize) {
 TEST(Quantize, ImatrixPresetsAsGoodAsLlamaQuantize) {
   expect_as_good_as_llama_quantize({"IQ3_XXS", "IQ3_S", "IQ2_XXS", "IQ2_XS", "IQ2_M", "IQ1_S", "IQ1_M"},
                                    test::model_file("llama", "imatrix.gguf"));
+}
+
+// The K-quant presets with the importance matrix (every Q2_K..Q6_K tensor weighing its columns'
+// errors by it) against llama-quantize's files made with the same one
+// (tests/data/models/llama/gguf/imatrix/).
+TEST(Quantize, ImatrixKQuantPresetsAsGoodAsLlamaQuantize) {
+  expect_as_good_as_llama_quantize({"Q4_K_M", "Q3_K_M", "Q2_K"}, test::model_file("llama", "imatrix.gguf"),
+                                   "gguf/imatrix/llama-");
 }
 
 // The presets whose low-bit tensors need an importance matrix refuse without one, naming the

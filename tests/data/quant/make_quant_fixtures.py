@@ -67,7 +67,11 @@ PRESETS = {
 # tests/models/quant_recipe_test.cpp), with the importance matrix (llama) or without (both models).
 RECIPE_ONLY = [("llama", p, True) for p in ("IQ2_S", "IQ2_XXS", "IQ3_M", "IQ3_XS", "IQ4_XS", "Q2_K_S", "Q4_0")] + \
               [("llama", p, False) for p in ("IQ3_M", "IQ3_S")] + \
-              [("qwen3moe", p, False) for p in ("IQ3_M", "IQ3_S", "Q4_0")]
+              [("qwen3moe", p, False) for p in ("IQ3_M", "IQ3_S", "Q4_0")] + \
+              [("llama", p, True) for p in ("Q4_K_M", "Q3_K_M", "Q2_K")]
+# Of those, the files kept (models/llama/gguf/imatrix/llama-<P>.gguf): the K-quant presets made with the
+# importance matrix, the references of tests/models/quantize_test.cpp's weighted K-quants.
+RECIPE_KEPT = [("llama", p, True) for p in ("Q4_K_M", "Q3_K_M", "Q2_K")]
 RESULTS_ARGS = ["-t", "2", "-fa", "off", "-ctk", "f32", "-ctv", "f32", "-c", "512"]
 K = 32
 # Kernel fixtures: ggml type -> (preset file, tensor). 256 or 512 columns (ffn_down has 512).
@@ -397,6 +401,9 @@ def write_recipe_types(BIN, scratch, imatrix_path, written):
         imatrix = ["--imatrix", imatrix_path] if use_imatrix else []
         run([BIN("llama-quantize")] + imatrix + ["%s-F32.gguf" % m, out, preset, "2"], cwd)
         g = Gguf(os.path.join(cwd, out))
+        if (m, preset, use_imatrix) in RECIPE_KEPT:
+            write(os.path.join(MODELS, m, "gguf", "imatrix", "%s-%s.gguf" % (m, preset)),
+                  open(os.path.join(cwd, out), "rb").read(), written)
         cases.append({"model": m, "preset": preset, "imatrix": use_imatrix,
                       "types": {n: g.type_name(n) for n in g.tensors}})
     recipe = {"source": "llama-quantize (llama.cpp 3f545becc) on tests/data/models/<m>/gguf/<m>-F32.gguf, with "
