@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <iterator>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "core/quant.h"
+#include "core/quant_iq.h"
 #include "core/tensor.h"
 #include "test_util.h"
 
@@ -30,7 +32,8 @@ inline std::vector<float> gaussian(size_t n, uint32_t seed, float sigma = 1.0f) 
   return v;
 }
 
-// Types ferrum reads but does not write (the grid i-quants need an importance matrix).
+// The grid i-quants: test matrices take llama-quantize's blocks of them (their quantizers need an
+// importance row; the blocks of real files exercise the decoders better than random ones).
 inline bool read_only_type(DType t) {
   for (DType r : {DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S, DType::IQ1_S,
                   DType::IQ1_M})
@@ -73,5 +76,69 @@ struct TestMatrix {
     return out;
   }
 };
+
+// Rows of `cols` values quantized to t (one importance row for every row, or nullptr) and decoded.
+inline std::vector<uint8_t> quantize_rows(DType t, const std::vector<float>& x, int64_t cols,
+                                          const float* importance) {
+  const size_t rb = row_size(t, cols), rows = x.size() / static_cast<size_t>(cols);
+  std::vector<uint8_t> q(rb * rows);
+  for (size_t r = 0; r < rows; ++r) quantize_row(t, x.data() + r * cols, q.data() + r * rb, cols, importance);
+  return q;
+}
+inline std::vector<float> round_trip_rows(DType t, const std::vector<float>& x, int64_t cols,
+                                          const float* importance) {
+  const auto q = quantize_rows(t, x, cols, importance);
+  const size_t rb = row_size(t, cols);
+  std::vector<float> y(x.size());
+  for (size_t r = 0; r < x.size() / static_cast<size_t>(cols); ++r)
+    dequantize_row(t, q.data() + r * rb, y.data() + r * cols, cols);
+  return y;
+}
+
+// The DType of a grid i-quant kind, and its name.
+inline DType iq_dtype(quant_iq::Kind k) {
+  using quant_iq::Kind;
+  switch (k) {
+    case Kind::IQ2_XXS:
+      return DType::IQ2_XXS;
+    case Kind::IQ2_XS:
+      return DType::IQ2_XS;
+    case Kind::IQ2_S:
+      return DType::IQ2_S;
+    case Kind::IQ3_XXS:
+      return DType::IQ3_XXS;
+    case Kind::IQ3_S:
+      return DType::IQ3_S;
+    case Kind::IQ1_S:
+      return DType::IQ1_S;
+    case Kind::IQ1_M:
+      return DType::IQ1_M;
+  }
+  return DType::F32;
+}
+inline const char* name_of(quant_iq::Kind k) {
+  return dtype_name(iq_dtype(k));
+}
+
+// Positive importances, uniform in [0.1, 2).
+inline std::vector<float> random_importance(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(0.1f, 2.0f);
+  std::vector<float> w(static_cast<size_t>(n));
+  for (float& v : w) v = u(rng);
+  return w;
+}
+
+// sqrt(sum w (y - x)^2 / sum w x^2) over rows of `cols` values, column c weighing w[c] (nullptr: 1).
+inline double weighted_rel_rms(const std::vector<float>& y, const std::vector<float>& x, int64_t cols,
+                               const float* w) {
+  double e = 0, s = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double wi = w ? w[static_cast<int64_t>(i) % cols] : 1.0, d = double(y[i]) - x[i];
+    e += wi * d * d;
+    s += wi * double(x[i]) * x[i];
+  }
+  return std::sqrt(e / s);
+}
 
 }  // namespace ferrum::test

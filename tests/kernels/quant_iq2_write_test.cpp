@@ -21,53 +21,8 @@ using quant_iq::Kind;
 
 constexpr Kind kKinds[] = {Kind::IQ2_XXS, Kind::IQ2_XS, Kind::IQ2_S};
 
-const char* name_of(Kind k) {
-  return k == Kind::IQ2_XXS ? "IQ2_XXS" : k == Kind::IQ2_XS ? "IQ2_XS" : "IQ2_S";
-}
-
-// Quantizes rows of `cols` values of kind k (importance: cols values or nullptr) into blocks.
-std::vector<uint8_t> quantize(Kind k, const std::vector<float>& x, int64_t cols, const float* importance) {
-  const int64_t rows = static_cast<int64_t>(x.size()) / cols, nb = cols / 256;
-  const size_t row_bytes = quant_iq::block_bytes(k) * nb;
-  std::vector<uint8_t> q(row_bytes * rows);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* src = x.data() + r * cols;
-    void* dst = q.data() + r * row_bytes;
-    switch (k) {
-      case Kind::IQ2_XXS:
-        quant_iq::quantize_iq2_xxs(src, static_cast<BlockIQ2_XXS*>(dst), nb, importance);
-        break;
-      case Kind::IQ2_XS:
-        quant_iq::quantize_iq2_xs(src, static_cast<BlockIQ2_XS*>(dst), nb, importance);
-        break;
-      default:
-        quant_iq::quantize_iq2_s(src, static_cast<BlockIQ2_S*>(dst), nb, importance);
-    }
-  }
-  return q;
-}
-
-std::vector<float> round_trip(Kind k, const std::vector<float>& x, int64_t cols, const float* importance) {
-  const auto q = quantize(k, x, cols, importance);
-  std::vector<float> y(x.size());
-  quant_iq::dequantize(k, q.data(), y.data(), static_cast<int64_t>(x.size()) / 256);
-  return y;
-}
-
-// sqrt(sum w (y - x)^2 / sum w x^2) over rows of `cols` values, w per column (nullptr: all 1).
-double weighted_error(const std::vector<float>& y, const std::vector<float>& x, int64_t cols,
-                      const float* w) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double wi = w ? w[i % cols] : 1.0, d = double(y[i]) - x[i];
-    num += wi * d * d;
-    den += wi * double(x[i]) * x[i];
-  }
-  return std::sqrt(num / den);
-}
-
 // Random positive importance, spread over about two decades as real ones are.
-std::vector<float> random_importance(int64_t cols, uint32_t seed) {
+std::vector<float> spread_importance(int64_t cols, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(0.1f, 1.5f);
   std::vector<float> w(cols);
@@ -86,14 +41,15 @@ TEST(QuantizeIq2, AsGoodAsLlamaCpp) {
   } cases[] = {{Kind::IQ2_XXS, "ffn_gate"}, {Kind::IQ2_XS, "ffn_down"}, {Kind::IQ2_S, "ffn_gate"}};
   for (const auto& c : cases) {
     const auto src = test::load_npy(test::data_path(std::string("kernels/") + c.src + "_f32.npy"));
-    const auto ref = test::load_npy(test::data_path(std::string("kernels/") + name_of(c.k) + ".npy"));
+    const auto ref = test::load_npy(test::data_path(std::string("kernels/") + test::name_of(c.k) + ".npy"));
     const int64_t cols = src.shape[1];
     const float* w = im.find(std::string("blk.0.") + c.src + ".weight", cols);
     ASSERT_NE(w, nullptr) << c.src;
-    const double theirs = weighted_error(ref.data, src.data, cols, w);
-    const double ours = weighted_error(round_trip(c.k, src.data, cols, w), src.data, cols, w);
-    std::printf("  %-7s ours %.5f llama.cpp %.5f\n", name_of(c.k), ours, theirs);
-    EXPECT_LE(ours, theirs * 1.05) << name_of(c.k);
+    const double theirs = test::weighted_rel_rms(ref.data, src.data, cols, w);
+    const double ours = test::weighted_rel_rms(test::round_trip_rows(test::iq_dtype(c.k), src.data, cols, w),
+                                               src.data, cols, w);
+    std::printf("  %-7s ours %.5f llama.cpp %.5f\n", test::name_of(c.k), ours, theirs);
+    EXPECT_LE(ours, theirs * 1.05) << test::name_of(c.k);
   }
 }
 
@@ -103,18 +59,19 @@ TEST(QuantizeIq2, AsGoodAsLlamaCpp) {
 TEST(QuantizeIq2, GaussianErrorBounds) {
   constexpr int64_t cols = 512;
   const auto x = test::gaussian(64 * cols, 11);
-  const auto w = random_importance(cols, 5);
+  const auto w = spread_importance(cols, 5);
   const double bounds[] = {0.292, 0.257, 0.227};
   for (int i = 0; i < 3; ++i) {
-    const auto y = round_trip(kKinds[i], x, cols, w.data());
+    const auto y = test::round_trip_rows(test::iq_dtype(kKinds[i]), x, cols, w.data());
     ASSERT_TRUE(std::all_of(y.begin(), y.end(), [](float v) { return std::isfinite(v); }))
-        << name_of(kKinds[i]);
-    const double err = weighted_error(y, x, cols, w.data());
-    std::printf("  %-7s weighted rel rms %.5f\n", name_of(kKinds[i]), err);
-    EXPECT_LT(err, bounds[i]) << name_of(kKinds[i]);
-    EXPECT_GT(err, bounds[i] / 10) << name_of(kKinds[i]) << ": suspiciously exact";
+        << test::name_of(kKinds[i]);
+    const double err = test::weighted_rel_rms(y, x, cols, w.data());
+    std::printf("  %-7s weighted rel rms %.5f\n", test::name_of(kKinds[i]), err);
+    EXPECT_LT(err, bounds[i]) << test::name_of(kKinds[i]);
+    EXPECT_GT(err, bounds[i] / 10) << test::name_of(kKinds[i]) << ": suspiciously exact";
   }
-  const double err = weighted_error(round_trip(Kind::IQ2_S, x, cols, nullptr), x, cols, nullptr);
+  const double err = test::weighted_rel_rms(
+      test::round_trip_rows(test::iq_dtype(Kind::IQ2_S), x, cols, nullptr), x, cols, nullptr);
   std::printf("  IQ2_S   without importance: rel rms %.5f\n", err);
   EXPECT_LT(err, 0.26);
   EXPECT_GT(err, 0.026);
@@ -126,18 +83,19 @@ TEST(QuantizeIq2, ZeroSuperBlocksStayZero) {
   std::vector<float> x(512, 0.0f);
   const auto g = test::gaussian(256, 3);
   std::copy(g.begin(), g.end(), x.begin() + 256);
-  const auto w = random_importance(512, 9);
+  const auto w = spread_importance(512, 9);
   for (Kind k : kKinds) {
-    const auto q = quantize(k, x, 512, w.data());
+    const auto q = test::quantize_rows(test::iq_dtype(k), x, 512, w.data());
     const size_t bb = quant_iq::block_bytes(k);
     EXPECT_TRUE(std::all_of(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(bb), [](uint8_t b) {
       return b == 0;
-    })) << name_of(k);
+    })) << test::name_of(k);
     std::vector<float> y(512);
     quant_iq::dequantize(k, q.data(), y.data(), 2);
-    EXPECT_TRUE(std::all_of(y.begin(), y.begin() + 256, [](float v) { return v == 0.0f; })) << name_of(k);
+    EXPECT_TRUE(std::all_of(y.begin(), y.begin() + 256, [](float v) { return v == 0.0f; }))
+        << test::name_of(k);
     const std::vector<float> second(y.begin() + 256, y.end());
-    EXPECT_LT(weighted_error(second, g, 256, w.data() + 256), 0.4) << name_of(k);
+    EXPECT_LT(test::weighted_rel_rms(second, g, 256, w.data() + 256), 0.4) << test::name_of(k);
   }
 }
 
@@ -153,10 +111,13 @@ TEST(QuantizeIq2, ImportanceShiftsErrorToTheUnimportantColumns) {
     skewed[i] = important[i] ? 100.0f : 1.0f;
   }
   for (Kind k : kKinds) {
-    const double flat = weighted_error(round_trip(k, x, cols, uniform.data()), x, cols, important.data());
-    const double favoured = weighted_error(round_trip(k, x, cols, skewed.data()), x, cols, important.data());
-    std::printf("  %-7s important columns: uniform importance %.5f, 100x %.5f\n", name_of(k), flat, favoured);
-    EXPECT_LT(favoured, 0.9 * flat) << name_of(k);
+    const double flat = test::weighted_rel_rms(
+        test::round_trip_rows(test::iq_dtype(k), x, cols, uniform.data()), x, cols, important.data());
+    const double favoured = test::weighted_rel_rms(
+        test::round_trip_rows(test::iq_dtype(k), x, cols, skewed.data()), x, cols, important.data());
+    std::printf("  %-7s important columns: uniform importance %.5f, 100x %.5f\n", test::name_of(k), flat,
+                favoured);
+    EXPECT_LT(favoured, 0.9 * flat) << test::name_of(k);
   }
 }
 

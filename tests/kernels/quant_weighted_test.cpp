@@ -30,35 +30,6 @@ constexpr Case kCases[] = {{DType::Q4_0, "attn_q"},   {DType::Q4_1, "attn_q"},  
                            {DType::Q4_K, "ffn_gate"}, {DType::Q5_K, "ffn_down"},  {DType::Q6_K, "ffn_down"},
                            {DType::IQ4_NL, "attn_q"}, {DType::IQ4_XS, "ffn_down"}};
 
-// Quantizes the rows of x (`cols` values each, every row with the same importance row or none).
-std::vector<uint8_t> quantize(DType t, const std::vector<float>& x, int64_t cols, const float* importance) {
-  const size_t rb = row_size(t, cols), rows = x.size() / static_cast<size_t>(cols);
-  std::vector<uint8_t> q(rb * rows);
-  for (size_t r = 0; r < rows; ++r) quantize_row(t, x.data() + r * cols, q.data() + r * rb, cols, importance);
-  return q;
-}
-
-std::vector<float> round_trip(DType t, const std::vector<float>& x, int64_t cols, const float* importance) {
-  const auto q = quantize(t, x, cols, importance);
-  const size_t rb = row_size(t, cols);
-  std::vector<float> y(x.size());
-  for (size_t r = 0; r < x.size() / static_cast<size_t>(cols); ++r)
-    dequantize_row(t, q.data() + r * rb, y.data() + r * cols, cols);
-  return y;
-}
-
-// sqrt(sum w (y - x)^2 / sum w x^2), column c of every row weighted by w[c].
-double weighted_rel_rms(const std::vector<float>& y, const std::vector<float>& x, const float* w,
-                        int64_t cols) {
-  double e = 0, s = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double wi = w[i % cols], d = double(y[i]) - x[i];
-    e += wi * d * d;
-    s += wi * double(x[i]) * x[i];
-  }
-  return std::sqrt(e / s);
-}
-
 const ImportanceMatrix& fixture_imatrix() {
   static const ImportanceMatrix im = read_imatrix(data_path("models/llama/imatrix.gguf"));
   return im;
@@ -73,9 +44,11 @@ TEST(QuantizeWeighted, AsGoodAsLlamaCpp) {
     ASSERT_EQ(ref.data.size(), x.data.size()) << dtype_name(c.type);
     const float* w = fixture_imatrix().find(std::string("blk.0.") + c.tensor + ".weight", cols);
     ASSERT_NE(w, nullptr) << c.tensor;
-    const double ours = weighted_rel_rms(round_trip(c.type, x.data, cols, w), x.data, w, cols);
-    const double theirs = weighted_rel_rms(ref.data, x.data, w, cols);
-    const double plain = weighted_rel_rms(round_trip(c.type, x.data, cols, nullptr), x.data, w, cols);
+    const double ours =
+        test::weighted_rel_rms(test::round_trip_rows(c.type, x.data, cols, w), x.data, cols, w);
+    const double theirs = test::weighted_rel_rms(ref.data, x.data, cols, w);
+    const double plain =
+        test::weighted_rel_rms(test::round_trip_rows(c.type, x.data, cols, nullptr), x.data, cols, w);
     std::printf("  %-6s weighted rel rms: ours %.5f llama.cpp %.5f (ours without importance %.5f)\n",
                 dtype_name(c.type), ours, theirs, plain);
     EXPECT_LE(ours, 1.05 * theirs) << dtype_name(c.type);
@@ -101,7 +74,7 @@ TEST(QuantizeWeighted, NoImportanceLeavesTheOutputAsItWas) {
     for (const char* tensor : {"attn_q", "ffn_gate", "ffn_down"}) {
       const auto x = test::load_npy(data_path(std::string("kernels/") + tensor + "_f32.npy"));
       const int64_t cols = x.shape[1];
-      const auto plain = quantize(p.type, x.data, cols, nullptr);
+      const auto plain = test::quantize_rows(p.type, x.data, cols, nullptr);
       // The same through the defaulted argument.
       std::vector<uint8_t> defaulted(plain.size());
       const size_t rb = row_size(p.type, cols);
@@ -126,15 +99,15 @@ TEST(QuantizeWeighted, ImportanceMovesTheError) {
   std::vector<float> only_favoured(cols);
   for (int64_t c = 0; c < cols; ++c) only_favoured[c] = favoured[c] > 1 ? 1.0f : 0.0f;
   for (const Case& c : kCases) {
-    const auto y_flat = round_trip(c.type, x, cols, flat.data());
-    const auto y_fav = round_trip(c.type, x, cols, favoured.data());
-    const double before = weighted_rel_rms(y_flat, x, only_favoured.data(), cols);
-    const double after = weighted_rel_rms(y_fav, x, only_favoured.data(), cols);
+    const auto y_flat = test::round_trip_rows(c.type, x, cols, flat.data());
+    const auto y_fav = test::round_trip_rows(c.type, x, cols, favoured.data());
+    const double before = test::weighted_rel_rms(y_flat, x, cols, only_favoured.data());
+    const double after = test::weighted_rel_rms(y_fav, x, cols, only_favoured.data());
     std::printf("  %-6s favoured columns' rel rms: flat importance %.5f, 100x on them %.5f\n",
                 dtype_name(c.type), before, after);
     EXPECT_LT(after, 0.97 * before) << dtype_name(c.type);
-    EXPECT_LT(weighted_rel_rms(y_fav, x, favoured.data(), cols),
-              weighted_rel_rms(y_flat, x, favoured.data(), cols))
+    EXPECT_LT(test::weighted_rel_rms(y_fav, x, cols, favoured.data()),
+              test::weighted_rel_rms(y_flat, x, cols, favoured.data()))
         << dtype_name(c.type);
   }
 }
@@ -153,7 +126,7 @@ TEST(QuantizeWeighted, ZeroImportanceAndDegenerateRows) {
   }
   for (const Case& c : kCases) {
     for (const std::vector<float>& w : {importance, std::vector<float>(cols, 0.0f)}) {
-      const auto y = round_trip(c.type, x, cols, w.data());
+      const auto y = test::round_trip_rows(c.type, x, cols, w.data());
       for (size_t i = 0; i < y.size(); ++i)
         ASSERT_TRUE(std::isfinite(y[i])) << dtype_name(c.type) << " " << i;
       for (int64_t i = 0; i < cols; ++i) ASSERT_EQ(y[cols + i], 0.0f) << dtype_name(c.type);
