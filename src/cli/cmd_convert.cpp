@@ -46,9 +46,10 @@ Runner add_convert(CLI::App& app) {
 
 Runner add_quantize(CLI::App& app) {
   struct Flags {
-    std::string in, out, type, imatrix;
+    std::string in, out, type, imatrix, output_type, embedding_type;
+    std::vector<std::string> tensor_types;
     int threads = 0;
-    bool quiet = false;
+    bool quiet = false, pure = false, leave_output = false;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand("quantize", "rewrite a GGUF model with its weights in another type");
@@ -64,13 +65,28 @@ Runner add_quantize(CLI::App& app) {
       "--imatrix", f->imatrix,
       "importance matrix from llama-imatrix (GGUF or .dat): weights each column's error; required "
       "by IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ3_XXS and Q2_K_S");
+  sub->add_flag("--pure", f->pure, "every quantizable tensor in the preset's type (no per-tensor mix)");
+  sub->add_flag("--leave-output-tensor", f->leave_output, "keep output.weight as it is");
+  sub->add_option("--output-tensor-type", f->output_type, "type of output.weight (e.g. q8_0)");
+  sub->add_option("--token-embedding-type", f->embedding_type, "type of token_embd.weight (e.g. q8_0)");
+  sub->add_option(
+      "--tensor-type", f->tensor_types,
+      "PATTERN=TYPE: tensors whose name the regular expression matches get TYPE (repeatable; the first "
+      "match wins), e.g. attn_v=q8_0");
   sub->add_option("-t,--threads", f->threads, "worker threads")
       ->transform(whole(1, ModelFlags::kMaxThreads))
       ->default_str("all cores");
   sub->add_flag("-q,--quiet", f->quiet, "print nothing but errors (no progress)");
   return [f] {
+    QuantOverrides o;
+    o.pure = f->pure;
+    o.leave_output = f->leave_output;
+    if (!f->output_type.empty()) o.output_type = quant_type_from_name(f->output_type, "--output-tensor-type");
+    if (!f->embedding_type.empty())
+      o.embedding_type = quant_type_from_name(f->embedding_type, "--token-embedding-type");
+    for (const std::string& v : f->tensor_types) o.tensor_types.push_back(parse_tensor_type(v));
     ProgressDisplay progress(f->quiet);
-    const int n = quantize_model(f->in, f->out, f->type, f->threads, progress.fn(), f->imatrix);
+    const int n = quantize_model(f->in, f->out, f->type, f->threads, progress.fn(), f->imatrix, o);
     progress.message(fmt::format("wrote {} ({} tensors converted)", f->out, n));
     return 0;
   };

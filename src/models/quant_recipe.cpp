@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <cstdlib>
+#include <utility>
 
 #include "core/fail.h"
 #include "core/quant.h"
@@ -121,15 +122,63 @@ bool quantizable(const TensorView& t) {
   return !has(n, "position_embd") && !has(n, "token_types");
 }
 
+DType quant_type_from_name(const std::string& name, const std::string& flag) {
+  const auto t = dtype_from_name(name);
+  static constexpr DType kWritten[] = {
+      DType::F32,   DType::F16,     DType::BF16,   DType::Q8_0,  DType::Q4_0,    DType::Q4_1,
+      DType::Q5_0,  DType::Q5_1,    DType::Q2_K,   DType::Q3_K,  DType::Q4_K,    DType::Q5_K,
+      DType::Q6_K,  DType::IQ4_NL,  DType::IQ4_XS, DType::MXFP4, DType::IQ2_XXS, DType::IQ2_XS,
+      DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S,  DType::IQ1_S, DType::IQ1_M};
+  for (DType w : kWritten)
+    if (t == w) return w;
+  std::string names;
+  for (DType w : kWritten) names += (names.empty() ? "" : ", ") + std::string(dtype_name(w));
+  fail("{}: '{}' is not a type ferrum writes ({})", flag, name, names);
+}
+
+std::pair<std::string, DType> parse_tensor_type(const std::string& value) {
+  const size_t eq = value.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == value.size())
+    fail("--tensor-type: '{}' is not PATTERN=TYPE (e.g. attn_v=q8_0)", value);
+  std::string pattern = value.substr(0, eq);
+  std::transform(pattern.begin(), pattern.end(), pattern.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return {pattern, quant_type_from_name(value.substr(eq + 1), "--tensor-type " + value)};
+}
+
+QuantRecipe::QuantRecipe(const QuantPreset& preset, const RecipeModel& model, bool has_imatrix,
+                         QuantOverrides overrides)
+    : p_(preset), m_(model), has_imatrix_(has_imatrix), o_(std::move(overrides)) {
+  for (const auto& [pattern, type] : o_.tensor_types) {
+    try {
+      patterns_.emplace_back(pattern);
+    } catch (const std::regex_error& e) {
+      fail("--tensor-type: '{}' is not a regular expression ({})", pattern, e.what());
+    }
+  }
+}
+
+// The flags' types, in llama-quantize's order of precedence.
+std::optional<DType> QuantRecipe::overridden(const TensorView& t) const {
+  if (o_.embedding_type && t.name == "token_embd.weight") return o_.embedding_type;
+  if (o_.output_type && t.name == "output.weight") return o_.output_type;
+  if (!dtype_info(p_.base).quantized) return std::nullopt;  // patterns and --pure: quantized presets only
+  for (size_t i = 0; i < patterns_.size(); ++i)
+    if (std::regex_search(t.name, patterns_[i])) return fallback(o_.tensor_types[i].second, t.ne[0]);
+  if (o_.pure) return fallback(p_.base, t.ne[0]);
+  return std::nullopt;
+}
+
 DType QuantRecipe::type_of(const TensorView& t) {
-  if (!quantizable(t)) return t.type;
+  if (!quantizable(t) || (o_.leave_output && t.name == "output.weight")) return t.type;
+  if (const auto o = overridden(t)) return *o;
   if (!dtype_info(p_.base).quantized) return p_.base;  // F32 / F16 / BF16: no rules
-  // MXFP4_MOE: the experts' stacks (3-D) in MXFP4, every other matrix (the logits' too) Q8_0.
-  if (is(p_, "MXFP4_MOE"))
-    return fallback(t.n_dims >= 3 && t.ne[2] > 1 ? DType::MXFP4 : DType::Q8_0, t.ne[0]);
   const std::string& n = t.name;
   if (n == "output.weight" || (!m_.has_output && n == "token_embd.weight"))
     return fallback(output_type(t), t.ne[0]);
+  // MXFP4_MOE: the experts' stacks (3-D) in MXFP4, every other matrix Q8_0.
+  if (is(p_, "MXFP4_MOE"))
+    return fallback(t.n_dims >= 3 && t.ne[2] > 1 ? DType::MXFP4 : DType::Q8_0, t.ne[0]);
   if (n == "token_embd.weight") return fallback(embedding_type(), t.ne[0]);
   if (low_iq_mix()) return fallback(low_iq_rule(n), t.ne[0]);
   return fallback(rule(n, p_.base), t.ne[0]);
@@ -141,10 +190,11 @@ bool QuantRecipe::low_iq_mix() const {
   return false;
 }
 
-// The matrix that produces the logits: Q6_K unless the preset is Q8_0 (Q8_0 if rows split into no
-// K blocks); Q5_K for the IQ1/IQ2/IQ3_XXS mixes.
+// The matrix that produces the logits: Q6_K unless the preset is Q8_0 or MXFP4_MOE (Q8_0 also if
+// rows split into no K blocks); Q5_K for the IQ1/IQ2/IQ3_XXS mixes.
 DType QuantRecipe::output_type(const TensorView& t) const {
-  if (t.ne[0] % dtype_info(p_.base).block_size != 0) return DType::Q8_0;
+  if (o_.output_type) return *o_.output_type;  // tied embeddings: --output-tensor-type
+  if (is(p_, "MXFP4_MOE") || t.ne[0] % dtype_info(p_.base).block_size != 0) return DType::Q8_0;
   if (low_iq_mix() || is(p_, "IQ3_XXS")) return DType::Q5_K;
   return p_.base == DType::Q8_0 ? DType::Q8_0 : DType::Q6_K;
 }

@@ -4,7 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <regex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/tensor.h"
 #include "ferrum/dtype.h"
@@ -41,11 +45,27 @@ RecipeModel recipe_model(const gguf::File& f);
 bool quantizable(const TensorView& t);
 
 // Types of a file's tensors under a preset; ask in file order (the attn_v rules count them).
+// llama-quantize's flags that change the types: --pure (every quantizable tensor in the preset's
+// type), --leave-output-tensor, --output-tensor-type, --token-embedding-type, --tensor-type
+// PATTERN=TYPE (an ECMAScript regex searched in the tensor name; the first match wins).
+struct QuantOverrides {
+  bool pure = false;
+  bool leave_output = false;
+  std::optional<DType> output_type, embedding_type;
+  std::vector<std::pair<std::string, DType>> tensor_types;
+};
+
+// A type named as llama-quantize's flags take it (q8_0, Q4_K, iq2_xxs, f16, ...): one ferrum writes,
+// or throws naming `flag` and the types it writes.
+DType quant_type_from_name(const std::string& name, const std::string& flag);
+// One --tensor-type value, PATTERN=TYPE (the pattern lowercased, as llama-quantize does).
+std::pair<std::string, DType> parse_tensor_type(const std::string& value);
+
 // `has_imatrix`: quantizing with an importance matrix (a few rules differ, as in llama-quantize).
 class QuantRecipe {
  public:
-  QuantRecipe(const QuantPreset& preset, const RecipeModel& model, bool has_imatrix = false)
-      : p_(preset), m_(model), has_imatrix_(has_imatrix) {}
+  QuantRecipe(const QuantPreset& preset, const RecipeModel& model, bool has_imatrix = false,
+              QuantOverrides overrides = {});
   DType type_of(const TensorView& t);
   // Whether llama-quantize refuses to write tensor t in type `to` without an importance matrix
   // (the lowest-bit types; Q2_K in Q2_K_S), the logits' and embedding matrices excepted.
@@ -60,9 +80,12 @@ class QuantRecipe {
   DType attn_v_type(DType base);
   DType ffn_down_type(const std::string& name, DType base);
   DType attn_output_type(DType base) const;
+  std::optional<DType> overridden(const TensorView& t) const;
   const QuantPreset& p_;
   RecipeModel m_;
   bool has_imatrix_;
+  QuantOverrides o_;
+  std::vector<std::regex> patterns_;
   int i_attn_v_ = 0, i_ffn_down_ = 0;
 };
 

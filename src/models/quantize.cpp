@@ -46,12 +46,13 @@ void record_imatrix(gguf::Writer& w, const ImportanceMatrix& im) {
 }  // namespace
 
 int quantize_model(const std::string& in_path, const std::string& out_path, const std::string& preset_name,
-                   int n_threads, const ProgressFn& progress, const std::string& imatrix_path) {
+                   int n_threads, const ProgressFn& progress, const std::string& imatrix_path,
+                   const QuantOverrides& overrides) {
   const QuantPreset& preset = find_quant_preset(preset_name);
   auto in = gguf::File::open(in_path);
   std::optional<ImportanceMatrix> im;
   if (!imatrix_path.empty()) im = read_imatrix(imatrix_path);
-  QuantRecipe recipe(preset, recipe_model(*in), im.has_value());
+  QuantRecipe recipe(preset, recipe_model(*in), im.has_value(), overrides);
   const std::vector<DType> types = plan_types(*in, recipe, im ? &*im : nullptr, preset.name);
   gguf::Writer w;
   w.copy_metadata_from(*in);

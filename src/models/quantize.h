@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/progress.h"
+#include "models/quant_recipe.h"
 
 namespace ferrum {
 
@@ -13,7 +14,9 @@ namespace ferrum {
 // input's bytes), then as the file is written (stage "write"). `imatrix_path`: llama-imatrix's
 // output (GGUF or .dat), weighting each column's error; the IQ1/IQ2/IQ3_XXS presets and Q2_K_S need
 // one (throws naming the first tensor that does, before any work).
+// `overrides`: llama-quantize's type flags (quant_recipe.h).
 int quantize_model(const std::string& in_path, const std::string& out_path, const std::string& preset,
-                   int n_threads, const ProgressFn& progress = {}, const std::string& imatrix_path = "");
+                   int n_threads, const ProgressFn& progress = {}, const std::string& imatrix_path = "",
+                   const QuantOverrides& overrides = {});
 
 }  // namespace ferrum

@@ -229,6 +229,31 @@ TEST(Info, KvMemoryPerLayerKind) {
   EXPECT_NE(text.out.find("5 keep only their 16-token window"), std::string::npos) << text.out;
 }
 
+// llama-quantize's type flags: the types land where they say; a bad value is one error line.
+TEST(Quantize, TypeFlags) {
+  const std::string in = unxz("models/llama/gguf/llama-F32.gguf");
+  const std::string out = temp_dir() + "/cli-flags.gguf";
+  auto r = run_ferrum(
+      "quantize '" + in + "' '" + out +
+      "' Q4_0 --tensor-type 'ffn_(up|gate)=q5_k' --output-tensor-type q8_0 --token-embedding-type f16 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto f = gguf::File::open(out);
+  EXPECT_EQ(f->tensor("blk.1.ffn_up.weight").type, DType::Q5_K);
+  EXPECT_EQ(f->tensor("blk.1.ffn_down.weight").type, DType::Q4_0);
+  EXPECT_EQ(f->tensor("output.weight").type, DType::Q8_0);
+  EXPECT_EQ(f->tensor("token_embd.weight").type, DType::F16);
+  r = run_ferrum("quantize '" + in + "' '" + out + "' Q4_0 --pure --leave-output-tensor -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  f = gguf::File::open(out);
+  EXPECT_EQ(f->tensor("output.weight").type, DType::F32);
+  EXPECT_EQ(f->tensor("blk.0.ffn_down.weight").type, DType::Q4_0);
+  expect_clean_error(run_ferrum("quantize '" + in + "' '" + out + "' Q4_0 --tensor-type attn_v -q"),
+                     {"--tensor-type: 'attn_v' is not PATTERN=TYPE"});
+  expect_clean_error(run_ferrum("quantize '" + in + "' '" + out + "' Q4_0 --output-tensor-type q3 -q"),
+                     {"--output-tensor-type: 'q3' is not a type ferrum writes"});
+  std::filesystem::remove(out);
+}
+
 // `ferrum quantize --imatrix`: the low i-quant presets refuse without an importance matrix (one
 // error line naming the preset, the tensor and the flag), and write the file with one.
 TEST(Quantize, ImatrixFlag) {

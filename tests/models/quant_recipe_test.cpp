@@ -46,23 +46,64 @@ TEST(QuantRecipe, EveryTensorTypedAsLlamaQuantizeDoes) {
   std::printf("  %d tensors checked\n", checked);
 }
 
+// llama-quantize's type flags as `ferrum quantize` takes them.
+QuantOverrides overrides_of(const nlohmann::json& flags) {
+  QuantOverrides o;
+  for (size_t i = 0; i < flags.size(); ++i) {
+    const std::string f = flags[i];
+    if (f == "--pure")
+      o.pure = true;
+    else if (f == "--leave-output-tensor")
+      o.leave_output = true;
+    else if (f == "--output-tensor-type")
+      o.output_type = quant_type_from_name(flags[++i], f);
+    else if (f == "--token-embedding-type")
+      o.embedding_type = quant_type_from_name(flags[++i], f);
+    else if (f == "--tensor-type")
+      o.tensor_types.push_back(parse_tensor_type(flags[++i]));
+    else
+      ADD_FAILURE() << "flag " << f;
+  }
+  return o;
+}
+
 // The presets whose files are not fixtures: the types llama-quantize gave every tensor
-// (tests/data/quant/recipe_types.json), with and without an importance matrix, dense and MoE.
+// (tests/data/quant/recipe_types.json), with and without an importance matrix, dense and MoE, and
+// with its type flags (--pure, --leave-output-tensor, --output-tensor-type, --token-embedding-type,
+// --tensor-type).
 TEST(QuantRecipe, TypesOfMorePresetsAsLlamaQuantizeGives) {
   const nlohmann::json cases = test::load_json(test::data_path("quant/recipe_types.json"))["cases"];
   int checked = 0;
   for (const auto& c : cases) {
     const std::string m = c["model"], preset = c["preset"];
     auto src = gguf::File::open(test::unxz("models/" + m + "/gguf/" + m + "-F32.gguf"));
-    QuantRecipe recipe(find_quant_preset(preset), recipe_model(*src), c["imatrix"].get<bool>());
+    QuantRecipe recipe(find_quant_preset(preset), recipe_model(*src), c["imatrix"].get<bool>(),
+                       overrides_of(c["flags"]));
     for (const TensorView& t : src->tensors()) {
       EXPECT_EQ(dtype_name(recipe.type_of(t)), c["types"][t.name].get<std::string>())
-          << m << " " << preset << (c["imatrix"].get<bool>() ? " (imatrix) " : " ") << t.name;
+          << m << " " << preset << (c["imatrix"].get<bool>() ? " (imatrix) " : " ") << c["flags"].dump()
+          << " " << t.name;
       ++checked;
     }
   }
-  EXPECT_GE(checked, 250);
+  EXPECT_GE(checked, 350);
   std::printf("  %d tensors checked\n", checked);
+}
+
+TEST(QuantRecipe, TypeFlagValuesAreChecked) {
+  EXPECT_EQ(parse_tensor_type("ATTN_V=q8_0"), (std::pair<std::string, DType>("attn_v", DType::Q8_0)));
+  std::string msg = test::error_of([] { parse_tensor_type("attn_v"); });
+  EXPECT_NE(msg.find("--tensor-type: 'attn_v' is not PATTERN=TYPE"), std::string::npos) << msg;
+  msg = test::error_of([] { parse_tensor_type("attn_v=q9_0"); });
+  EXPECT_NE(msg.find("--tensor-type attn_v=q9_0: 'q9_0' is not a type ferrum writes (F32, F16"),
+            std::string::npos)
+      << msg;
+  msg = test::error_of([] { quant_type_from_name("Q8_K", "--output-tensor-type"); });
+  EXPECT_NE(msg.find("--output-tensor-type: 'Q8_K' is not a type ferrum writes"), std::string::npos) << msg;
+  QuantOverrides o;
+  o.tensor_types.push_back({"attn_(v", DType::Q8_0});
+  msg = test::error_of([&] { QuantRecipe(find_quant_preset("Q4_0"), RecipeModel{}, false, o); });
+  EXPECT_NE(msg.find("--tensor-type: 'attn_(v' is not a regular expression"), std::string::npos) << msg;
 }
 
 TEST(QuantRecipe, PresetNamesAndAliases) {

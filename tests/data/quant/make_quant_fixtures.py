@@ -65,13 +65,19 @@ PRESETS = {
 }
 # Presets whose files are not kept: only the tensor types llama-quantize gives them (recipe_types.json,
 # tests/models/quant_recipe_test.cpp), with the importance matrix (llama) or without (both models).
-RECIPE_ONLY = [("llama", p, True) for p in ("IQ2_S", "IQ2_XXS", "IQ3_M", "IQ3_XS", "IQ4_XS", "Q2_K_S", "Q4_0")] + \
-              [("llama", p, False) for p in ("IQ3_M", "IQ3_S")] + \
-              [("qwen3moe", p, False) for p in ("IQ3_M", "IQ3_S", "Q4_0")] + \
-              [("llama", p, True) for p in ("Q4_K_M", "Q3_K_M", "Q2_K")]
+RECIPE_ONLY = [("llama", p, True, []) for p in ("IQ2_S", "IQ2_XXS", "IQ3_M", "IQ3_XS", "IQ4_XS", "Q2_K_S", "Q4_0")] + \
+              [("llama", p, False, []) for p in ("IQ3_M", "IQ3_S")] + \
+              [("qwen3moe", p, False, []) for p in ("IQ3_M", "IQ3_S", "Q4_0")] + \
+              [("llama", p, True, []) for p in ("Q4_K_M", "Q3_K_M", "Q2_K")] + \
+              [("llama", "Q4_K_M", False, ["--pure"]),  # llama-quantize's type flags
+               ("llama", "Q4_K_M", False, ["--output-tensor-type", "q8_0", "--token-embedding-type", "q4_0"]),
+               ("llama", "Q4_0", False, ["--leave-output-tensor", "--tensor-type", "attn_v=q8_0", "--tensor-type",
+                                         "FFN_(up|gate)=q5_k"]),
+               ("llama", "F16", False, ["--output-tensor-type", "q8_0"]),
+               ("qwen3moe", "Q4_K_M", False, ["--tensor-type", "exps=q8_0", "--pure"])]
 # Of those, the files kept (models/llama/gguf/imatrix/llama-<P>.gguf): the K-quant presets made with the
 # importance matrix, the references of tests/models/quantize_test.cpp's weighted K-quants.
-RECIPE_KEPT = [("llama", p, True) for p in ("Q4_K_M", "Q3_K_M", "Q2_K")]
+RECIPE_KEPT = [("llama", p, True, []) for p in ("Q4_K_M", "Q3_K_M", "Q2_K")]
 RESULTS_ARGS = ["-t", "2", "-fa", "off", "-ctk", "f32", "-ctv", "f32", "-c", "512"]
 K = 32
 # Kernel fixtures: ggml type -> (preset file, tensor). 256 or 512 columns (ffn_down has 512).
@@ -395,20 +401,20 @@ def write_recipe_types(BIN, scratch, imatrix_path, written):
     """recipe_types.json: the tensor types llama-quantize gives the RECIPE_ONLY presets (scratch/<m> holds
     <m>-F32.gguf)."""
     cases = []
-    for m, preset, use_imatrix in RECIPE_ONLY:
+    for m, preset, use_imatrix, flags in RECIPE_ONLY:
         cwd = os.path.join(scratch, m)
-        out = "types-%s-%s.gguf" % (preset, use_imatrix)
+        out = "types-%s-%s-%d.gguf" % (preset, use_imatrix, len(cases))
         imatrix = ["--imatrix", imatrix_path] if use_imatrix else []
-        run([BIN("llama-quantize")] + imatrix + ["%s-F32.gguf" % m, out, preset, "2"], cwd)
+        run([BIN("llama-quantize")] + imatrix + flags + ["%s-F32.gguf" % m, out, preset, "2"], cwd)
         g = Gguf(os.path.join(cwd, out))
-        if (m, preset, use_imatrix) in RECIPE_KEPT:
+        if (m, preset, use_imatrix, flags) in RECIPE_KEPT:
             write(os.path.join(MODELS, m, "gguf", "imatrix", "%s-%s.gguf" % (m, preset)),
                   open(os.path.join(cwd, out), "rb").read(), written)
-        cases.append({"model": m, "preset": preset, "imatrix": use_imatrix,
+        cases.append({"model": m, "preset": preset, "imatrix": use_imatrix, "flags": flags,
                       "types": {n: g.type_name(n) for n in g.tensors}})
     recipe = {"source": "llama-quantize (llama.cpp 3f545becc) on tests/data/models/<m>/gguf/<m>-F32.gguf, with "
-                        "--imatrix tests/data/models/llama/imatrix.gguf where 'imatrix' is true; the tensor types "
-                        "of its output", "cases": cases}
+                        "--imatrix tests/data/models/llama/imatrix.gguf where 'imatrix' is true and the 'flags' given; the "
+                        "tensor types of its output", "cases": cases}
     write(os.path.join(DATA, "quant", "recipe_types.json"), (json.dumps(recipe, indent=0, sort_keys=True) +
                                                               "\n").encode(), written)
 
