@@ -44,6 +44,33 @@ Runner add_convert(CLI::App& app) {
   };
 }
 
+namespace {
+
+// The value of --output-tensor-type / --token-embedding-type: a type ferrum writes, any case.
+CLI::Validator quant_type() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        return writable_type(s)
+                   ? ""
+                   : "expects a type ferrum writes (" + writable_type_names() + "), got " + shown_value(s);
+      },
+      "TYPE", kChoice);
+}
+
+// The value of --tensor-type: PATTERN=TYPE.
+CLI::Validator tensor_type() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        const size_t eq = s.find('=');
+        if (eq == std::string::npos || eq == 0 || !writable_type(s.substr(eq + 1)))
+          return "expects PATTERN=TYPE with a type ferrum writes (e.g. attn_v=q8_0), got " + shown_value(s);
+        return {};
+      },
+      "PATTERN=TYPE", kChoice);
+}
+
+}  // namespace
+
 Runner add_quantize(CLI::App& app) {
   struct Flags {
     std::string in, out, type, imatrix, output_type, embedding_type;
@@ -62,17 +89,21 @@ Runner add_quantize(CLI::App& app) {
          "IQ2_M, IQ2_S, IQ2_XS, IQ2_XXS, IQ1_M, IQ1_S, MXFP4_MOE, F16, BF16, F32")
       ->required();
   sub->add_option(
-      "--imatrix", f->imatrix,
-      "importance matrix from llama-imatrix (GGUF or .dat): weights each column's error; required "
-      "by IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ3_XXS and Q2_K_S");
+         "--imatrix", f->imatrix,
+         "importance matrix from llama-imatrix (GGUF or .dat): weights each column's error; required "
+         "by IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ3_XXS and Q2_K_S")
+      ->check(non_empty());
   sub->add_flag("--pure", f->pure, "every quantizable tensor in the preset's type (no per-tensor mix)");
   sub->add_flag("--leave-output-tensor", f->leave_output, "keep output.weight as it is");
-  sub->add_option("--output-tensor-type", f->output_type, "type of output.weight (e.g. q8_0)");
-  sub->add_option("--token-embedding-type", f->embedding_type, "type of token_embd.weight (e.g. q8_0)");
+  sub->add_option("--output-tensor-type", f->output_type, "type of output.weight (e.g. q8_0)")
+      ->check(quant_type());
+  sub->add_option("--token-embedding-type", f->embedding_type, "type of token_embd.weight (e.g. q8_0)")
+      ->check(quant_type());
   sub->add_option(
-      "--tensor-type", f->tensor_types,
-      "PATTERN=TYPE: tensors whose name the regular expression matches get TYPE (repeatable; the first "
-      "match wins), e.g. attn_v=q8_0");
+         "--tensor-type", f->tensor_types,
+         "PATTERN=TYPE: tensors whose name the regular expression matches get TYPE (repeatable; the first "
+         "match wins), e.g. attn_v=q8_0")
+      ->check(tensor_type());
   sub->add_option("-t,--threads", f->threads, "worker threads")
       ->transform(whole(1, ModelFlags::kMaxThreads))
       ->default_str("all cores");

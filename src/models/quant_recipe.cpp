@@ -122,18 +122,30 @@ bool quantizable(const TensorView& t) {
   return !has(n, "position_embd") && !has(n, "token_types");
 }
 
-DType quant_type_from_name(const std::string& name, const std::string& flag) {
+namespace {
+constexpr DType kWritten[] = {DType::F32,   DType::F16,     DType::BF16,   DType::Q8_0,   DType::Q4_0,
+                              DType::Q4_1,  DType::Q5_0,    DType::Q5_1,   DType::Q2_K,   DType::Q3_K,
+                              DType::Q4_K,  DType::Q5_K,    DType::Q6_K,   DType::IQ4_NL, DType::IQ4_XS,
+                              DType::MXFP4, DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S,  DType::IQ3_XXS,
+                              DType::IQ3_S, DType::IQ1_S,   DType::IQ1_M};
+}  // namespace
+
+std::optional<DType> writable_type(const std::string& name) {
   const auto t = dtype_from_name(name);
-  static constexpr DType kWritten[] = {
-      DType::F32,   DType::F16,     DType::BF16,   DType::Q8_0,  DType::Q4_0,    DType::Q4_1,
-      DType::Q5_0,  DType::Q5_1,    DType::Q2_K,   DType::Q3_K,  DType::Q4_K,    DType::Q5_K,
-      DType::Q6_K,  DType::IQ4_NL,  DType::IQ4_XS, DType::MXFP4, DType::IQ2_XXS, DType::IQ2_XS,
-      DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S,  DType::IQ1_S, DType::IQ1_M};
   for (DType w : kWritten)
     if (t == w) return w;
+  return std::nullopt;
+}
+
+std::string writable_type_names() {
   std::string names;
   for (DType w : kWritten) names += (names.empty() ? "" : ", ") + std::string(dtype_name(w));
-  fail("{}: '{}' is not a type ferrum writes ({})", flag, name, names);
+  return names;
+}
+
+DType quant_type_from_name(const std::string& name, const std::string& flag) {
+  if (const auto t = writable_type(name)) return *t;
+  fail("{}: '{}' is not a type ferrum writes ({})", flag, name, writable_type_names());
 }
 
 std::pair<std::string, DType> parse_tensor_type(const std::string& value) {

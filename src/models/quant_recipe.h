@@ -55,8 +55,11 @@ struct QuantOverrides {
   std::vector<std::pair<std::string, DType>> tensor_types;
 };
 
-// A type named as llama-quantize's flags take it (q8_0, Q4_K, iq2_xxs, f16, ...): one ferrum writes,
-// or throws naming `flag` and the types it writes.
+// A type named as llama-quantize's flags take it (q8_0, Q4_K, iq2_xxs, f16, ...; any case) if
+// ferrum writes it; the names of those types.
+std::optional<DType> writable_type(const std::string& name);
+std::string writable_type_names();
+// writable_type, or throws naming `flag` and the types ferrum writes.
 DType quant_type_from_name(const std::string& name, const std::string& flag);
 // One --tensor-type value, PATTERN=TYPE (the pattern lowercased, as llama-quantize does).
 std::pair<std::string, DType> parse_tensor_type(const std::string& value);

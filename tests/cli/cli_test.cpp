@@ -248,9 +248,9 @@ TEST(Quantize, TypeFlags) {
   EXPECT_EQ(f->tensor("output.weight").type, DType::F32);
   EXPECT_EQ(f->tensor("blk.0.ffn_down.weight").type, DType::Q4_0);
   expect_clean_error(run_ferrum("quantize '" + in + "' '" + out + "' Q4_0 --tensor-type attn_v -q"),
-                     {"--tensor-type: 'attn_v' is not PATTERN=TYPE"});
+                     {"--tensor-type: expects PATTERN=TYPE", "got 'attn_v'"});
   expect_clean_error(run_ferrum("quantize '" + in + "' '" + out + "' Q4_0 --output-tensor-type q3 -q"),
-                     {"--output-tensor-type: 'q3' is not a type ferrum writes"});
+                     {"--output-tensor-type: expects a type ferrum writes (F32, F16", "got 'q3'"});
   std::filesystem::remove(out);
 }
 
