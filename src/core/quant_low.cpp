@@ -50,6 +50,15 @@ const float* super_block_weights(const float* x, const float* importance, int64_
   return importance ? quant_fit::block_weights(x, importance + 256 * i, 256, factor, w) : nullptr;
 }
 
+// The F16 super-block scale of n signed 6-bit sub-block scales s (sub-blocks of `sub` values):
+// fitted with each sub-block's summed weights, or the largest magnitude on -32 without weights.
+uint16_t signed_super_scale(const float* s, int n, int sub, const float* wb) {
+  if (!wb) return f32_to_f16(super_scale(s, n, -32.0f));
+  float sw[16];
+  quant_fit::sum_per_block(wb, n, sub, sw);
+  return f32_to_f16(quant_fit::fit_scale_sym(s, n, -32, 31, sw));
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- dequantization (ggml order of ops)
@@ -188,13 +197,7 @@ void quantize(const float* x, BlockQ3_K* y, int64_t nb, const float* importance)
     float s[16];
     for (int k = 0; k < 16; ++k)
       s[k] = quant_fit::fit_scale_sym(x + 16 * k, 16, -4, 3, wb ? wb + 16 * k : nullptr);
-    if (wb) {
-      float sw[16];
-      quant_fit::sum_per_block(wb, 16, 16, sw);
-      y[i].d = f32_to_f16(quant_fit::fit_scale_sym(s, 16, -32, 31, sw));
-    } else {
-      y[i].d = f32_to_f16(super_scale(s, 16, -32.0f));
-    }
+    y[i].d = signed_super_scale(s, 16, 16, wb);
     const float d = h2f(y[i].d);
     uint8_t sc[16], L[256];
     for (int k = 0; k < 16; ++k) {
@@ -254,13 +257,7 @@ void quantize(const float* x, BlockIQ4_XS* y, int64_t nb, const float* importanc
     float s[8];
     for (int k = 0; k < 8; ++k)
       s[k] = quant_fit::fit_scale_levels(x + 32 * k, 32, kIQ4Values, idx, wb ? wb + 32 * k : nullptr);
-    if (wb) {
-      float sw[8];
-      quant_fit::sum_per_block(wb, 8, 32, sw);
-      y[i].d = f32_to_f16(quant_fit::fit_scale_sym(s, 8, -32, 31, sw));
-    } else {
-      y[i].d = f32_to_f16(super_scale(s, 8, -32.0f));
-    }
+    y[i].d = signed_super_scale(s, 8, 32, wb);
     const float d = h2f(y[i].d);
     y[i].scales_h = 0;
     std::memset(y[i].scales_l, 0, 4);
