@@ -46,6 +46,8 @@ enum class DType : uint32_t {
   NVFP4 = 40,
   Q1_0 = 41,
   Q2_0 = 42,
+  // ferrum's own in-memory types (no GGUF file holds them; ids far from ggml's):
+  Q4_Z = 0x10000,  // 4-bit levels with an integer zero point per block (GPTQ/AWQ asymmetric layers)
 };
 
 struct DTypeInfo {
@@ -55,18 +57,22 @@ struct DTypeInfo {
   uint32_t type_size;   // bytes per block
   bool quantized;
   bool supported;  // ferrum can store and multiply it
+  bool gguf = true;  // a GGUF file may hold it (false: ferrum's in-memory types)
 };
 
-// Info for a known type, or nullopt for an id ferrum does not know.
+// Info for a known ggml type id, or nullopt for an id ferrum does not know (or one of its in-memory
+// types, which no file holds).
 std::optional<DTypeInfo> dtype_info(uint32_t ggml_type_id);
 const DTypeInfo& dtype_info(DType t);
+// Whether t is one of ferrum's in-memory types (known, but no GGUF file holds it).
+bool is_in_memory_type(DType t);
 inline const char* dtype_name(DType t) { return dtype_info(t).name; }
 // Parses "Q4_K", "q8_0", "F16", "bf16", ... ; nullopt if unknown.
 std::optional<DType> dtype_from_name(std::string_view name);
 
 // "IQ2_XXS (ggml type 16)": a type named with its id, for messages.
 std::string dtype_label(DType t);
-// The types ferrum stores and multiplies, comma-separated ("F32, F16, Q4_0, ...").
+// The GGUF types ferrum stores and multiplies, comma-separated ("F32, F16, Q4_0, ...").
 std::string supported_dtype_names();
 
 // Bytes used by a row of n elements; n must be a multiple of the block size.

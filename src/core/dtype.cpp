@@ -11,7 +11,7 @@ namespace {
 
 // Block sizes / byte sizes from the ggml block layouts (ggml-common.h, llama.cpp 3f545becc). Types
 // ferrum does not run are listed so that a file using one is refused by name.
-constexpr std::array<DTypeInfo, 35> kTypes = {{
+constexpr std::array<DTypeInfo, 36> kTypes = {{
     {DType::F32, "F32", 1, 4, false, true},
     {DType::F16, "F16", 1, 2, false, true},
     {DType::Q4_0, "Q4_0", 32, 18, true, true},
@@ -47,13 +47,15 @@ constexpr std::array<DTypeInfo, 35> kTypes = {{
     {DType::NVFP4, "NVFP4", 64, 36, true, false},
     {DType::Q1_0, "Q1_0", 128, 18, true, false},
     {DType::Q2_0, "Q2_0", 64, 18, true, false},
+    // In memory only: d (F16), the zero point z (0..16) and Q4_0's nibbles q; value = d * (q - z).
+    {DType::Q4_Z, "Q4_Z", 32, 19, true, true, false},
 }};
 
 }  // namespace
 
 std::optional<DTypeInfo> dtype_info(uint32_t id) {
   for (const auto& t : kTypes)
-    if (static_cast<uint32_t>(t.type) == id) return t;
+    if (static_cast<uint32_t>(t.type) == id && t.gguf) return t;
   return std::nullopt;
 }
 
@@ -61,6 +63,12 @@ const DTypeInfo& dtype_info(DType t) {
   for (const auto& i : kTypes)
     if (i.type == t) return i;
   fail("unknown tensor type id {}", static_cast<uint32_t>(t));
+}
+
+bool is_in_memory_type(DType t) {
+  for (const auto& i : kTypes)
+    if (i.type == t) return !i.gguf;
+  return false;
 }
 
 std::optional<DType> dtype_from_name(std::string_view name) {
@@ -72,13 +80,14 @@ std::optional<DType> dtype_from_name(std::string_view name) {
 }
 
 std::string dtype_label(DType t) {
+  if (!dtype_info(t).gguf) return std::string(dtype_name(t)) + " (ferrum's in-memory type)";
   return std::string(dtype_name(t)) + " (ggml type " + std::to_string(static_cast<uint32_t>(t)) + ")";
 }
 
 std::string supported_dtype_names() {
   std::string s;
   for (const auto& t : kTypes)
-    if (t.supported) s += (s.empty() ? "" : ", ") + std::string(t.name);
+    if (t.supported && t.gguf) s += (s.empty() ? "" : ", ") + std::string(t.name);
   return s;
 }
 

@@ -12,6 +12,7 @@
 #include "core/quant_iq_write.h"
 #include "core/quant_low.h"
 #include "core/quant_mxfp4.h"
+#include "core/quant_q4z.h"
 #include "core/quant_weighted.h"
 
 // Bit-exactness with ggml depends on a*b + c not being fused into one fma.
@@ -459,6 +460,8 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
       return quant_low::dequantize(static_cast<const BlockIQ4_NL*>(src), dst, nb);
     case DType::MXFP4:
       return quant_mxfp4::dequantize(static_cast<const BlockMXFP4*>(src), dst, nb);
+    case DType::Q4_Z:
+      return quant_q4z::dequantize(static_cast<const BlockQ4_Z*>(src), dst, nb);
     case DType::IQ4_XS:
       return quant_low::dequantize(static_cast<const BlockIQ4_XS*>(src), dst, nb);
     case DType::IQ2_XXS:
@@ -532,6 +535,8 @@ void quantize_row(DType t, const float* src, void* dst, int64_t n, const float* 
       return quant_low::quantize(src, static_cast<BlockIQ4_NL*>(dst), nb, importance);
     case DType::MXFP4:
       return quant_mxfp4::quantize(src, static_cast<BlockMXFP4*>(dst), nb);
+    case DType::Q4_Z:  // in-memory only (GPTQ/AWQ layers are decoded, not requantized); for tests
+      return quant_q4z::quantize(src, static_cast<BlockQ4_Z*>(dst), nb);
     case DType::IQ4_XS:
       return quant_low::quantize(src, static_cast<BlockIQ4_XS*>(dst), nb, importance);
     default:

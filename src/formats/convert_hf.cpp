@@ -196,8 +196,8 @@ TensorView quantized_layer(hfconv::TensorSink& sink, const hfquant::QuantConfig&
                            const safetensors::Tensors& st, const std::string& qweight_name,
                            bool allow_requantize) {
   const std::string layer = qweight_name.substr(0, qweight_name.size() - std::strlen(".qweight"));
-  TensorView t =
-      hfquant::decode_linear(q, st, layer, layer + ".weight", [&](size_t n) { return sink.alloc(n); });
+  TensorView t = hfquant::decode_linear(
+      q, st, layer, layer + ".weight", [&](size_t n) { return sink.alloc(n); }, hfquant::Storage::Gguf);
   if (!t.input_order) return t;
   if (!allow_requantize)
     fail(

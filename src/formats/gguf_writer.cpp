@@ -142,6 +142,8 @@ void Writer::add_tensor(std::string_view name, DType type, std::vector<int64_t> 
   if (name.empty()) fail("gguf writer: tensor with an empty name");
   if (tensor_index_.count(name)) fail("gguf writer: duplicate tensor '{}'", name);
   const auto info = dtype_info(static_cast<uint32_t>(type));
+  if (!info && is_in_memory_type(type))
+    fail("gguf writer: tensor '{}' has type {}, which no GGUF file holds", name, dtype_label(type));
   if (!info) fail("gguf writer: tensor '{}' has unknown type id {}", name, static_cast<uint32_t>(type));
   if (ne.empty() || ne.size() > 4)
     fail("gguf writer: tensor '{}' has {} dimensions, expected 1 to 4", name, ne.size());

@@ -13,6 +13,7 @@
 #include "core/fail.h"
 #include "core/fp16.h"
 #include "core/quant.h"
+#include "core/quant_q4z.h"
 
 namespace ferrum::hfquant {
 namespace {
@@ -202,7 +203,7 @@ std::vector<int32_t> block_order(const std::vector<int32_t>& g, const std::strin
   return order;
 }
 
-DType exact_type(const QuantConfig& q, const PackedLayer& L, const std::string& prefix) {
+DType exact_type(const QuantConfig& q, const PackedLayer& L, const std::string& prefix, Storage storage) {
   const int mid = 1 << (q.bits - 1);
   for (int64_t g = 0; g < L.groups(); ++g)
     for (int64_t o = 0; o < L.out(); ++o)
@@ -212,7 +213,7 @@ DType exact_type(const QuantConfig& q, const PackedLayer& L, const std::string& 
               "{}: '{}' has zero point {} (group {}, output {}); ferrum runs symmetric 8-bit layers "
               "(every zero point 128, sym true) only",
               q.where, prefix, L.zero(g, o), g, o);
-        return DType::Q5_0;
+        return storage == Storage::Gguf ? DType::Q5_0 : DType::Q4_Z;
       }
   return q.bits == 8 ? DType::Q8_0 : DType::Q4_0;
 }
@@ -227,9 +228,15 @@ uint16_t exact_f16(const QuantConfig& q, const PackedLayer& L, int64_t g, int64_
   return h;
 }
 
-// One 32-column block of output row o: values q - zero in v (-16..15), written as `type`.
-void encode_block(DType type, uint16_t d, const int (&v)[32], uint8_t* dst) {
-  if (type == DType::Q8_0) {
+// One 32-column block of output row o: values q - zero in v (-16..15) with zero point z, written as
+// `type`.
+void encode_block(DType type, uint16_t d, int z, const int (&v)[32], uint8_t* dst) {
+  if (type == DType::Q4_Z) {
+    BlockQ4_Z b{{}, static_cast<uint8_t>(z), {}};
+    set_q4z_scale(b, d);
+    for (int k = 0; k < 16; ++k) b.qs[k] = static_cast<uint8_t>((v[k] + z) | ((v[k + 16] + z) << 4));
+    std::memcpy(dst, &b, sizeof b);
+  } else if (type == DType::Q8_0) {
     BlockQ8_0 b{d, {}};
     for (int k = 0; k < 32; ++k) b.qs[k] = static_cast<int8_t>(v[k]);
     std::memcpy(dst, &b, sizeof b);
@@ -329,7 +336,8 @@ bool is_quant_part(const std::string& name) {
 }
 
 TensorView decode_linear(const QuantConfig& q, const safetensors::Tensors& st, const std::string& prefix,
-                         const std::string& name, const std::function<uint8_t*(size_t)>& alloc) {
+                         const std::string& name, const std::function<uint8_t*(size_t)>& alloc,
+                         Storage storage) {
   const TensorView& qw = st.get(prefix + ".qweight");
   const TensorView& qz = st.get(prefix + ".qzeros");
   const TensorView& sc = st.get(prefix + ".scales");
@@ -338,7 +346,7 @@ TensorView decode_linear(const QuantConfig& q, const safetensors::Tensors& st, c
   const std::vector<int32_t> groups = column_groups(q, st, prefix, L.in(), L.groups());
   const std::vector<int32_t> order = block_order(groups, q.where, prefix);
   const bool reordered = !std::is_sorted(groups.begin(), groups.end());
-  const DType type = exact_type(q, L, prefix);
+  const DType type = exact_type(q, L, prefix, storage);
 
   TensorView v;
   v.name = name;
@@ -356,7 +364,7 @@ TensorView decode_linear(const QuantConfig& q, const safetensors::Tensors& st, c
         const int z = L.zero(g, o);
         int vals[32];
         for (int k = 0; k < 32; ++k) vals[k] = L.q(order[32 * b + k], o) - z;
-        encode_block(type, exact_f16(q, L, g, o, prefix), vals, dst + o * v.row_bytes() + b * block_bytes);
+        encode_block(type, exact_f16(q, L, g, o, prefix), z, vals, dst + o * v.row_bytes() + b * block_bytes);
       }
     }
   });

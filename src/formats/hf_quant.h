@@ -1,8 +1,10 @@
 // GPTQ and AWQ checkpoints (Hugging Face directories with a `quantization_config`): their linear
-// layers read from the packed int32 tensors and re-encoded, without rounding anything, in a GGUF
-// block type the kernels multiply:
+// layers read from the packed int32 tensors and re-encoded, without rounding anything, in a block
+// type the kernels multiply:
 //   GPTQ/AWQ 4-bit whose zero points are all 8 (symmetric)  -> Q4_0  (d = scale, q unchanged)
-//   GPTQ/AWQ 4-bit with other zero points (asymmetric)       -> Q5_0  (d = scale, q - zero + 16)
+//   GPTQ/AWQ 4-bit with other zero points (asymmetric)       -> Q4_Z  (d = scale, q, z = zero) in
+//                                                               memory; Q5_0 (d = scale, q - zero
+//                                                               + 16) for a GGUF file
 //   GPTQ 8-bit whose zero points are all 128 (symmetric)      -> Q8_0  (d = scale, q - 128)
 // Each weight is scale * (q - zero) with an F16 scale and an integer q - zero, which these types
 // hold exactly. With act-order (desc_act) the groups are scattered over the input columns
@@ -56,8 +58,11 @@ bool is_quantized(const safetensors::Tensors& st, const std::string& prefix);
 // (also in `alloc`'s memory) when the columns had to be reordered (act-order). Throws naming the
 // tensor for a bad shape, an out-of-range g_idx, groups that do not fill whole 32-column blocks, a
 // scale F16 cannot hold, or an 8-bit asymmetric layer.
+// `storage`: Gguf keeps to GGUF's block types (asymmetric 4-bit layers as Q5_0, for `convert`).
+enum class Storage { Memory, Gguf };
 TensorView decode_linear(const QuantConfig& q, const safetensors::Tensors& st, const std::string& prefix,
-                         const std::string& name, const std::function<uint8_t*(size_t)>& alloc);
+                         const std::string& name, const std::function<uint8_t*(size_t)>& alloc,
+                         Storage storage = Storage::Memory);
 
 // Whether the tensor `name` is one of the parts of a quantized layer (qweight, qzeros, scales,
 // g_idx), which the converters skip: decode_linear reads them.

@@ -62,4 +62,15 @@ TEST(DType, BlockSizes) {
   EXPECT_THROW(row_size(DType::Q4_0, 33), Error);
 }
 
+// Q4_Z lives in memory only: no GGUF type id reaches it, and the lists of GGUF types leave it out.
+TEST(DType, InMemoryTypesAreNoGgufTypes) {
+  EXPECT_EQ(row_size(DType::Q4_Z, 64), 2u * 19);
+  EXPECT_FALSE(dtype_info(static_cast<uint32_t>(DType::Q4_Z)).has_value());
+  EXPECT_FALSE(dtype_info(DType::Q4_Z).gguf);
+  EXPECT_TRUE(dtype_info(DType::Q4_0).gguf);
+  EXPECT_EQ(supported_dtype_names().find("Q4_Z"), std::string::npos);
+  EXPECT_NE(supported_dtype_names().find("Q4_1"), std::string::npos);
+  EXPECT_EQ(dtype_label(DType::Q4_Z), "Q4_Z (ferrum's in-memory type)");
+}
+
 }  // namespace ferrum

@@ -190,6 +190,10 @@ TEST(Gguf, WriterValidatesTensors) {
   EXPECT_NE(error_of([&] { w.add_tensor("x", DType::Q8_0, {48}, buf.data(), 51); }).find("block size 32"),
             std::string::npos);
   EXPECT_NE(error_of([&] {
+              w.add_tensor("x", DType::Q4_Z, {32}, buf.data(), 19);
+            }).find("has type Q4_Z (ferrum's in-memory type), which no GGUF file holds"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
               w.add_tensor("x", DType::F32, {4, 0}, buf.data(), 0);
             }).find("dimension 1 is 0"),
             std::string::npos);

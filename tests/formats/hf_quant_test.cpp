@@ -138,13 +138,14 @@ struct Decoded {
   std::vector<std::vector<uint8_t>> owned;
 };
 
-Decoded decode(const Layer& L, const nlohmann::json& qc) {
+Decoded decode(const Layer& L, const nlohmann::json& qc, Storage storage = Storage::Memory) {
   const std::string dir = test::temp_dir();
   L.write(dir);
   const auto st = safetensors::Tensors::open_dir(dir);
   Decoded d;
-  d.view = decode_linear(read_quant_config(config_with(qc)), st, "l", "blk.0.x.weight",
-                         [&](size_t n) { return d.owned.emplace_back(n).data(); });
+  d.view = decode_linear(
+      read_quant_config(config_with(qc)), st, "l", "blk.0.x.weight",
+      [&](size_t n) { return d.owned.emplace_back(n).data(); }, storage);
   return d;
 }
 
@@ -171,17 +172,24 @@ TEST(HfQuantLayer, SymmetricFourBitIsQ4_0Exactly) {
   expect_exact(L, d.view);
 }
 
-TEST(HfQuantLayer, AsymmetricFourBitIsQ5_0Exactly) {
+// Asymmetric 4-bit layers stay 4-bit in memory (Q4_Z: 19 bytes per 32 weights); for a GGUF file they
+// are Q5_0 (22 bytes), the smallest GGUF type holding every q - zero.
+TEST(HfQuantLayer, AsymmetricFourBitIsQ4_ZInMemoryAndQ5_0ForGguf) {
   Layer L = make_layer(4, false, 2);
   L.zero[0] = 0, L.zero[1] = 15;  // the ends of the range: q - zero from -15 to 15
   const Decoded d = decode(L, gptq_config());
-  EXPECT_EQ(d.view.type, DType::Q5_0);
+  EXPECT_EQ(d.view.type, DType::Q4_Z);
+  EXPECT_EQ(d.view.nbytes, static_cast<size_t>(L.out * L.in / 32 * 19));
   expect_exact(L, d.view);
+  const Decoded g = decode(L, gptq_config(), Storage::Gguf);
+  EXPECT_EQ(g.view.type, DType::Q5_0);
+  expect_exact(L, g.view);
 }
 
 TEST(HfQuantLayer, GptqV1StoresZeroMinusOne) {
   Layer L = make_layer(4, false, 3);
   for (int& z : L.zero) z = std::max(z, 1);
+  L.zero[2] = 16;  // stored as 15: the largest v1 zero point (q - 16 from -16 to -1)
   Layer stored = L;
   for (int& z : stored.zero) z -= 1;
   nlohmann::json qc = gptq_config();
@@ -272,7 +280,7 @@ TEST(HfQuantLayer, AwqNibbleOrder) {
   const QuantConfig q = read_quant_config(
       config_with({{"quant_method", "awq"}, {"bits", 4}, {"group_size", 32}, {"version", "gemm"}}));
   const TensorView v = decode_linear(q, st, "l", "w", [&](size_t n) { return owned.emplace_back(n).data(); });
-  EXPECT_EQ(v.type, DType::Q5_0);
+  EXPECT_EQ(v.type, DType::Q4_Z);
   std::vector<float> row(in);
   for (int64_t o = 0; o < out; ++o) {
     dequantize_row(v.type, v.row(o), row.data(), in);

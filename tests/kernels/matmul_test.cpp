@@ -23,7 +23,7 @@ const DType kTypes[] = {DType::F32,     DType::F16,    DType::BF16,  DType::Q4_0
                         DType::Q5_0,    DType::Q5_1,   DType::Q8_0,  DType::Q4_K,    DType::Q5_K,
                         DType::Q6_K,    DType::Q2_K,   DType::Q3_K,  DType::IQ4_NL,  DType::IQ4_XS,
                         DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S,
-                        DType::IQ1_S,   DType::IQ1_M,  DType::MXFP4};
+                        DType::IQ1_S,   DType::IQ1_M,  DType::MXFP4, DType::Q4_Z};
 
 // Restores the ISA that was active when the test started.
 struct IsaGuard {

@@ -28,18 +28,22 @@ struct Shape {
   DType type;
   int64_t rows, cols;
 };
-const Shape kShapes[] = {
-    {DType::Q4_0, 16, 96},    {DType::Q4_0, 48, 4864},   {DType::Q4_0, 32, 2048},   {DType::Q5_0, 16, 96},
-    {DType::Q5_0, 48, 4864},  {DType::Q5_0, 32, 896},    {DType::Q8_0, 16, 96},     {DType::Q8_0, 48, 4864},
-    {DType::Q8_0, 32, 2048},  {DType::Q4_K, 16, 256},    {DType::Q4_K, 48, 4864},   {DType::Q4_K, 32, 2048},
-    {DType::Q4_K, 16, 768},   {DType::Q5_K, 16, 256},    {DType::Q5_K, 48, 4864},   {DType::Q5_K, 32, 2048},
-    {DType::Q6_K, 16, 256},   {DType::Q6_K, 48, 4864},   {DType::Q6_K, 32, 2048},   {DType::F16, 16, 96},
-    {DType::F16, 48, 4864},   {DType::F16, 16, 2048},    {DType::BF16, 16, 96},     {DType::BF16, 48, 4864},
-    {DType::BF16, 16, 2048},  {DType::IQ4_NL, 16, 96},   {DType::IQ4_NL, 48, 4864}, {DType::IQ4_NL, 32, 2048},
-    {DType::IQ4_XS, 16, 256}, {DType::IQ4_XS, 48, 4864}, {DType::IQ4_XS, 32, 2048}, {DType::Q4_1, 16, 96},
-    {DType::Q4_1, 48, 4864},  {DType::Q4_1, 32, 2048},   {DType::Q3_K, 16, 256},    {DType::Q3_K, 48, 4864},
-    {DType::Q3_K, 32, 2048},  {DType::Q2_K, 16, 256},    {DType::Q2_K, 48, 4864},   {DType::Q2_K, 32, 2048},
-    {DType::MXFP4, 16, 96},   {DType::MXFP4, 48, 4864},  {DType::MXFP4, 32, 2880}};
+const Shape kShapes[] = {{DType::Q4_0, 16, 96},     {DType::Q4_0, 48, 4864},  {DType::Q4_0, 32, 2048},
+                         {DType::Q5_0, 16, 96},     {DType::Q5_0, 48, 4864},  {DType::Q5_0, 32, 896},
+                         {DType::Q8_0, 16, 96},     {DType::Q8_0, 48, 4864},  {DType::Q8_0, 32, 2048},
+                         {DType::Q4_K, 16, 256},    {DType::Q4_K, 48, 4864},  {DType::Q4_K, 32, 2048},
+                         {DType::Q4_K, 16, 768},    {DType::Q5_K, 16, 256},   {DType::Q5_K, 48, 4864},
+                         {DType::Q5_K, 32, 2048},   {DType::Q6_K, 16, 256},   {DType::Q6_K, 48, 4864},
+                         {DType::Q6_K, 32, 2048},   {DType::F16, 16, 96},     {DType::F16, 48, 4864},
+                         {DType::F16, 16, 2048},    {DType::BF16, 16, 96},    {DType::BF16, 48, 4864},
+                         {DType::BF16, 16, 2048},   {DType::IQ4_NL, 16, 96},  {DType::IQ4_NL, 48, 4864},
+                         {DType::IQ4_NL, 32, 2048}, {DType::IQ4_XS, 16, 256}, {DType::IQ4_XS, 48, 4864},
+                         {DType::IQ4_XS, 32, 2048}, {DType::Q4_1, 16, 96},    {DType::Q4_1, 48, 4864},
+                         {DType::Q4_1, 32, 2048},   {DType::Q3_K, 16, 256},   {DType::Q3_K, 48, 4864},
+                         {DType::Q3_K, 32, 2048},   {DType::Q2_K, 16, 256},   {DType::Q2_K, 48, 4864},
+                         {DType::Q2_K, 32, 2048},   {DType::MXFP4, 16, 96},   {DType::MXFP4, 48, 4864},
+                         {DType::MXFP4, 32, 2880},  {DType::Q4_Z, 16, 96},    {DType::Q4_Z, 48, 4864},
+                         {DType::Q4_Z, 32, 2048},   {DType::Q4_Z, 16, 160}};  // Q4_Z: 3, 152, 64, 5 blocks
 
 // Whether the active tier has the packed kernel of type t.
 bool has_kernel(DType t) {

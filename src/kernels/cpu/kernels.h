@@ -7,6 +7,7 @@
 
 #include "core/quant.h"
 #include "core/quant_mxfp4.h"
+#include "core/quant_q4z.h"
 #include "kernels/cpu/lowrank.h"
 
 namespace ferrum::kernels {
@@ -16,7 +17,8 @@ struct AttentionTileOps;  // attention_tile.h
 // Activations for the 32-element weight types, one token of n values: n int8 levels, then n/32
 // float scales d (F16-rounded, as llama.cpp's Q8_0 activations), then n/32 float sums
 // s = d * sum(levels of the block). This is Q8_1 split into arrays so SIMD kernels load several blocks'
-// levels and scales at once; s applies the weight offsets (Q4_0's -8, Q5_0's -16, Q5_1's min) once per block.
+// levels and scales at once; s applies the weight offsets (Q4_0's -8, Q5_0's -16, Q5_1's min, Q4_Z's -z) once
+// per block.
 struct Q8Act {
   const int8_t* qs;
   const float* d;
@@ -57,6 +59,7 @@ struct PackedKernels {
   Kernel q4_0, q5_0, q8_0, q4_k, q5_k, q6_k, f16, bf16;
   Kernel iq4_nl, iq4_xs, q4_1, q3_k, q2_k;  // null on tiers without them (NEON)
   Kernel mxfp4;                             // null on NEON
+  Kernel q4_z;                              // null on NEON
   const Kernel& of(DType t) const;          // throws for a type without a kernel here
   bool has(DType t) const;
   const Kernel* find(DType t) const;
@@ -81,7 +84,7 @@ struct IsaKernels {
   const char* name;
   // Fast-path row kernels by weight type; activations: Q8Act (32-element blocks), Q8_K (256-element
   // super-blocks), BF16 (bf16 weights), F32 (f16/f32 weights).
-  TileFn q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, mxfp4;
+  TileFn q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, mxfp4, q4_z;
   TileFn q4_k, q5_k, q6_k;
   LowbitRows lowbit;
   TileFn bf16, f16, f32;

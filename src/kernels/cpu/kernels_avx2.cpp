@@ -130,6 +130,15 @@ struct UnpackQ4_1 {
     return nibbles(b.qs);
   }
 };
+struct UnpackQ4_Z {  // d * (q - z): the offset -z * d as Q4_0's -8 * d
+  using Block = BlockQ4_Z;
+  static constexpr bool kSigned = false;
+  static __m256i q(const Block& b, float& d, float& c) {
+    d = q4z_scale(b);
+    c = -static_cast<float>(b.z) * d;
+    return nibbles(b.qs);
+  }
+};
 // IQ4_NL and MXFP4: the nibbles index signed levels (one byte shuffle); each block its own scale.
 inline float level_scale(const BlockIQ4_NL& b) {
   return h2f(b.d);
@@ -434,6 +443,7 @@ const IsaKernels& avx2_kernels() {
                                rows_of<row_fn<Row32<UnpackQ8_0>::K>>,
                                rows_of<row_fn<Row32<UnpackIQ4NL>::K>>,
                                rows_of<row_fn<Row32<UnpackMXFP4>::K>>,
+                               rows_of<row_fn<Row32<UnpackQ4_Z>::K>>,
                                rows_of<row_fn<RowQ4K<false>::K>>,
                                rows_of<row_fn<RowQ4K<true>::K>>,
                                rows_of<row_fn<RowQ6K>>,

@@ -110,6 +110,16 @@ struct UnpackQ4_1 {
     return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
   }
 };
+struct UnpackQ4_Z {  // d * (q - z): the offset -z * d as Q4_0's -8 * d
+  using Block = BlockQ4_Z;
+  static constexpr bool kSigned = false;
+  static __m256i q(const Block& b, float& d, float& c) {
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    d = q4z_scale(b);
+    c = -static_cast<float>(b.z) * d;
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
+  }
+};
 // IQ4_NL and MXFP4: the nibbles index signed levels (one byte shuffle); each block its own scale.
 inline float level_scale(const BlockIQ4_NL& b) {
   return h2f(b.d);
@@ -512,6 +522,7 @@ const IsaKernels& avx512_kernels() {
                                row32_tile<UnpackQ8_0>,
                                row32_tile<UnpackIQ4NL>,
                                row32_tile<UnpackMXFP4>,
+                               row32_tile<UnpackQ4_Z>,
                                rows_of<row_fn<RowQ4K<false>::K>>,
                                rows_of<row_fn<RowQ4K<true>::K>>,
                                rows_of<row_fn<RowQ6K>>,

@@ -161,6 +161,19 @@ struct UnpackQ4_0 {
     c = 0.0f;
   }
 };
+struct UnpackQ4_Z {  // q - z (-16..15) as signed levels, as Q4_0's q - 8
+  using Block = BlockQ4_Z;
+  static constexpr bool kOffset = false;
+  static void q(const Block& b, int8x16_t& q0, int8x16_t& q1, float& d, float& c) {
+    uint8x16_t lo, hi;
+    nibbles(b.qs, lo, hi);
+    const int8x16_t z = vdupq_n_s8(static_cast<int8_t>(b.z));
+    q0 = vsubq_s8(vreinterpretq_s8_u8(lo), z);
+    q1 = vsubq_s8(vreinterpretq_s8_u8(hi), z);
+    d = q4z_scale(b);
+    c = 0.0f;
+  }
+};
 struct UnpackQ4_1 {
   using Block = BlockQ4_1;
   static constexpr bool kOffset = true;
@@ -532,6 +545,7 @@ const IsaKernels& neon_kernels() {
       tile_fn<Row32<UnpackQ8_0>, 4, 2>,
       tile_fn<Row32<UnpackIQ4NL>, 4, 2>,
       tile_fn<Row32<UnpackMXFP4>, 4, 2>,
+      tile_fn<Row32<UnpackQ4_Z>, 4, 2>,
       tile_fn<TileQ4K<false>, 2, 1>,
       tile_fn<TileQ4K<true>, 2, 1>,
       tile_fn<TileQ6K, 2, 1>,

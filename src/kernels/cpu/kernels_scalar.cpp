@@ -72,6 +72,13 @@ void q4_1(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt
     c = f16_to_f32(b.m);
   });
 }
+void q4_z(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
+  row_dot_32<BlockQ4_Z>(w, n, act, stride, nt, y, ldy, [](const BlockQ4_Z& b, int* q, float& d, float& c) {
+    unpack_nibbles(b.qs, q);
+    d = q4z_scale(b);
+    c = -static_cast<float>(b.z) * d;
+  });
+}
 void iq4_nl(const uint8_t* w, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
   row_dot_32<BlockIQ4_NL>(w, n, act, stride, nt, y, ldy,
                           [](const BlockIQ4_NL& b, int* q, float& d, float& c) {
@@ -296,6 +303,7 @@ const IsaKernels& scalar_kernels() {
                                rows_of<q8_0>,
                                rows_of<iq4_nl>,
                                rows_of<mxfp4>,
+                               rows_of<q4_z>,
                                rows_of<qk4<false>>,
                                rows_of<qk4<true>>,
                                rows_of<q6_k>,

@@ -41,6 +41,8 @@ FastKernel fast_kernel(const IsaKernels& k, DType t) {
       return {k.q8_0, Act::Q8_32};
     case DType::Q4_1:
       return {k.q4_1, Act::Q8_32};
+    case DType::Q4_Z:
+      return {k.q4_z, Act::Q8_32};
     case DType::IQ4_NL:
       return {k.iq4_nl, Act::Q8_32};
     case DType::MXFP4:
@@ -300,7 +302,8 @@ constexpr std::pair<DType, PackedKernels::Kernel PackedKernels::*> kPackedTypes[
     {DType::Q2_K, &PackedKernels::q2_k},     {DType::Q3_K, &PackedKernels::q3_k},
     {DType::Q4_K, &PackedKernels::q4_k},     {DType::Q5_K, &PackedKernels::q5_k},
     {DType::Q6_K, &PackedKernels::q6_k},     {DType::BF16, &PackedKernels::bf16},
-    {DType::F16, &PackedKernels::f16},       {DType::MXFP4, &PackedKernels::mxfp4}};
+    {DType::F16, &PackedKernels::f16},       {DType::MXFP4, &PackedKernels::mxfp4},
+    {DType::Q4_Z, &PackedKernels::q4_z}};
 
 // The tier's kernel for packed matrices of type t, or null (no layout, or none on this tier).
 const PackedKernels::Kernel* PackedKernels::find(DType t) const {

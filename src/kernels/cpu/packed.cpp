@@ -10,6 +10,7 @@
 #include "core/fp16.h"
 #include "core/quant.h"
 #include "core/quant_mxfp4.h"
+#include "core/quant_q4z.h"
 
 namespace ferrum::kernels {
 namespace {
@@ -30,6 +31,8 @@ size_t group_bytes(DType t, int64_t cols) {
       return round64(q32_group_bytes(cols / 32, 512));
     case DType::Q4_1:
       return round64(q41_group_bytes(cols / 32));
+    case DType::Q4_Z:
+      return q4z_group_bytes(cols / 32);
     case DType::IQ4_XS:
       return static_cast<size_t>(cols / 256) * kIQ4XSBlockBytes;
     case DType::Q3_K:
@@ -120,6 +123,13 @@ void pack_group(DType t, const uint8_t* const rows[kPackRows], int64_t nb, uint8
           for (int i = 0; i < 4; ++i) out[o.qs + lane_byte(j, r, i)] = blk.qs[4 * j + i];
         reinterpret_cast<uint16_t*>(out + o.d)[r] = blk.d;
         reinterpret_cast<uint16_t*>(out + o.m)[r] = blk.m;
+      } else if (t == DType::Q4_Z) {
+        const auto& blk = reinterpret_cast<const BlockQ4_Z*>(rows[r])[b];
+        const Q32Offsets o = q4z_offsets(b);
+        for (int j = 0; j < 4; ++j)
+          for (int i = 0; i < 4; ++i) out[o.qs + lane_byte(j, r, i)] = blk.qs[4 * j + i];
+        reinterpret_cast<uint16_t*>(out + o.d)[r] = q4z_scale_bits(blk);
+        out[o.m + r] = blk.z;
       } else if (t == DType::Q2_K) {
         const auto& blk = reinterpret_cast<const BlockQ2_K*>(rows[r])[b];
         const Q2KOffsets o = q2k_offsets(b);
@@ -204,6 +214,7 @@ bool packable(DType t, int64_t rows, int64_t cols) {
     case DType::Q8_0:
     case DType::IQ4_NL:
     case DType::Q4_1:
+    case DType::Q4_Z:
     case DType::MXFP4:
       return cols % 32 == 0;
     case DType::Q4_K:
@@ -248,7 +259,7 @@ std::unique_ptr<PackedMatrix> pack_matrix(std::span<const TensorView> parts, Thr
     if (!packable(t, p.rows(), cols))
       fail(
           "pack_matrix: tensor '{}' ({} {}) has no packed layout (types "
-          "Q4_0/Q5_0/Q8_0/IQ4_NL/Q4_K/Q5_K/Q6_K/F16/BF16, rows in "
+          "Q4_0/Q4_1/Q4_Z/Q5_0/Q8_0/IQ4_NL/IQ4_XS/MXFP4/Q2_K/Q3_K/Q4_K/Q5_K/Q6_K/F16/BF16, rows in "
           "multiples of 16)",
           p.name, dtype_name(t), p.shape_string());
     if (p.nbytes < p.row_bytes() * static_cast<size_t>(p.rows()))
@@ -336,6 +347,15 @@ void unpack_row(const PackedMatrix& p, int64_t row, float* out) {
         for (int i = 0; i < 4; ++i) blk[b].qs[4 * j + i] = g[o.qs + lane_byte(j, r, i)];
       blk[b].d = reinterpret_cast<const uint16_t*>(g + o.d)[r];
       blk[b].m = reinterpret_cast<const uint16_t*>(g + o.m)[r];
+    }
+  } else if (p.type == DType::Q4_Z) {
+    auto* blk = reinterpret_cast<BlockQ4_Z*>(file_row.data());
+    for (int64_t b = 0; b < nb; ++b) {
+      const Q32Offsets o = q4z_offsets(b);
+      for (int j = 0; j < 4; ++j)
+        for (int i = 0; i < 4; ++i) blk[b].qs[4 * j + i] = g[o.qs + lane_byte(j, r, i)];
+      set_q4z_scale(blk[b], reinterpret_cast<const uint16_t*>(g + o.d)[r]);
+      blk[b].z = g[o.m + r];
     }
   } else if (p.type == DType::Q2_K) {
     auto* blk = reinterpret_cast<BlockQ2_K*>(file_row.data());

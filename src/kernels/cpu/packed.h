@@ -22,6 +22,8 @@
 //         2^(e - 128) (exact for e in [104, 143]; 0 for a block of zeros; other blocks are not
 //         packed: packable_values). Tiles as Q4_0.
 //   Q4_1 block: d[16], m[16] (F16); qs as Q4_0. Tile of 2 blocks: d d m m, qs qs.
+//   Q4_Z block: d[16] (F16), z[16] (the zero points, bytes); qs as Q4_0. Tile of 4 blocks: d d d d,
+//         z z z z, qs qs qs qs (1216 bytes, 19 cache lines: the file's 4.75 bits per weight).
 //   IQ4_XS super-block: d[16] (F16), 32 bytes of padding, sc[8 sub-blocks][16 rows] (int8: the
 //         6-bit scale - 32), then per sub-block of 32 the nibbles as Q4_0's (256 bytes). 2240 bytes
 //         per 16x256 vs 2176 in the file (+2.9%).
@@ -88,7 +90,7 @@ constexpr int kPrefetchTokens = 4;
 // Byte offsets of block b's fields inside its Q4_0/Q5_0/Q8_0 group (qs_bytes 256 for Q4_0, 320 for
 // Q5_0 (fifth bits, then nibbles), 512 for Q8_0).
 struct Q32Offsets {
-  size_t qs, d, sc = 0, m = 0;  // sc: IQ4_XS's sub-block scales; m: Q4_1's mins
+  size_t qs, d, sc = 0, m = 0;  // sc: IQ4_XS's sub-block scales; m: Q4_1's mins, Q4_Z's zero points
 };
 inline Q32Offsets q32_offsets(int64_t b, size_t qs_bytes) {
   const int64_t tile = b / 2, j = b % 2;
@@ -105,6 +107,15 @@ inline Q32Offsets q41_offsets(int64_t b) {
 }
 inline size_t q41_group_bytes(int64_t nb) {
   return static_cast<size_t>(nb / 2) * 640 + (nb % 2 ? 128 + 256 : 0);
+}
+// Q4_Z: block b of a group (tiles of four blocks: [d x4 128][z x4 64][qs x4 1024]; m: the zero points).
+constexpr size_t kQ4ZTileBytes = 1216;
+inline Q32Offsets q4z_offsets(int64_t b) {
+  const size_t base = static_cast<size_t>(b / 4) * kQ4ZTileBytes, j = static_cast<size_t>(b % 4);
+  return {base + 192 + 256 * j, base + 32 * j, 0, base + 128 + 16 * j};
+}
+inline size_t q4z_group_bytes(int64_t nb) {  // a last tile of 1-3 blocks keeps the full tile's offsets
+  return static_cast<size_t>((nb + 3) / 4) * kQ4ZTileBytes;
 }
 // IQ4_XS: sub-block b (of 32 inputs) of a group, in super-block b / 8.
 constexpr size_t kIQ4XSBlockBytes = 2240;
@@ -181,7 +192,7 @@ struct PackedMatrix {
   size_t bytes() const { return group_bytes * static_cast<size_t>(rows / kPackRows); }
 };
 
-// Whether a rows x cols matrix of type t has a packed layout: Q4_0, Q4_1, Q5_0, Q8_0, IQ4_NL, IQ4_XS,
+// Whether a rows x cols matrix of type t has a packed layout: Q4_0, Q4_1, Q4_Z, Q5_0, Q8_0, IQ4_NL, IQ4_XS,
 // Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, F16 or BF16 (F16/BF16: cols a multiple of 32), rows a multiple of 16. (A tier
 // may lack the kernel of a layout: PackedKernels::has.)
 bool packable(DType t, int64_t rows, int64_t cols);

@@ -78,6 +78,7 @@ void prep_packed_act(const IsaKernels& k, DType t, const float* x, uint8_t* out,
     case DType::BF16:
       return quantize_row(DType::BF16, x, out, n);
     case DType::Q4_1:  // the row-major path's Q8Act as it is: the float sums d * sum(levels) for the mins
+    case DType::Q4_Z:  // (Q4_Z: the zero points' term, -z * d_w times the same sums)
       return k.quantize_q8_1f(x, out, n);
     default:
       // The weights' unsigned offset: Q8_0, IQ4_NL, IQ4_XS and MXFP4 (levels + 128), Q5_0 16, Q4_0 8.

@@ -61,8 +61,9 @@ inline void nibbles(const uint8_t* w, const uint8_t* h, __m512i& lo, __m512i& hi
 
 // The 32-element block types with one float scale: Q4_0 (4 zmm of nibbles per block), Q5_0 (the same
 // plus 64 bytes of fifth bits) and Q8_0 (8 zmm of levels).
-// IQ4_NL, IQ4_XS and MXFP4: codebook levels in Q4_0's nibble layout.
-enum class Q32 { Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, Q4_1, MXFP4 };
+// IQ4_NL, IQ4_XS and MXFP4: codebook levels in Q4_0's nibble layout. Q4_1 and Q4_Z: Q4_0's nibbles
+// with a per-row offset per block (a min; -z * d), added as a float term.
+enum class Q32 { Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, Q4_1, MXFP4, Q4_Z };
 
 // IQ4_NL / IQ4_XS / MXFP4: the nibbles (0..15) -> the type's levels + 128 as unsigned bytes (the
 // activations' bias removes the 128).
@@ -85,17 +86,19 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   const PackedTokens<32, int32_t, NT> tok(act, stride, n);
   constexpr bool kIQ4 = kT == Q32::IQ4_NL || kT == Q32::IQ4_XS || kT == Q32::MXFP4;
+  constexpr bool kMin = kT == Q32::Q4_1 || kT == Q32::Q4_Z;
   StreamPrefetch pf(g);
   for (int64_t b = 0; b < nb; ++b) {
     const Q32Offsets o = kT == Q32::IQ4_XS ? iq4xs_offsets(b)
                          : kT == Q32::Q4_1 ? q41_offsets(b)
+                         : kT == Q32::Q4_Z ? q4z_offsets(b)
                                            : q32_offsets(b, kQs);
     const uint8_t* q = g + o.qs;
-    if constexpr (NT >= kPrefetchTokens) pf.upto(q + (kT == Q32::IQ4_XS || kT == Q32::Q4_1 ? 256 : kQs));
+    if constexpr (NT >= kPrefetchTokens) pf.upto(q + (kT == Q32::IQ4_XS || kMin ? 256 : kQs));
     __m512i p0[NT], p1[NT];
     for (int t = 0; t < NT; ++t) {
-      // The offset's bias (Q4_1: none, its mins are added below).
-      p0[t] = kT == Q32::Q4_1 ? _mm512_setzero_si512() : _mm512_set1_epi32(tok.sums[t][b]);
+      // The offset's bias (Q4_1, Q4_Z: none, their offsets are added below).
+      p0[t] = kMin ? _mm512_setzero_si512() : _mm512_set1_epi32(tok.sums[t][b]);
       p1[t] = _mm512_setzero_si512();
     }
     if constexpr (kQ8) {
@@ -130,8 +133,15 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
     for (int t = 0; t < NT; ++t)
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(p0[t], p1[t])),
                                _mm512_mul_ps(dw, _mm512_set1_ps(tok.d[t][b])), acc[t]);
-    if constexpr (kT == Q32::Q4_1) {  // + m * (the token's scale * sum of its levels)
-      const __m512 mw = load_f16x16(g + o.m);
+    if constexpr (kMin) {  // + m * (the token's scale * sum of its levels); Q4_Z: m = -z * d
+      const __m512 mw =
+          kT == Q32::Q4_1
+              ? load_f16x16(g + o.m)
+              : _mm512_mul_ps(
+                    dw,
+                    _mm512_cvtepi32_ps(_mm512_sub_epi32(
+                        _mm512_setzero_si512(),
+                        _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(g + o.m))))));
       for (int t = 0; t < NT; ++t)
         acc[t] = _mm512_fmadd_ps(mw, _mm512_set1_ps(reinterpret_cast<const float*>(tok.sums[t])[b]), acc[t]);
     }
@@ -496,7 +506,8 @@ const PackedKernels kPacked = {{q32_fn<Q32::Q4_0>, kTileQ32},
                                {q32_fn<Q32::Q4_1>, kTileQ32},
                                {q3k_fn, kTileQ3K},
                                {q2k_fn, kTileQ3K},
-                               {q32_fn<Q32::MXFP4>, kTileQ32}};
+                               {q32_fn<Q32::MXFP4>, kTileQ32},
+                               {q32_fn<Q32::Q4_Z>, kTileQ32}};
 
 }  // namespace
 

@@ -121,7 +121,8 @@ struct DotVnni {
 
 // ---------------------------------------------------------------- Q4_0 / Q5_0 / Q8_0
 
-enum class Q32 { Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, Q4_1, MXFP4 };
+// Q4_1 and Q4_Z: Q4_0's nibbles with a per-row offset per block (a min; -z * d), a float term.
+enum class Q32 { Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, Q4_1, MXFP4, Q4_Z };
 
 // IQ4_NL / MXFP4: the nibbles (0..15) -> the type's levels, signed (the tiers without VNNI multiply
 // magnitudes by activations carrying the levels' signs), or + 128 as unsigned bytes (VNNI; the bias
@@ -147,6 +148,7 @@ void half32(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stri
   constexpr bool kIQ4 = kT == Q32::IQ4_NL || kT == Q32::IQ4_XS || kT == Q32::MXFP4;
   constexpr bool kSigned = (kT == Q32::Q8_0 || kIQ4) && !D::kVnni;
   constexpr bool kTwice = kT == Q32::Q5_0 && !D::kVnni;  // 8 steps of 5-bit weights: widen halfway
+  constexpr bool kMin = kT == Q32::Q4_1 || kT == Q32::Q4_Z;
   const PackedTokens<32, int32_t, NT> tok(act, stride, n);
   __m256 acc[H][NT];
   for (int hh = 0; hh < H; ++hh)
@@ -155,10 +157,11 @@ void half32(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stri
   for (int64_t b = 0; b < nb; ++b) {
     const Q32Offsets o = kT == Q32::IQ4_XS ? iq4xs_offsets(b)
                          : kT == Q32::Q4_1 ? q41_offsets(b)
+                         : kT == Q32::Q4_Z ? q4z_offsets(b)
                                            : q32_offsets(b, kQs);
     if constexpr (H == 2) prefetch(g + o.qs + 512);
     if constexpr (kStreamAhead<NT, H>)
-      if (h0 == 0) pf.upto(g + o.qs + (kT == Q32::IQ4_XS || kT == Q32::Q4_1 ? 256 : kQs));
+      if (h0 == 0) pf.upto(g + o.qs + (kT == Q32::IQ4_XS || kMin ? 256 : kQs));
     __m256i p[H][NT];
     [[maybe_unused]] __m256i p2[H][NT];  // kTwice: the first half, widened
     for (int hh = 0; hh < H; ++hh)
@@ -228,21 +231,28 @@ void half32(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stri
         std::memcpy(&sc8, g + o.sc + 8 * (h0 + hh), 8);
         dw = _mm256_mul_ps(dw, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(sc8))));
       }
+      [[maybe_unused]] __m256 mw;  // Q4_1's mins, Q4_Z's -z * d
+      if constexpr (kT == Q32::Q4_1)
+        mw = load_f16x8(g + o.m + 16 * (h0 + hh));
+      else if constexpr (kT == Q32::Q4_Z)
+        mw = _mm256_mul_ps(dw, _mm256_cvtepi32_ps(_mm256_sub_epi32(
+                                   _mm256_setzero_si256(),
+                                   _mm256_cvtepu8_epi32(_mm_loadl_epi64(
+                                       reinterpret_cast<const __m128i*>(g + o.m + 8 * (h0 + hh)))))));
       for (int t = 0; t < NT; ++t) {
         __m256i total;
         if constexpr (kSigned)
           total = p[hh][t];
-        else if constexpr (kT == Q32::Q4_1)  // no offset: the mins below
+        else if constexpr (kMin)  // no offset: the mins below
           total = D::widen(p[hh][t]);
         else
           total = _mm256_add_epi32(D::widen(p[hh][t]), _mm256_set1_epi32(tok.sums[t][b]));
         if constexpr (kTwice) total = _mm256_add_epi32(total, p2[hh][t]);
         acc[hh][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total),
                                      _mm256_mul_ps(dw, _mm256_set1_ps(tok.d[t][b])), acc[hh][t]);
-        if constexpr (kT == Q32::Q4_1)  // + m * (the token's scale * sum of its levels)
+        if constexpr (kMin)  // + m * (the token's scale * sum of its levels)
           acc[hh][t] =
-              _mm256_fmadd_ps(load_f16x8(g + o.m + 16 * (h0 + hh)),
-                              _mm256_set1_ps(reinterpret_cast<const float*>(tok.sums[t])[b]), acc[hh][t]);
+              _mm256_fmadd_ps(mw, _mm256_set1_ps(reinterpret_cast<const float*>(tok.sums[t])[b]), acc[hh][t]);
       }
     }
   }
@@ -568,7 +578,8 @@ constexpr PackedKernels ymm_packed_kernels() {
           {q32_fn<D, Q32::Q4_1>, T::kQ32},
           {q3k_fn<D>, T::kQ6K},
           {q2k_fn<D>, T::kQ6K},
-          {q32_fn<D, Q32::MXFP4>, T::kQ8}};
+          {q32_fn<D, Q32::MXFP4>, T::kQ8},
+          {q32_fn<D, Q32::Q4_Z>, T::kQ32}};
 }
 
 }  // namespace
