@@ -52,6 +52,10 @@ std::string read_text(const std::string& path) {
   return {std::istreambuf_iterator<char>(f), {}};
 }
 
+std::string bundled_model() {
+  return std::string(FERRUM_SOURCE_DIR) + "/models/stories260K.gguf";
+}
+
 std::string temp_dir() {
   std::string tmpl = (fs::temp_directory_path() / "ferrum-test-XXXXXX").string();
   if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");

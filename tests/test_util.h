@@ -18,6 +18,8 @@ std::string data_path(const std::string& rel);
 std::string temp_dir();
 // The whole file as bytes ("" when it cannot be read).
 std::string read_text(const std::string& path);
+// The model bundled with the sources (models/stories260K.gguf).
+std::string bundled_model();
 
 // Built with ASan or TSan (Open MPI's library is not built for the sanitizers: MPI tests skip).
 #if defined(__has_feature)

@@ -14,4 +14,8 @@ class ChatError : public Error {
   std::string param;
 };
 
+[[noreturn]] inline void bad_field(const std::string& param, const std::string& msg) {
+  throw ChatError(param, msg);
+}
+
 }  // namespace ferrum::chat

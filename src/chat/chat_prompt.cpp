@@ -25,24 +25,21 @@ bool has_token(const Tokenizer& tok, const std::string& text) {
   return ids.size() == 1;
 }
 
-[[noreturn]] void bad(const std::string& param, const std::string& msg) {
-  throw ChatError(param, msg);
-}
-
 // A message's content as one string: a string, or the concatenation of its text parts.
 std::string content_text(const json& c, const std::string& where) {
   if (c.is_string()) return c.get<std::string>();
-  if (!c.is_array()) bad(where + ".content", where + ".content must be a string or an array of text parts");
+  if (!c.is_array())
+    bad_field(where + ".content", where + ".content must be a string or an array of text parts");
   std::string text;
   for (size_t i = 0; i < c.size(); ++i) {
     const json& part = c[i];
     const std::string pw = fmt::format("{}.content[{}]", where, i);
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
-      bad(pw, pw + " must be an object with a string 'type'");
+      bad_field(pw, pw + " must be an object with a string 'type'");
     if (part["type"].get<std::string>() != "text")
-      bad(pw, fmt::format("{}: content parts of type '{}' are not supported (only 'text')", pw,
-                          part["type"].get<std::string>()));
-    if (!part.contains("text") || !part["text"].is_string()) bad(pw, pw + ".text must be a string");
+      bad_field(pw, fmt::format("{}: content parts of type '{}' are not supported (only 'text')", pw,
+                                part["type"].get<std::string>()));
+    if (!part.contains("text") || !part["text"].is_string()) bad_field(pw, pw + ".text must be a string");
     text += part["text"].get<std::string>();
   }
   return text;
@@ -105,25 +102,27 @@ ojson ChatPrompt::request_value(const json& v, bool mark) const {
 }
 
 ojson ChatPrompt::checked_messages(const json& messages, bool mark) const {
-  if (!messages.is_array() || messages.empty()) bad("messages", "'messages' must be a non-empty array");
+  if (!messages.is_array() || messages.empty()) bad_field("messages", "'messages' must be a non-empty array");
   ojson msgs = ojson::array();
   for (size_t i = 0; i < messages.size(); ++i) {
     const json& m = messages[i];
     const std::string where = fmt::format("messages[{}]", i);
-    if (!m.is_object()) bad(where, where + " must be an object");
-    if (!m.contains("role") || !m["role"].is_string()) bad(where + ".role", where + ".role must be a string");
+    if (!m.is_object()) bad_field(where, where + " must be an object");
+    if (!m.contains("role") || !m["role"].is_string())
+      bad_field(where + ".role", where + ".role must be a string");
     const std::string role = m["role"].get<std::string>();
     if (std::find(kRoles.begin(), kRoles.end(), role) == kRoles.end())
-      bad(where + ".role", fmt::format("{}.role '{}' is not one of system, developer, user, assistant, tool",
-                                       where, role.substr(0, 64)));
+      bad_field(where + ".role",
+                fmt::format("{}.role '{}' is not one of system, developer, user, assistant, tool", where,
+                            role.substr(0, 64)));
     const bool has_calls = m.contains("tool_calls") && !m["tool_calls"].is_null();
     if (has_calls && role != "assistant")
-      bad(where + ".tool_calls", "only assistant messages carry tool_calls");
+      bad_field(where + ".tool_calls", "only assistant messages carry tool_calls");
     ojson om = request_value(m, mark);
     if (om.contains("tool_calls")) order_tool_call_keys(om["tool_calls"]);
     const json c = m.contains("content") ? m["content"] : json();
     if (c.is_null()) {
-      if (!has_calls) bad(where + ".content", where + ".content is required (a string or text parts)");
+      if (!has_calls) bad_field(where + ".content", where + ".content is required (a string or text parts)");
       om["content"] = "";
     } else {
       const std::string text = content_text(c, where);
@@ -169,7 +168,7 @@ std::vector<int32_t> ChatPrompt::tokens(const json& messages, const json& tools,
   try {
     return tok_.encode_with_literal(r.text, !template_bos, r.literal);
   } catch (const Error& e) {
-    bad("messages", e.what());
+    bad_field("messages", e.what());
   }
 }
 

@@ -3,15 +3,15 @@
 namespace ferrum::chat {
 namespace {
 
-constexpr std::string_view kSpace = " \t\r\n";
+constexpr std::string_view kWhitespace = " \t\r\n";
 
 std::string_view trim_left(std::string_view s) {
-  const size_t b = s.find_first_not_of(kSpace);
+  const size_t b = s.find_first_not_of(kWhitespace);
   return b == std::string_view::npos ? std::string_view() : s.substr(b);
 }
 
 std::string_view trim_right(std::string_view s) {
-  const size_t e = s.find_last_not_of(kSpace);
+  const size_t e = s.find_last_not_of(kWhitespace);
   return e == std::string_view::npos ? std::string_view() : s.substr(0, e + 1);
 }
 

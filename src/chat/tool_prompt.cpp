@@ -9,21 +9,17 @@ namespace {
 
 using json = nlohmann::json;
 
-[[noreturn]] void bad(const std::string& param, const std::string& msg) {
-  throw ChatError(param, msg);
-}
-
 // One assistant tool call, checked, with its arguments as an object.
 json checked_call(const json& c, const std::string& where) {
-  if (!c.is_object()) bad(where, where + " must be an object");
+  if (!c.is_object()) bad_field(where, where + " must be an object");
   if (c.contains("type") && c["type"] != "function")
-    bad(where + ".type", where + ".type must be \"function\"");
-  if (c.contains("id") && !c["id"].is_string()) bad(where + ".id", where + ".id must be a string");
+    bad_field(where + ".type", where + ".type must be \"function\"");
+  if (c.contains("id") && !c["id"].is_string()) bad_field(where + ".id", where + ".id must be a string");
   if (!c.contains("function") || !c["function"].is_object())
-    bad(where + ".function", where + ".function must be an object");
+    bad_field(where + ".function", where + ".function must be an object");
   const json& f = c["function"];
   if (!f.contains("name") || !f["name"].is_string())
-    bad(where + ".function.name", where + ".function.name must be a string");
+    bad_field(where + ".function.name", where + ".function.name must be a string");
   json args = f.contains("arguments") ? f["arguments"] : json::object();
   if (args.is_string()) {
     // Depth is bounded: the string came in a request body, whose own nesting was bounded, but
@@ -35,11 +31,12 @@ json checked_call(const json& c, const std::string& where) {
     };
     json parsed = json::parse(args.get<std::string>(), depth, false);
     if (parsed.is_discarded() || deepest > 64 || !parsed.is_object())
-      bad(where + ".function.arguments", where + ".function.arguments must be a JSON object (as a string)");
+      bad_field(where + ".function.arguments",
+                where + ".function.arguments must be a JSON object (as a string)");
     args = std::move(parsed);
   }
   if (!args.is_object())
-    bad(where + ".function.arguments", where + ".function.arguments must be a JSON object");
+    bad_field(where + ".function.arguments", where + ".function.arguments must be a JSON object");
   json out = c;
   out["type"] = "function";
   out["function"]["arguments"] = std::move(args);
@@ -151,14 +148,14 @@ ToolPrompt tool_prompt(ToolStyle style, const json& messages, const ToolRequest&
       if (m["tool_calls"].is_null() || (m["tool_calls"].is_array() && m["tool_calls"].empty())) {
         m.erase("tool_calls");  // templates test for the key itself (Llama 3's `'tool_calls' in message`)
       } else {
-        if (!m["tool_calls"].is_array()) bad(where, where + " must be an array");
+        if (!m["tool_calls"].is_array()) bad_field(where, where + " must be an array");
         for (size_t k = 0; k < m["tool_calls"].size(); ++k)
           m["tool_calls"][k] = checked_call(m["tool_calls"][k], fmt::format("{}[{}]", where, k));
       }
     }
     if (role_of(m) == "tool" && m.contains("tool_call_id") && !m["tool_call_id"].is_string())
-      bad(fmt::format("messages[{}].tool_call_id", i),
-          fmt::format("messages[{}].tool_call_id must be a string", i));
+      bad_field(fmt::format("messages[{}].tool_call_id", i),
+                fmt::format("messages[{}].tool_call_id must be a string", i));
     if (style == ToolStyle::Phi4 && role_of(m) == "assistant" && m.contains("tool_calls")) {
       m["content"] =
           appended(m.contains("content") ? m["content"] : json(), phi4_calls_text(m["tool_calls"]), "");

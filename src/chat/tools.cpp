@@ -9,10 +9,6 @@ namespace {
 
 using json = nlohmann::json;
 
-[[noreturn]] void bad(const std::string& param, const std::string& msg) {
-  throw ChatError(param, msg);
-}
-
 // OpenAI's rule for function names: 1 to 64 of a-z, A-Z, 0-9, '_' and '-' (so a name never needs
 // escaping inside the JSON or the grammar of a call).
 bool valid_function_name(const std::string& s) {
@@ -23,21 +19,21 @@ bool valid_function_name(const std::string& s) {
 }
 
 json checked_tool(const json& t, const std::string& where) {
-  if (!t.is_object()) bad(where, where + " must be an object");
+  if (!t.is_object()) bad_field(where, where + " must be an object");
   if (!t.contains("type") || t["type"] != "function")
-    bad(where + ".type", where + ".type must be \"function\" (the only tool type supported)");
+    bad_field(where + ".type", where + ".type must be \"function\" (the only tool type supported)");
   if (!t.contains("function") || !t["function"].is_object())
-    bad(where + ".function", where + ".function must be an object");
+    bad_field(where + ".function", where + ".function must be an object");
   const json& f = t["function"];
   const std::string fw = where + ".function";
   if (!f.contains("name") || !f["name"].is_string() || !valid_function_name(f["name"].get<std::string>()))
-    bad(fw + ".name", fw + ".name must be 1 to 64 letters, digits, '_' or '-'");
+    bad_field(fw + ".name", fw + ".name must be 1 to 64 letters, digits, '_' or '-'");
   if (f.contains("description") && !f["description"].is_null() && !f["description"].is_string())
-    bad(fw + ".description", fw + ".description must be a string");
+    bad_field(fw + ".description", fw + ".description must be a string");
   if (f.contains("parameters") && !f["parameters"].is_null() && !f["parameters"].is_object())
-    bad(fw + ".parameters", fw + ".parameters must be a JSON Schema object");
+    bad_field(fw + ".parameters", fw + ".parameters must be a JSON Schema object");
   if (f.contains("strict") && !f["strict"].is_null() && !f["strict"].is_boolean())
-    bad(fw + ".strict", fw + ".strict must be a boolean");
+    bad_field(fw + ".strict", fw + ".strict must be a boolean");
   return t;
 }
 
@@ -52,24 +48,26 @@ ToolChoice checked_choice(const json& c, const ToolRequest& r) {
     else if (s == "required")
       choice.mode = ToolChoice::Mode::Required;
     else
-      bad("tool_choice", fmt::format("tool_choice '{}' is not one of none, auto, required", s.substr(0, 64)));
+      bad_field("tool_choice",
+                fmt::format("tool_choice '{}' is not one of none, auto, required", s.substr(0, 64)));
   } else if (c.is_object()) {
     if (!c.contains("type") || c["type"] != "function" || !c.contains("function") ||
         !c["function"].is_object() || !c["function"].contains("name") || !c["function"]["name"].is_string())
-      bad("tool_choice",
+      bad_field(
+          "tool_choice",
           "tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": "
           "{\"name\": ...}}");
     choice.mode = ToolChoice::Mode::Named;
     choice.name = c["function"]["name"].get<std::string>();
     if (!r.function(choice.name))
-      bad("tool_choice.function.name",
-          fmt::format("tool_choice names function '{}', which is not among 'tools'",
-                      choice.name.substr(0, 64)));
+      bad_field("tool_choice.function.name",
+                fmt::format("tool_choice names function '{}', which is not among 'tools'",
+                            choice.name.substr(0, 64)));
   } else {
-    bad("tool_choice", "tool_choice must be a string or an object");
+    bad_field("tool_choice", "tool_choice must be a string or an object");
   }
   if (choice.mode != ToolChoice::Mode::None && !r.has_tools())
-    bad("tool_choice", "tool_choice needs a non-empty 'tools' array");
+    bad_field("tool_choice", "tool_choice needs a non-empty 'tools' array");
   return choice;
 }
 
@@ -143,21 +141,21 @@ ToolRequest parse_tool_request(const json& b) {
   ToolRequest r;
   if (b.contains("tools") && !b["tools"].is_null()) {
     const json& tools = b["tools"];
-    if (!tools.is_array()) bad("tools", "'tools' must be an array");
+    if (!tools.is_array()) bad_field("tools", "'tools' must be an array");
     for (size_t i = 0; i < tools.size(); ++i) {
       const std::string where = fmt::format("tools[{}]", i);
       r.tools.push_back(checked_tool(tools[i], where));
       const std::string& name = r.tools.back()["function"]["name"].get_ref<const std::string&>();
       for (size_t j = 0; j < i; ++j)
         if (r.tools[j]["function"]["name"] == name)
-          bad(where + ".function.name", fmt::format("{}: function '{}' is defined twice", where, name));
+          bad_field(where + ".function.name", fmt::format("{}: function '{}' is defined twice", where, name));
     }
   }
   if (b.contains("tool_choice") && !b["tool_choice"].is_null())
     r.choice = checked_choice(b["tool_choice"], r);
   if (b.contains("parallel_tool_calls") && !b["parallel_tool_calls"].is_null()) {
     if (!b["parallel_tool_calls"].is_boolean())
-      bad("parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
+      bad_field("parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
     r.parallel = b["parallel_tool_calls"].get<bool>();
   }
   return r;

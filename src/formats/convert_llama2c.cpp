@@ -4,20 +4,11 @@
 
 #include "core/fail.h"
 #include "formats/gguf_writer.h"
+#include "formats/hf_tokenizer_meta.h"
 #include "formats/llama2c.h"
 
 namespace ferrum {
 namespace {
-
-// SentencePiece token types (llama.cpp llama_token_type).
-constexpr int32_t kTypeNormal = 1, kTypeUnknown = 2, kTypeControl = 3, kTypeByte = 6;
-
-bool is_byte_token(const std::string& s) {
-  auto hex = [](char c) {
-    return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F') || (c >= 'a' && c <= 'f');
-  };
-  return s.size() == 6 && s.compare(0, 3, "<0x") == 0 && hex(s[3]) && hex(s[4]) && s[5] == '>';
-}
 
 // llama2.c stores SentencePiece pieces with ' ' where the model has U+2581 and wraps BOS/EOS in
 // newlines; GGUF wants the SentencePiece text.
@@ -47,10 +38,10 @@ void convert_llama2c_to_gguf(const std::string& checkpoint, const std::string& t
   std::vector<int32_t> types(tok.tokens.size());
   for (size_t i = 0; i < tokens.size(); ++i) {
     tokens[i] = gguf_token_text(tok.tokens[i]);
-    types[i] = i == 0                     ? kTypeUnknown
-               : (i == 1 || i == 2)       ? kTypeControl
-               : is_byte_token(tokens[i]) ? kTypeByte
-                                          : kTypeNormal;
+    types[i] = i == 0                         ? hf::kUnknown
+               : (i == 1 || i == 2)           ? hf::kControl
+               : hf::is_byte_token(tokens[i]) ? hf::kByte
+                                              : hf::kNormal;
   }
 
   gguf::Writer w;

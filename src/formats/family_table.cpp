@@ -1,5 +1,6 @@
 #include <cctype>
 
+#include "core/ascii.h"
 #include "core/fail.h"
 #include "formats/family.h"
 
@@ -15,12 +16,6 @@ namespace {
 // messages list the families so.
 const Family* const kFamilies[] = {&kLlama,   &kMistral, &kQwen2,  &kQwen3,  &kQwen3Moe, &kBert,
                                    &kSmolLM3, &kPhi3,    &kGemma2, &kGemma3, &kGptOss};
-
-std::string lower(const std::string& s) {
-  std::string out;
-  for (char c : s) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 }  // namespace
 
@@ -57,7 +52,7 @@ bool gguf_permutes_qk(Arch a) {
 }
 
 Arch parse_arch(const std::string& raw, const std::string& source) {
-  const std::string n = lower(raw);
+  const std::string n = ascii_lower(raw);
   for (const Family* f : kFamilies)  // in table order: "llama" is Llama, not Mistral's GGUF name
     if (n == f->name || n == f->gguf || n == f->hf_type) return f->arch;
   fail("{}: unknown architecture '{}' (supported: {})", source, raw, arch_names(&Family::name));

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/ascii.h"
 #include "core/fail.h"
 #include "formats/family.h"
 
@@ -14,15 +15,10 @@ namespace ferrum::hf {
 namespace fs = std::filesystem;
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
 std::string detect_arch(const nlohmann::json& j, const std::string& path) {
   const auto mt = j.find("model_type");
   if (mt != j.end() && mt->is_string()) {
-    const std::string m = lower(mt->get<std::string>());
+    const std::string m = ascii_lower(mt->get<std::string>());
     for (const Family* f : families())  // the HF model_type, or ferrum's name for it
       if (m == f->hf_type || m == f->name) return f->hf_type;
   }
@@ -31,9 +27,9 @@ std::string detect_arch(const nlohmann::json& j, const std::string& path) {
     const std::string a = (*ar)[0].get<std::string>();
     for (const Family* f : families())
       if (a.rfind(f->hf_class, 0) == 0) return f->hf_type;
-    if (mt == j.end() || !mt->is_string()) return lower(a);
+    if (mt == j.end() || !mt->is_string()) return ascii_lower(a);
   }
-  if (mt != j.end() && mt->is_string()) return lower(mt->get<std::string>());
+  if (mt != j.end() && mt->is_string()) return ascii_lower(mt->get<std::string>());
   fail("{}: cannot tell the architecture: no string 'model_type' and no 'architectures' list", path);
 }
 

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/ascii.h"
 #include "core/fail.h"
 #include "core/fp16.h"
 #include "core/quant.h"
@@ -17,11 +18,6 @@
 
 namespace ferrum::hfquant {
 namespace {
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // Typed reads of the quantization_config object; errors name "<where>.<field>".
 class Fields {
@@ -68,7 +64,7 @@ void read_gptq_fields(const Fields& f, QuantConfig& q) {
   q.desc_act = f.boolean("desc_act").value_or(false);
   auto format = f.string("checkpoint_format");
   if (!format) format = f.string("format");
-  const std::string fmt_name = lower(format.value_or("gptq"));
+  const std::string fmt_name = ascii_lower(format.value_or("gptq"));
   if (fmt_name == "gptq")
     q.zeros_minus_one = true;
   else if (fmt_name != "gptq_v2")
@@ -79,7 +75,7 @@ void read_awq_fields(const Fields& f, QuantConfig& q) {
   if (q.bits != 4) fail("{}.bits is {}: ferrum runs 4-bit AWQ checkpoints", q.where, q.bits);
   if (!f.boolean("zero_point").value_or(true))
     fail("{}.zero_point is false: ferrum runs AWQ checkpoints with zero points", q.where);
-  const std::string version = lower(f.string("version").value_or("gemm"));
+  const std::string version = ascii_lower(f.string("version").value_or("gemm"));
   if (version != "gemm")
     fail("{}.version is '{}': ferrum reads AWQ's GEMM layout (version gemm)", q.where, version);
 }
@@ -294,7 +290,7 @@ QuantConfig read_quant_config(const hf::Config& cfg) {
   const Fields f(*obj, q.where);
   const auto method = f.string("quant_method");
   if (!method) fail("{}.quant_method is missing (gptq or awq)", q.where);
-  const std::string m = lower(*method);
+  const std::string m = ascii_lower(*method);
   if (m == "mxfp4") return QuantConfig{};  // gpt-oss's experts: MXFP4 blocks read as they are (hf_gpt_oss.h)
   if (m == "gptq")
     q.method = Method::Gptq;

@@ -8,7 +8,6 @@
 
 namespace ferrum::hf {
 namespace fs = std::filesystem;
-namespace {
 
 bool is_byte_token(const std::string& s) {
   auto hex = [](char c) {
@@ -16,6 +15,8 @@ bool is_byte_token(const std::string& s) {
   };
   return s.size() == 6 && s.compare(0, 3, "<0x") == 0 && hex(s[3]) && hex(s[4]) && s[5] == '>';
 }
+
+namespace {
 
 // tokenizer_config.json values like "bos_token" are a string or {"content": "..."}.
 std::optional<std::string> token_text(const nlohmann::json& tc, const std::string& key) {

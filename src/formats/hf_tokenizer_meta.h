@@ -14,6 +14,9 @@
 
 namespace ferrum::hf {
 
+// A SentencePiece byte-fallback piece: "<0xAB>" (two hex digits).
+bool is_byte_token(const std::string& s);
+
 // GGUF token types (llama.cpp llama_token_type).
 enum TokenType : int32_t {
   kNormal = 1,

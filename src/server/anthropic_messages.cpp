@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "server/api_error.h"
+#include "server/stream_answer.h"
 #include "server/tool_answer.h"
 
 namespace ferrum::server {
@@ -10,22 +11,16 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr auto kPoll = std::chrono::milliseconds(100);
-
-[[noreturn]] void bad(const std::string& param, const std::string& message) {
-  throw ApiError(400, message, "invalid_request_error", param);
-}
-
 // The text of a `system` or tool_result `content`: a string, or a list of text blocks.
 std::string block_text(const json& v, const std::string& where) {
   if (v.is_string()) return v.get<std::string>();
-  if (!v.is_array()) bad(where, fmt::format("'{}' must be a string or a list of text blocks", where));
+  if (!v.is_array()) bad_request(where, fmt::format("'{}' must be a string or a list of text blocks", where));
   std::string out;
   for (size_t i = 0; i < v.size(); ++i) {
     const json& b = v[i];
     if (!b.is_object() || b.value("type", "") != "text" || !b.contains("text") || !b["text"].is_string())
-      bad(fmt::format("{}[{}]", where, i),
-          "only text blocks ({\"type\": \"text\", \"text\": ...}) are supported here");
+      bad_request(fmt::format("{}[{}]", where, i),
+                  "only text blocks ({\"type\": \"text\", \"text\": ...}) are supported here");
     out += (out.empty() ? "" : "\n") + b["text"].get<std::string>();
   }
   return out;
@@ -35,45 +30,47 @@ std::string block_text(const json& v, const std::string& where) {
 // assistant's tool_calls, each tool_result block a "tool" message of its own (before the user's text).
 void add_message(const json& m, size_t i, json& out) {
   const std::string where = fmt::format("messages[{}]", i);
-  if (!m.is_object()) bad(where, "each message must be an object with 'role' and 'content'");
+  if (!m.is_object()) bad_request(where, "each message must be an object with 'role' and 'content'");
   const std::string role = m.value("role", "");
-  if (role != "user" && role != "assistant") bad(where + ".role", "'role' must be \"user\" or \"assistant\"");
-  if (!m.contains("content")) bad(where + ".content", "'content' is required");
+  if (role != "user" && role != "assistant")
+    bad_request(where + ".role", "'role' must be \"user\" or \"assistant\"");
+  if (!m.contains("content")) bad_request(where + ".content", "'content' is required");
   const json& content = m["content"];
   if (content.is_string()) {
     out.push_back({{"role", role}, {"content", content}});
     return;
   }
-  if (!content.is_array()) bad(where + ".content", "'content' must be a string or a list of content blocks");
+  if (!content.is_array())
+    bad_request(where + ".content", "'content' must be a string or a list of content blocks");
   std::string text;
   json calls = json::array();
   for (size_t k = 0; k < content.size(); ++k) {
     const json& b = content[k];
     const std::string at = fmt::format("{}.content[{}]", where, k);
     if (!b.is_object() || !b.contains("type") || !b["type"].is_string())
-      bad(at, "a content block needs a 'type'");
+      bad_request(at, "a content block needs a 'type'");
     const std::string type = b["type"];
     if (type == "text") {
       if (!b.contains("text") || !b["text"].is_string())
-        bad(at + ".text", "a text block needs a string 'text'");
+        bad_request(at + ".text", "a text block needs a string 'text'");
       text += b["text"].get<std::string>();
     } else if (type == "tool_use" && role == "assistant") {
       if (!b.contains("id") || !b["id"].is_string() || !b.contains("name") || !b["name"].is_string())
-        bad(at, "a tool_use block needs a string 'id' and 'name'");
+        bad_request(at, "a tool_use block needs a string 'id' and 'name'");
       const json input = b.contains("input") ? b["input"] : json::object();
       calls.push_back({{"id", b["id"]},
                        {"type", "function"},
                        {"function", {{"name", b["name"]}, {"arguments", input.dump()}}}});
     } else if (type == "tool_result" && role == "user") {
       if (!b.contains("tool_use_id") || !b["tool_use_id"].is_string())
-        bad(at + ".tool_use_id", "a tool_result block needs a string 'tool_use_id'");
+        bad_request(at + ".tool_use_id", "a tool_result block needs a string 'tool_use_id'");
       const std::string result = b.contains("content") ? block_text(b["content"], at + ".content") : "";
       out.push_back({{"role", "tool"}, {"tool_call_id", b["tool_use_id"]}, {"content", result}});
     } else if (type == "thinking" || type == "redacted_thinking") {
       continue;  // earlier reasoning is not part of the prompt
     } else {
-      bad(at + ".type",
-          fmt::format("content blocks of type '{}' are not supported in a {} message", type, role));
+      bad_request(at + ".type",
+                  fmt::format("content blocks of type '{}' are not supported in a {} message", type, role));
     }
   }
   if (role == "assistant") {
@@ -89,7 +86,7 @@ void add_message(const json& m, size_t i, json& out) {
 json tool_of(const json& t, size_t i) {
   const std::string where = fmt::format("tools[{}]", i);
   if (!t.is_object() || !t.contains("name") || !t["name"].is_string())
-    bad(where, "each tool needs a string 'name' (and an 'input_schema')");
+    bad_request(where, "each tool needs a string 'name' (and an 'input_schema')");
   json f = {{"name", t["name"]},
             {"parameters", t.contains("input_schema") ? t["input_schema"] : json::object()}};
   if (t.contains("description")) f["description"] = t["description"];
@@ -98,7 +95,7 @@ json tool_of(const json& t, size_t i) {
 
 json tool_choice_of(const json& c, json& chat) {
   if (!c.is_object() || !c.contains("type") || !c["type"].is_string())
-    bad("tool_choice", "'tool_choice' must be an object with a 'type' (auto, any, tool or none)");
+    bad_request("tool_choice", "'tool_choice' must be an object with a 'type' (auto, any, tool or none)");
   if (c.value("disable_parallel_tool_use", false)) chat["parallel_tool_calls"] = false;
   const std::string type = c["type"];
   if (type == "auto") return "auto";
@@ -106,10 +103,11 @@ json tool_choice_of(const json& c, json& chat) {
   if (type == "none") return "none";
   if (type == "tool") {
     if (!c.contains("name") || !c["name"].is_string())
-      bad("tool_choice.name", "tool_choice 'tool' needs a 'name'");
+      bad_request("tool_choice.name", "tool_choice 'tool' needs a 'name'");
     return {{"type", "function"}, {"function", {{"name", c["name"]}}}};
   }
-  bad("tool_choice.type", fmt::format("tool_choice type '{}' is not known (auto, any, tool or none)", type));
+  bad_request("tool_choice.type",
+              fmt::format("tool_choice type '{}' is not known (auto, any, tool or none)", type));
 }
 
 // `thinking`: {"type": "enabled", "budget_tokens": N} lets a thinking template think, at most N
@@ -117,11 +115,11 @@ json tool_choice_of(const json& c, json& chat) {
 void add_thinking(const json& t, json& chat) {
   const std::string type = t.is_object() && t.contains("type") && t["type"].is_string() ? t["type"] : "";
   if (type != "enabled" && type != "disabled")
-    bad("thinking.type", "'thinking.type' must be \"enabled\" or \"disabled\"");
+    bad_request("thinking.type", "'thinking.type' must be \"enabled\" or \"disabled\"");
   chat["chat_template_kwargs"] = {{"enable_thinking", type == "enabled"}};
   if (type == "enabled" && t.contains("budget_tokens")) {
     if (!t["budget_tokens"].is_number_integer() || t["budget_tokens"].get<int64_t>() < 0)
-      bad("thinking.budget_tokens", "'thinking.budget_tokens' must be a whole number");
+      bad_request("thinking.budget_tokens", "'thinking.budget_tokens' must be a whole number");
     chat["reasoning_budget"] = t["budget_tokens"];
   }
 }
@@ -133,23 +131,23 @@ json chat_body_of_messages(const json& b, bool count_tokens) {
   json chat = json::object();
   if (b.contains("model")) chat["model"] = b["model"];
   if (!count_tokens) {
-    if (!b.contains("max_tokens")) bad("max_tokens", "'max_tokens' is required");
+    if (!b.contains("max_tokens")) bad_request("max_tokens", "'max_tokens' is required");
     if (!b["max_tokens"].is_number_integer() || b["max_tokens"].get<int64_t>() < 1)
-      bad("max_tokens", "'max_tokens' must be a whole number of at least 1");
+      bad_request("max_tokens", "'max_tokens' must be a whole number of at least 1");
     chat["max_tokens"] = b["max_tokens"];
   }
   json messages = json::array();
   if (b.contains("system") && !b["system"].is_null())
     messages.push_back({{"role", "system"}, {"content", block_text(b["system"], "system")}});
   if (!b.contains("messages") || !b["messages"].is_array() || b["messages"].empty())
-    bad("messages", "'messages' must be a non-empty list");
+    bad_request("messages", "'messages' must be a non-empty list");
   for (size_t i = 0; i < b["messages"].size(); ++i) add_message(b["messages"][i], i, messages);
   chat["messages"] = messages;
   if (b.contains("stop_sequences") && !b["stop_sequences"].is_null()) chat["stop"] = b["stop_sequences"];
   for (const char* k : {"temperature", "top_p", "top_k", "stream"})
     if (b.contains(k)) chat[k] = b[k];
   if (b.contains("tools") && !b["tools"].is_null()) {
-    if (!b["tools"].is_array()) bad("tools", "'tools' must be a list");
+    if (!b["tools"].is_array()) bad_request("tools", "'tools' must be a list");
     json tools = json::array();
     for (size_t i = 0; i < b["tools"].size(); ++i) tools.push_back(tool_of(b["tools"][i], i));
     if (!tools.empty()) chat["tools"] = tools;
@@ -287,7 +285,7 @@ bool MessageStream::next(std::string& out) {
     event(out, "message_start", {{"message", m}});
     return true;
   }
-  auto e = handle_->next(kPoll);
+  auto e = handle_->next(kEnginePoll);
   if (!e) return true;
   completion_tokens_ += static_cast<int>(e->tokens.size());
   const chat::ReasoningSplit d = chat::stream_piece(reasoning_, e->text, e->finished);

@@ -21,6 +21,16 @@ class ApiError : public Error {
   std::string type, param, code;
 };
 
+// Whether a request body sets `key` (a null counts as unset, as OpenAI's API has it).
+inline bool has_field(const nlohmann::json& body, const char* key) {
+  return body.contains(key) && !body[key].is_null();
+}
+
+// A 400 naming the request field at fault.
+[[noreturn]] inline void bad_request(const std::string& param, const std::string& message) {
+  throw ApiError(400, message, "invalid_request_error", param);
+}
+
 // A response body as text; bytes that are not UTF-8 (a token cut mid-character) are replaced
 // instead of making the serializer throw.
 inline std::string body_text(const nlohmann::json& j) {

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "server/http_field.h"
+
 namespace ferrum::server {
 namespace {
 
@@ -15,26 +17,20 @@ bool same_bytes(std::string_view guess, std::string_view key) {
   return diff == 0;
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 }  // namespace
 
 bool key_matches(std::string_view value, std::string_view key) {
-  return same_bytes(trim(value), key);
+  return same_bytes(trim_ows(value), key);
 }
 
 bool bearer_matches(std::string_view header, std::string_view key) {
-  header = trim(header);
+  header = trim_ows(header);
   constexpr std::string_view kScheme = "bearer";
   if (header.size() <= kScheme.size() || strncasecmp(header.data(), kScheme.data(), kScheme.size()) != 0)
     return false;
   const char sep = header[kScheme.size()];
   if (sep != ' ' && sep != '\t') return false;
-  return same_bytes(trim(header.substr(kScheme.size())), key);
+  return same_bytes(trim_ows(header.substr(kScheme.size())), key);
 }
 
 }  // namespace ferrum::server

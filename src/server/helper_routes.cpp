@@ -11,21 +11,17 @@ namespace {
 
 using json = nlohmann::json;
 
-[[noreturn]] void bad(const std::string& param, const std::string& msg) {
-  throw ApiError(400, msg, "invalid_request_error", param);
-}
-
 bool flag(const json& b, const char* k, bool dflt) {
   if (!b.contains(k) || b[k].is_null()) return dflt;
-  if (!b[k].is_boolean()) bad(k, fmt::format("'{}' must be a boolean", k));
+  if (!b[k].is_boolean()) bad_request(k, fmt::format("'{}' must be a boolean", k));
   return b[k].get<bool>();
 }
 
 int32_t token_id(const json& v, const Tokenizer& tok, const char* param) {
-  if (!v.is_number_integer()) bad(param, fmt::format("'{}' must hold token ids (integers)", param));
+  if (!v.is_number_integer()) bad_request(param, fmt::format("'{}' must hold token ids (integers)", param));
   const int64_t id = v.get<int64_t>();
   if (id < 0 || id >= tok.n_vocab())
-    bad(param, fmt::format("token {} is outside the vocabulary [0, {})", id, tok.n_vocab()));
+    bad_request(param, fmt::format("token {} is outside the vocabulary [0, {})", id, tok.n_vocab()));
   return static_cast<int32_t>(id);
 }
 
@@ -40,7 +36,7 @@ json piece_json(const std::string& piece) {
 }  // namespace
 
 json tokenize_answer(const json& b, const Tokenizer& tok) {
-  if (!b.is_object()) bad("", "the request body must be a JSON object");
+  if (!b.is_object()) bad_request("", "the request body must be a JSON object");
   const bool add_special = flag(b, "add_special", false);
   const bool parse_special = flag(b, "parse_special", true);
   const bool with_pieces = flag(b, "with_pieces", false);
@@ -60,7 +56,7 @@ json tokenize_answer(const json& b, const Tokenizer& tok) {
         else
           ids.push_back(token_id(c[i], tok, "content"));
     } else {
-      bad("content", "'content' must be a string or an array of strings and token ids");
+      bad_request("content", "'content' must be a string or an array of strings and token ids");
     }
   }
   json tokens = json::array();
@@ -73,28 +69,28 @@ json tokenize_answer(const json& b, const Tokenizer& tok) {
 }
 
 json detokenize_answer(const json& b, const Tokenizer& tok) {
-  if (!b.is_object()) bad("", "the request body must be a JSON object");
+  if (!b.is_object()) bad_request("", "the request body must be a JSON object");
   std::vector<int32_t> ids;
   if (b.contains("tokens")) {
-    if (!b["tokens"].is_array()) bad("tokens", "'tokens' must be an array of token ids");
+    if (!b["tokens"].is_array()) bad_request("tokens", "'tokens' must be an array of token ids");
     for (const json& v : b["tokens"]) ids.push_back(token_id(v, tok, "tokens"));
   }
   return {{"content", tok.decode(ids)}};
 }
 
 json apply_template_answer(const json& b, const chat::ChatPrompt& prompt, bool special_tokens_in_messages) {
-  if (!b.is_object()) bad("", "the request body must be a JSON object");
-  if (!b.contains("messages")) bad("messages", "'messages' is required");
+  if (!b.is_object()) bad_request("", "the request body must be a JSON object");
+  if (!b.contains("messages")) bad_request("messages", "'messages' is required");
   const json kwargs = b.contains("chat_template_kwargs") ? b["chat_template_kwargs"] : json();
   if (!kwargs.is_null() && !kwargs.is_object())
-    bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    bad_request("chat_template_kwargs", "'chat_template_kwargs' must be an object");
   try {
     const chat::ToolRequest tools = chat::parse_tool_request(b);
     const chat::ToolPrompt tp =
         chat::tool_prompt(prompt.tool_style(), b["messages"], tools, prompt.system_role());
     return {{"prompt", prompt.render(tp.messages, tp.tools, kwargs, special_tokens_in_messages).text}};
   } catch (const chat::ChatError& e) {
-    bad(e.param, e.what());
+    bad_request(e.param, e.what());
   }
 }
 

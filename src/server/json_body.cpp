@@ -4,25 +4,15 @@
 #include <cctype>
 #include <string>
 
+#include "core/ascii.h"
 #include "server/api_error.h"
+#include "server/http_field.h"
 #include "server/http_server.h"
 
 namespace ferrum::server {
 namespace {
 
 struct TooDeep {};
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 // "line L, column C" of the byte at `pos` (0-based); columns count characters, not UTF-8 bytes.
 std::string where(std::string_view body, size_t pos) {
@@ -112,11 +102,11 @@ nlohmann::json parse_json_body(std::string_view body, int max_depth) {
 }
 
 void check_json_content_type(std::string_view content_type) {
-  const std::string_view type = trim(content_type.substr(0, content_type.find(';')));
+  const std::string_view type = trim_ows(content_type.substr(0, content_type.find(';')));
   if (type.empty()) return;  // no Content-Type: taken as JSON, as llama-server does
-  if (lower(type) != "application/json") {
+  if (ascii_lower(type) != "application/json") {
     const std::string hint =
-        lower(type) == "application/x-www-form-urlencoded"
+        ascii_lower(type) == "application/x-www-form-urlencoded"
             ? " (curl -d sends that type unless given -H 'Content-Type: application/json')"
             : "";
     throw ApiError(415,
@@ -129,11 +119,11 @@ void check_json_content_type(std::string_view content_type) {
   std::string_view params = content_type.substr(std::min(content_type.find(';'), content_type.size()));
   while (!params.empty()) {
     params.remove_prefix(1);  // ';'
-    const std::string_view param = trim(params.substr(0, params.find(';')));
+    const std::string_view param = trim_ows(params.substr(0, params.find(';')));
     params = params.substr(std::min(params.find(';'), params.size()));
     const size_t eq = param.find('=');
-    if (eq == std::string_view::npos || lower(trim(param.substr(0, eq))) != "charset") continue;
-    std::string charset = lower(trim(param.substr(eq + 1)));
+    if (eq == std::string_view::npos || ascii_lower(trim_ows(param.substr(0, eq))) != "charset") continue;
+    std::string charset = ascii_lower(trim_ows(param.substr(eq + 1)));
     if (charset.size() >= 2 && charset.front() == '"' && charset.back() == '"')
       charset = charset.substr(1, charset.size() - 2);
     if (charset != "utf-8" && charset != "utf8")

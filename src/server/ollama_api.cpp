@@ -3,6 +3,7 @@
 #include <ctime>
 
 #include "server/api_error.h"
+#include "server/stream_answer.h"
 #include "server/tool_answer.h"
 
 namespace ferrum::server {
@@ -11,17 +12,11 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-constexpr auto kPoll = std::chrono::milliseconds(100);
-
-[[noreturn]] void bad(const std::string& param, const std::string& message) {
-  throw ApiError(400, message, "invalid_request_error", param);
-}
-
 // options.* (Ollama's names) as the OpenAI body's sampling fields.
 void add_options(const json& b, json& out) {
   if (!b.contains("options") || b["options"].is_null()) return;
   const json& o = b["options"];
-  if (!o.is_object()) bad("options", "'options' must be an object");
+  if (!o.is_object()) bad_request("options", "'options' must be an object");
   static const std::pair<const char*, const char*> kNames[] = {{"temperature", "temperature"},
                                                                {"top_p", "top_p"},
                                                                {"top_k", "top_k"},
@@ -49,18 +44,18 @@ void add_format(const json& b, json& out) {
   else if (f.is_object())
     out["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "format"}, {"schema", f}}}};
   else
-    bad("format", "'format' must be \"json\" or a JSON schema object");
+    bad_request("format", "'format' must be \"json\" or a JSON schema object");
 }
 
 // Ollama's messages as OpenAI's: tool call arguments are objects there, JSON text here.
 json messages_of(const json& ms) {
-  if (!ms.is_array()) bad("messages", "'messages' must be a list");
+  if (!ms.is_array()) bad_request("messages", "'messages' must be a list");
   json out = json::array();
   for (size_t i = 0; i < ms.size(); ++i) {
     json m = ms[i];
-    if (!m.is_object()) bad(fmt::format("messages[{}]", i), "each message must be an object");
+    if (!m.is_object()) bad_request(fmt::format("messages[{}]", i), "each message must be an object");
     if (m.contains("images") && !m["images"].is_null() && !m["images"].empty())
-      bad(fmt::format("messages[{}].images", i), "images are not supported (text models only)");
+      bad_request(fmt::format("messages[{}].images", i), "images are not supported (text models only)");
     m.erase("images");
     m.erase("thinking");
     if (m.contains("tool_calls") && m["tool_calls"].is_array()) {
@@ -68,7 +63,8 @@ json messages_of(const json& ms) {
       for (size_t k = 0; k < m["tool_calls"].size(); ++k) {
         const json& c = m["tool_calls"][k];
         if (!c.is_object() || !c.contains("function") || !c["function"].is_object())
-          bad(fmt::format("messages[{}].tool_calls[{}]", i, k), "a tool call needs a 'function' object");
+          bad_request(fmt::format("messages[{}].tool_calls[{}]", i, k),
+                      "a tool call needs a 'function' object");
         const json& f = c["function"];
         const json args = f.contains("arguments") ? f["arguments"] : json::object();
         calls.push_back(
@@ -94,7 +90,7 @@ json openai_body_of_ollama(const json& b, bool chat, bool* completion) {
   if (!b.is_object()) throw ApiError(400, "the request body must be a JSON object");
   json out = json::object();
   if (b.contains("model")) {
-    if (!b["model"].is_string()) bad("model", "'model' must be a string");
+    if (!b["model"].is_string()) bad_request("model", "'model' must be a string");
     out["model"] = ollama_model_name(b["model"]);
   }
   out["stream"] =
@@ -107,20 +103,20 @@ json openai_body_of_ollama(const json& b, bool chat, bool* completion) {
   if (b.contains("think") && !b["think"].is_null()) {
     const json& t = b["think"];
     if (!t.is_boolean() && !(t.is_string() && (t == "low" || t == "medium" || t == "high")))
-      bad("think", "'think' must be true, false, \"low\", \"medium\" or \"high\"");
+      bad_request("think", "'think' must be true, false, \"low\", \"medium\" or \"high\"");
     out["chat_template_kwargs"] = {{"enable_thinking", !t.is_boolean() || t.get<bool>()}};
     if (t.is_string()) out["reasoning_effort"] = t;  // gpt-oss's reasoning level
   }
   *completion = false;
   if (chat) {
-    if (!b.contains("messages")) bad("messages", "'messages' is required");
+    if (!b.contains("messages")) bad_request("messages", "'messages' is required");
     out["messages"] = messages_of(b["messages"]);
     if (b.contains("tools") && !b["tools"].is_null()) out["tools"] = b["tools"];
     return out;
   }
-  if (!b.contains("prompt") || !b["prompt"].is_string()) bad("prompt", "'prompt' must be a string");
+  if (!b.contains("prompt") || !b["prompt"].is_string()) bad_request("prompt", "'prompt' must be a string");
   if (b.contains("images") && !b["images"].is_null() && !b["images"].empty())
-    bad("images", "images are not supported (text models only)");
+    bad_request("images", "images are not supported (text models only)");
   if (b.value("raw", false)) {  // the prompt as it is: a completion
     *completion = true;
     out["prompt"] = b["prompt"];
@@ -229,7 +225,7 @@ void OllamaStream::line(std::string& out, json j) const {
 
 bool OllamaStream::next(std::string& out) {
   if (finished_) return false;
-  auto e = handle_->next(kPoll);
+  auto e = handle_->next(kEnginePoll);
   if (!e) return true;
   if (!timing_.has_first && !e->tokens.empty()) {
     timing_.first_token = Clock::now();

@@ -3,13 +3,13 @@
 #include <chrono>
 
 #include "server/api_error.h"
+#include "server/stream_answer.h"
 #include "server/tool_answer.h"
 
 namespace ferrum::server {
 namespace {
 
 using json = nlohmann::json;
-constexpr auto kPoll = std::chrono::milliseconds(100);
 
 json token_bytes(const std::string& s) {
   json b = json::array();
@@ -150,7 +150,7 @@ bool SseAnswer::next(std::string& out) {
     chunk(out, json::array({c}), nullptr);
     return true;
   }
-  auto e = handle_->next(kPoll);
+  auto e = handle_->next(kEnginePoll);
   if (!e) return true;
   completion_tokens_ += static_cast<int>(e->tokens.size());
   if (reasoning_) reasoning_chunk(out, *e);

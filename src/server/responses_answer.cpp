@@ -3,13 +3,13 @@
 #include <random>
 
 #include "server/api_error.h"
+#include "server/stream_answer.h"
 #include "server/tool_answer.h"
 
 namespace ferrum::server {
 namespace {
 
 using json = nlohmann::json;
-constexpr auto kPoll = std::chrono::milliseconds(100);
 
 json reasoning_item(const std::string& id, const std::string& text) {
   return {{"type", "reasoning"},
@@ -232,7 +232,7 @@ bool ResponseStream::next(std::string& out) {
     event(out, "response.in_progress", {{"response", snapshot("in_progress")}});
     return true;
   }
-  auto e = handle_->next(kPoll);
+  auto e = handle_->next(kEnginePoll);
   if (!e) return true;
   completion_tokens_ += static_cast<int>(e->tokens.size());
   const chat::ReasoningSplit d = chat::stream_piece(reasoning_, e->text, e->finished);

@@ -30,7 +30,6 @@ namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
-constexpr auto kPoll = std::chrono::milliseconds(100);
 constexpr auto kProbeEvery = std::chrono::milliseconds(10);  // how often a waiting handler checks its client
 
 std::string error_type_for(int status) {
@@ -321,7 +320,7 @@ bool Server::collect(RequestHandle& handle, const ClientProbe& probe, Collected&
                      const std::shared_ptr<const LoraEntry>& lora, Clock::time_point* first_token) {
   auto checked = Clock::now();
   while (true) {
-    auto e = handle.next(kPoll);
+    auto e = handle.next(kEnginePoll);
     if (Clock::now() - checked >= kProbeEvery) {
       checked = Clock::now();
       if (probe.gone()) {

@@ -3,6 +3,7 @@
 // (the model's lease) is held until the transport lets go of the answer.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -10,6 +11,9 @@
 #include "server/lora_registry.h"
 
 namespace ferrum::server {
+
+// How long an answer waits for the engine's next event before it looks at its client again.
+inline constexpr std::chrono::milliseconds kEnginePoll{100};
 
 template <typename Stream>
 void stream_answer(HttpResponse& res, std::shared_ptr<Stream> s, std::shared_ptr<LoraCounters> counters,

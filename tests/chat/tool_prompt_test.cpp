@@ -11,7 +11,7 @@
 #include "chat/chat_prompt.h"
 #include "tokenizer/tokenizer_fixtures.h"
 
-namespace ferrum {
+namespace ferrum::tool_prompt_test {
 namespace {
 
 using json = nlohmann::json;
@@ -111,4 +111,4 @@ TEST(ToolPrompt, MalformedToolCallsNameTheField) {
 }
 
 }  // namespace
-}  // namespace ferrum
+}  // namespace ferrum::tool_prompt_test

@@ -14,7 +14,7 @@
 #include "grammar/matcher.h"
 #include "test_util.h"
 
-namespace ferrum::chat {
+namespace ferrum::chat::tools_test {
 namespace {
 
 using json = nlohmann::json;
@@ -310,4 +310,4 @@ TEST(ToolGrammar, UnsupportedSchemaNamesTheTool) {
 }
 
 }  // namespace
-}  // namespace ferrum::chat
+}  // namespace ferrum::chat::tools_test

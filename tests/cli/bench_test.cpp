@@ -16,17 +16,8 @@ namespace fs = std::filesystem;
 namespace ferrum::test {
 namespace {
 
-std::string bundled() {
-  return std::string(FERRUM_SOURCE_DIR) + "/models/stories260K.gguf";
-}
-
-std::string read_file(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
 TEST(Bench, JsonReportsPromptAndGenerationSpeeds) {
-  auto r = run_ferrum("bench '" + bundled() + "' -p 32 -n 16 -r 2 -t 1 --json");
+  auto r = run_ferrum("bench '" + bundled_model() + "' -p 32 -n 16 -r 2 -t 1 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["results"].size(), 2u);
@@ -57,7 +48,7 @@ TEST(Bench, JsonReportsPromptAndGenerationSpeeds) {
 
 TEST(Bench, BatchedDecodeAndRoofline) {
   auto r =
-      run_ferrum("bench '" + bundled() +
+      run_ferrum("bench '" + bundled_model() +
                  "' -p 0 -n 8 -r 1 -t 1 --batch 1,3 --bandwidth 10 --kv-layout paged --kv-type f16 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
@@ -80,7 +71,7 @@ TEST(Bench, BatchedDecodeAndRoofline) {
 TEST(Bench, KvTypeFromTheEnvironmentUnlessGiven) {
   setenv("FERRUM_KV_TYPE", "int8", 1);  // inherited by ferrum; CTest runs each test in its own process
   auto kv_of = [](const std::string& flags) {
-    auto r = run_ferrum("bench '" + bundled() + "' -p 0 -n 2 -r 1 -t 1 --json" + flags);
+    auto r = run_ferrum("bench '" + bundled_model() + "' -p 0 -n 2 -r 1 -t 1 --json" + flags);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.exit_code == 0 ? nlohmann::json::parse(r.out)["kv"] : nlohmann::json();
   };
@@ -94,7 +85,7 @@ TEST(Bench, KvTypeFromTheEnvironmentUnlessGiven) {
 // -d: every test again at each depth (tokens prefilled untimed, as llama-bench's -d); the cache
 // is sized for the deepest test, and batched rows compare with M=1 at their own depth.
 TEST(Bench, DepthRunsEveryTestAfterAnUntimedPrefill) {
-  auto r = run_ferrum("bench '" + bundled() + "' -p 16 -n 4 -r 1 -t 1 -d 0,40 --batch 2 --json");
+  auto r = run_ferrum("bench '" + bundled_model() + "' -p 16 -n 4 -r 1 -t 1 -d 0,40 --batch 2 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   std::vector<std::string> names;
@@ -107,36 +98,36 @@ TEST(Bench, DepthRunsEveryTestAfterAnUntimedPrefill) {
               j["results"][5]["avg_ts"].get<double>() / j["results"][4]["avg_ts"].get<double>(), 1e-9);
   EXPECT_EQ(j["kv"]["capacity"], 40 + 16);  // depth + the longest test
   // A depth the cache cannot hold is one clear error.
-  auto bad = run_ferrum("bench '" + bundled() + "' -p 16 -n 0 -r 1 -t 1 -d 64 --kv-capacity 32");
+  auto bad = run_ferrum("bench '" + bundled_model() + "' -p 16 -n 0 -r 1 -t 1 -d 64 --kv-capacity 32");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_EQ(bad.err.rfind("ferrum: error: ", 0), 0u) << bad.err;
-  auto neg = run_ferrum("bench '" + bundled() + "' -p 16 -n 0 -r 1 -d -5");
+  auto neg = run_ferrum("bench '" + bundled_model() + "' -p 16 -n 0 -r 1 -d -5");
   EXPECT_EQ(neg.exit_code, 1);
   EXPECT_NE(neg.err.find("--n-depth: expects a whole number from 0"), std::string::npos) << neg.err;
 }
 
 TEST(Bench, NoWarmupSkipsTheWarmUpRun) {
-  auto r = run_ferrum("bench '" + bundled() + "' -p 8 -n 2 -r 1 -t 1 -d 16 --no-warmup --json");
+  auto r = run_ferrum("bench '" + bundled_model() + "' -p 8 -n 2 -r 1 -t 1 -d 16 --no-warmup --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["setup"]["warmup"], false);
   EXPECT_EQ(j["results"].size(), 2u);
-  auto text = run_ferrum("bench '" + bundled() + "' -p 8 -n 0 -r 1 -t 1 --no-warmup");
+  auto text = run_ferrum("bench '" + bundled_model() + "' -p 8 -n 0 -r 1 -t 1 --no-warmup");
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("1 repetitions (no warm-up)"), std::string::npos) << text.out;
-  auto warm = run_ferrum("bench '" + bundled() + "' -p 8 -n 0 -r 1 -t 1 --json");
+  auto warm = run_ferrum("bench '" + bundled_model() + "' -p 8 -n 0 -r 1 -t 1 --json");
   EXPECT_EQ(nlohmann::json::parse(warm.out)["setup"]["warmup"], true);
 }
 
 TEST(Bench, BatchLargerThanTheDefaultPoolFits) {
   // 6 contiguous sequences: more than the default pool of 4 sequences' capacity.
-  auto r = run_ferrum("bench '" + bundled() + "' -p 0 -n 4 -r 1 -t 1 --batch 6 --json");
+  auto r = run_ferrum("bench '" + bundled_model() + "' -p 0 -n 4 -r 1 -t 1 --batch 6 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["results"][1]["test"], "tg4 x6");
 }
 
 TEST(Bench, MeasuresBandwidthAndPrintsATable) {
-  auto r = run_ferrum("bench '" + bundled() + "' -p 16 -n 4 -r 1 -t 1 --roofline");
+  auto r = run_ferrum("bench '" + bundled_model() + "' -p 16 -n 4 -r 1 -t 1 --roofline");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* s : {"| pp16 ", "| tg4 ", "isa ", "read bandwidth", "% of the roofline", "bytes/token"})
     EXPECT_NE(r.out.find(s), std::string::npos) << "missing '" << s << "' in:\n" << r.out;
@@ -144,7 +135,7 @@ TEST(Bench, MeasuresBandwidthAndPrintsATable) {
 
 TEST(Bench, BadFlagsAreCleanErrors) {
   for (const char* args : {" -p 0 -n 0", " -r 0", " --batch 0", " -p 8 -n 0 --batch 2"}) {
-    auto r = run_ferrum("bench '" + bundled() + "'" + args);
+    auto r = run_ferrum("bench '" + bundled_model() + "'" + args);
     EXPECT_EQ(r.exit_code, 1) << args << ": " << r.err;
     EXPECT_EQ(r.err.rfind("ferrum: error: ", 0), 0u) << r.err;
   }
@@ -159,8 +150,8 @@ TEST(MakeModel, RandomModelLoadsRunsAndIsReproducible) {
   ASSERT_EQ(run_ferrum("make-model '" + a + "' --shape tiny --seed 7 -t 2").exit_code, 0);
   ASSERT_EQ(run_ferrum("make-model '" + b + "' --shape tiny --seed 7 -t 1").exit_code, 0);
   ASSERT_EQ(run_ferrum("make-model '" + c + "' --shape tiny --seed 8").exit_code, 0);
-  EXPECT_EQ(read_file(a), read_file(b));  // independent of the thread count
-  EXPECT_NE(read_file(a), read_file(c));
+  EXPECT_EQ(read_text(a), read_text(b));  // independent of the thread count
+  EXPECT_NE(read_text(a), read_text(c));
 
   auto f = gguf::File::open(a);
   EXPECT_EQ(f->get_string("general.architecture"), "llama");
@@ -207,17 +198,17 @@ namespace {
 TEST(Bench, InfoAndBenchNameTheKernelTier) {
   {
     ScopedEnv isa("FERRUM_ISA", "scalar");
-    auto info = run_ferrum("info '" + bundled() + "' --json");
+    auto info = run_ferrum("info '" + bundled_model() + "' --json");
     ASSERT_EQ(info.exit_code, 0) << info.err;
     EXPECT_EQ(nlohmann::json::parse(info.out)["isa"], "scalar");
-    auto text = run_ferrum("info '" + bundled() + "'");
+    auto text = run_ferrum("info '" + bundled_model() + "'");
     EXPECT_NE(text.out.find("kernels: scalar"), std::string::npos) << text.out;
-    auto bench = run_ferrum("bench '" + bundled() + "' -p 4 -n 2 -r 1 -t 1 --no-warmup --json");
+    auto bench = run_ferrum("bench '" + bundled_model() + "' -p 4 -n 2 -r 1 -t 1 --no-warmup --json");
     ASSERT_EQ(bench.exit_code, 0) << bench.err;
     EXPECT_EQ(nlohmann::json::parse(bench.out)["setup"]["isa"], "scalar");
   }
   ScopedEnv bad("FERRUM_ISA", "sse9");
-  auto r = run_ferrum("info '" + bundled() + "'");
+  auto r = run_ferrum("info '" + bundled_model() + "'");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("ferrum: error: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("sse9"), std::string::npos) << r.err;
@@ -234,17 +225,17 @@ namespace {
 // --profile adds where each test's time went (per op kind and layer) after the table; FERRUM_PROFILE=1
 // makes `run` print it at the end.
 TEST(Bench, ProfileReportsOpsPerTest) {
-  auto r = run_ferrum("bench '" + bundled() + "' -p 8 -n 4 -r 1 -t 1 --no-warmup --profile");
+  auto r = run_ferrum("bench '" + bundled_model() + "' -p 8 -n 4 -r 1 -t 1 --no-warmup --profile");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("profile: pp8"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("profile: tg4 (4 forward passes"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("| matmul "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("| attention "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("per layer"), std::string::npos) << r.out;
-  auto plain = run_ferrum("bench '" + bundled() + "' -p 8 -n 0 -r 1 -t 1 --no-warmup");
+  auto plain = run_ferrum("bench '" + bundled_model() + "' -p 8 -n 0 -r 1 -t 1 --no-warmup");
   EXPECT_EQ(plain.out.find("profile:"), std::string::npos) << "no profile unless asked for";
   ScopedEnv on("FERRUM_PROFILE", "1");
-  auto run = run_ferrum("run '" + bundled() + "' --prompt 'Once' -n 4 --temperature 0");
+  auto run = run_ferrum("run '" + bundled_model() + "' --prompt 'Once' -n 4 --temperature 0");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_NE(run.err.find("profile: run"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("| sampling "), std::string::npos) << run.err;

@@ -15,15 +15,6 @@ namespace fs = std::filesystem;
 namespace ferrum::test {
 namespace {
 
-std::string read_file(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-std::string bundled() {
-  return std::string(FERRUM_SOURCE_DIR) + "/models/stories260K.gguf";
-}
-
 // A single line on stderr starting with "ferrum: error:", containing every needle.
 void expect_clean_error(const RunResult& r, std::initializer_list<std::string> needles) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
@@ -36,7 +27,7 @@ void expect_clean_error(const RunResult& r, std::initializer_list<std::string> n
 TEST(Cli, GreedyFromEmptyPromptReproducesLlama2cGolden) {
   auto r = run_ferrum("run --prompt '' --temperature 0 --max-tokens 200");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string golden = read_file(data_path("models/stories260K/golden_greedy_noprompt_200steps.txt"));
+  const std::string golden = read_text(data_path("models/stories260K/golden_greedy_noprompt_200steps.txt"));
   EXPECT_EQ(r.out, golden + "\n");
 }
 
@@ -44,7 +35,7 @@ TEST(Cli, GreedyFromEmptyPromptReproducesLlama2cGolden) {
 TEST(Cli, RunStopsBeforeAStopString) {
   auto r = run_ferrum("run --prompt '' --temperature 0 --max-tokens 200 --stop ' named' --stop 'zzz'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string golden = read_file(data_path("models/stories260K/golden_greedy_noprompt_200steps.txt"));
+  const std::string golden = read_text(data_path("models/stories260K/golden_greedy_noprompt_200steps.txt"));
   const size_t at = golden.find(" named");
   ASSERT_NE(at, std::string::npos);
   EXPECT_EQ(r.out, golden.substr(0, at) + "\n");
@@ -53,7 +44,7 @@ TEST(Cli, RunStopsBeforeAStopString) {
 // Speculative decoding changes speed, never the greedy text: llama2.c's golden story with prompt
 // lookup and with a draft model (the llama2.c checkpoint of the same weights).
 TEST(Cli, RunSpeculativeGivesTheGoldenStory) {
-  const std::string golden = read_file(data_path("models/stories260K/golden_greedy_noprompt_200steps.txt"));
+  const std::string golden = read_text(data_path("models/stories260K/golden_greedy_noprompt_200steps.txt"));
   const std::string ckpt = data_path("models/stories260K/stories260K.bin");
   for (const std::string& flags :
        std::vector<std::string>{"--spec-ngram", "--spec-ngram --draft-max 8 --draft-fixed",
@@ -98,10 +89,11 @@ TEST(Cli, LlamaCheckpointRunsLikeItsGgufConversion) {
 // The reference is llama.cpp's with an F32 KV cache (tests/data/README.md), hence --kv-type f32.
 TEST(Cli, EvalWritesTopkJsonMatchingReference) {
   const std::string dir = temp_dir();
-  auto r = run_ferrum("eval '" + bundled() + "' --prompt 'Once upon a time, there was' --top-k 8 --out " +
-                      dir + "/out.json --logits-npy " + dir + "/out.npy --kv-type f32");
+  auto r =
+      run_ferrum("eval '" + bundled_model() + "' --prompt 'Once upon a time, there was' --top-k 8 --out " +
+                 dir + "/out.json --logits-npy " + dir + "/out.npy --kv-type f32");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto j = nlohmann::json::parse(read_file(dir + "/out.json"));
+  auto j = nlohmann::json::parse(read_text(dir + "/out.json"));
   EXPECT_EQ(j["tokens"], nlohmann::json({1, 403, 407, 261, 378, 432, 383, 286}));
   EXPECT_EQ(j["k"], 8);
   auto ref = load_npy(data_path("models/stories260K/logits/p2.npy"));
@@ -138,14 +130,14 @@ TEST_F(BadInput, ServeChatTemplateFile) {
 }
 
 TEST_F(BadInput, WrongMagic) {
-  std::string data = read_file(bundled());
+  std::string data = read_text(bundled_model());
   data[0] = 'X';
   std::ofstream(path("m.gguf"), std::ios::binary) << data;
   expect_clean_error(run_ferrum("info '" + path("m.gguf") + "'"), {path("m.gguf"), "magic"});
 }
 
 TEST_F(BadInput, TruncatedGguf) {
-  const std::string data = read_file(bundled());
+  const std::string data = read_text(bundled_model());
   for (size_t cut : {size_t(10), size_t(100), size_t(5000), data.size() / 2, data.size() - 1}) {
     std::ofstream(path("t.gguf"), std::ios::binary) << data.substr(0, cut);
     auto r = run_ferrum("run '" + path("t.gguf") + "' --prompt hi --max-tokens 1");
@@ -154,7 +146,7 @@ TEST_F(BadInput, TruncatedGguf) {
 }
 
 TEST_F(BadInput, UnknownArchitectureAndMissingTensor) {
-  auto src = gguf::File::open(bundled());
+  auto src = gguf::File::open(bundled_model());
   {
     gguf::Writer w;
     w.copy_metadata_from(*src);
@@ -176,7 +168,7 @@ TEST_F(BadInput, UnknownArchitectureAndMissingTensor) {
 }
 
 TEST_F(BadInput, TensorShapeDoesNotMatchModel) {
-  auto src = gguf::File::open(bundled());
+  auto src = gguf::File::open(bundled_model());
   gguf::Writer w;
   w.copy_metadata_from(*src);
   for (const auto& t : src->tensors()) {

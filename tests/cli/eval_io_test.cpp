@@ -26,10 +26,6 @@ std::string slurp(const std::string& p) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
-std::string bundled() {
-  return std::string(FERRUM_SOURCE_DIR) + "/models/stories260K.gguf";
-}
-
 std::string join(const std::vector<int32_t>& ids) {
   std::string s;
   for (int32_t id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
@@ -50,7 +46,8 @@ TEST_F(EvalIo, EmbeddingRowsGiveTheSameOutputAsTheIdsBitwise) {
     std::string model;
     int n;
   };
-  for (const Case& c : {Case{bundled(), 300}, Case{data_path("models/qwen3/gguf/qwen3-Q8_0.gguf"), 24}}) {
+  for (const Case& c :
+       {Case{bundled_model(), 300}, Case{data_path("models/qwen3/gguf/qwen3-Q8_0.gguf"), 24}}) {
     SCOPED_TRACE(c.model);
     ModelOptions o;
     o.n_threads = 2;
@@ -87,7 +84,7 @@ TEST_F(EvalIo, EmbeddingRowsGiveTheSameOutputAsTheIdsBitwise) {
 // Hidden states (after the final norm) times the output matrix, in float64, are the logits of
 // the exact path up to summation order: |diff| <= 1e-4 x max(1, |logit|).
 TEST_F(EvalIo, HiddenStatesTimesTheHeadAreTheLogits) {
-  auto r = run_ferrum("eval '" + bundled() +
+  auto r = run_ferrum("eval '" + bundled_model() +
                       "' --precision exact -t 2 --prompt 'Once upon a time, there was' --out " +
                       path("o.json") + " --logits-npy " + path("l.npy") + " --hidden-out " + path("h.npy"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -95,7 +92,7 @@ TEST_F(EvalIo, HiddenStatesTimesTheHeadAreTheLogits) {
   ASSERT_EQ(h.shape.size(), 2u);
   const int64_t n = h.shape[0], d = h.shape[1], V = l.shape[1];
   ASSERT_EQ(l.shape[0], n);
-  const std::vector<double> want = times_lm_head(bundled(), h.data.data(), n, d);
+  const std::vector<double> want = times_lm_head(bundled_model(), h.data.data(), n, d);
   double worst = 0;
   for (int64_t i = 0; i < n * V; ++i)
     worst = std::max(worst, std::fabs(want[i] - l.data[i]) / std::max(1.0, std::fabs(want[i])));
@@ -120,18 +117,19 @@ TEST_F(EvalIo, BadRowFilesAreOneClearError) {
   };
   for (const Bad& b : cases) {
     std::ofstream(path("bad.npy"), std::ios::binary) << b.bytes;
-    auto r =
-        run_ferrum("eval '" + bundled() + "' --embeds-in " + path("bad.npy") + " --out " + path("o.json"));
+    auto r = run_ferrum("eval '" + bundled_model() + "' --embeds-in " + path("bad.npy") + " --out " +
+                        path("o.json"));
     EXPECT_EQ(r.exit_code, 1) << r.err;
     EXPECT_EQ(r.err.rfind("ferrum: error: " + path("bad.npy") + ": ", 0), 0u) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_NE(r.err.find(b.needle), std::string::npos) << "missing '" << b.needle << "' in: " << r.err;
   }
-  auto r = run_ferrum("eval '" + bundled() + "' --tokens 1,2 --embeds-in " + path("bad.npy") + " --out " +
-                      path("o.json"));
+  auto r = run_ferrum("eval '" + bundled_model() + "' --tokens 1,2 --embeds-in " + path("bad.npy") +
+                      " --out " + path("o.json"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("exactly one of --prompt, --tokens and --embeds-in"), std::string::npos) << r.err;
-  r = run_ferrum("eval '" + bundled() + "' --embeds-in " + path("missing.npy") + " --out " + path("o.json"));
+  r = run_ferrum("eval '" + bundled_model() + "' --embeds-in " + path("missing.npy") + " --out " +
+                 path("o.json"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find(path("missing.npy")), std::string::npos) << r.err;
 }
@@ -139,14 +137,15 @@ TEST_F(EvalIo, BadRowFilesAreOneClearError) {
 TEST(EmbedCli, DecoderVectorsAreThePooledHiddenStates) {
   ModelOptions o;
   o.n_threads = 2;
-  LoadedModel lm = load_model(bundled(), o);
+  LoadedModel lm = load_model(bundled_model(), o);
   const std::vector<std::string> texts = {"Once upon a time", "a red ball"};
   std::vector<std::vector<int32_t>> batch;
   for (const auto& t : texts) batch.push_back(lm.tokenizer->encode(t, true, false));
   for (const char* pooling : {"last", "mean"}) {
     for (bool raw : {false, true}) {
-      auto r = run_ferrum("embed '" + bundled() + "' 'Once upon a time' 'a red ball' -t 2 --json --pooling " +
-                          pooling + (raw ? " --raw" : ""));
+      auto r = run_ferrum("embed '" + bundled_model() +
+                          "' 'Once upon a time' 'a red ball' -t 2 --json --pooling " + pooling +
+                          (raw ? " --raw" : ""));
       ASSERT_EQ(r.exit_code, 0) << r.err;
       auto j = nlohmann::json::parse(r.out);
       EXPECT_EQ(j["pooling"], pooling);
@@ -162,10 +161,10 @@ TEST(EmbedCli, DecoderVectorsAreThePooledHiddenStates) {
       }
     }
   }
-  auto r = run_ferrum("embed '" + bundled() + "' x --pooling cls");
+  auto r = run_ferrum("embed '" + bundled_model() + "' x --pooling cls");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("a decoder has no CLS token"), std::string::npos) << r.err;
-  r = run_ferrum("serve '" + bundled() + "' --pooling cls --port 0");
+  r = run_ferrum("serve '" + bundled_model() + "' --pooling cls --port 0");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("a decoder has no CLS token"), std::string::npos) << r.err;
 }

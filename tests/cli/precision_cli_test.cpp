@@ -11,14 +11,10 @@
 namespace ferrum::test {
 namespace {
 
-std::string bundled() {
-  return std::string(FERRUM_SOURCE_DIR) + "/models/stories260K.gguf";
-}
-
 std::vector<float> eval_logits(const std::string& precision) {
   const std::string dir = temp_dir();
-  auto r = run_ferrum("eval '" + bundled() + "' --prompt 'Once upon a time' -t 2 --precision " + precision +
-                      " --out '" + dir + "/topk.json' --logits-npy '" + dir + "/l.npy'");
+  auto r = run_ferrum("eval '" + bundled_model() + "' --prompt 'Once upon a time' -t 2 --precision " +
+                      precision + " --out '" + dir + "/topk.json' --logits-npy '" + dir + "/l.npy'");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return r.exit_code == 0 ? load_npy(dir + "/l.npy").data : std::vector<float>{};
 }
@@ -34,16 +30,17 @@ TEST(PrecisionCli, EvalBf16GivesRoundedWeightsLogits) {
 }
 
 TEST(PrecisionCli, RunBenchAndEmbedAcceptBf16) {
-  auto run = run_ferrum("run '" + bundled() + "' --prompt 'Once' -n 8 --temperature 0 -t 1 --precision bf16");
+  auto run =
+      run_ferrum("run '" + bundled_model() + "' --prompt 'Once' -n 8 --temperature 0 -t 1 --precision bf16");
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_FALSE(run.out.empty());
-  auto bench = run_ferrum("bench '" + bundled() + "' -p 8 -n 2 -r 1 -t 1 --json --precision bf16");
+  auto bench = run_ferrum("bench '" + bundled_model() + "' -p 8 -n 2 -r 1 -t 1 --json --precision bf16");
   ASSERT_EQ(bench.exit_code, 0) << bench.err;
   EXPECT_EQ(nlohmann::json::parse(bench.out)["setup"]["precision"], "bf16");
-  auto text = run_ferrum("bench '" + bundled() + "' -p 8 -n 0 -r 1 -t 1 --precision bf16");
+  auto text = run_ferrum("bench '" + bundled_model() + "' -p 8 -n 0 -r 1 -t 1 --precision bf16");
   EXPECT_NE(text.out.find("precision bf16"), std::string::npos) << text.out;
   auto embed = [](const std::string& p) {
-    auto r = run_ferrum("embed '" + bundled() + "' 'a short text' --json -t 1 --precision " + p);
+    auto r = run_ferrum("embed '" + bundled_model() + "' 'a short text' --json -t 1 --precision " + p);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.exit_code == 0
                ? nlohmann::json::parse(r.out)["embeddings"][0]["embedding"].get<std::vector<float>>()
@@ -56,7 +53,8 @@ TEST(PrecisionCli, RunBenchAndEmbedAcceptBf16) {
 
 TEST(PrecisionCli, BadValueIsRefused) {
   for (const std::string cmd : {"run", "bench", "embed"}) {
-    auto r = run_ferrum(cmd + " '" + bundled() + "'" + (cmd == "embed" ? " x" : "") + " --precision fp8");
+    auto r =
+        run_ferrum(cmd + " '" + bundled_model() + "'" + (cmd == "embed" ? " x" : "") + " --precision fp8");
     EXPECT_NE(r.exit_code, 0) << cmd;
     EXPECT_NE(r.err.find("--precision"), std::string::npos) << cmd << ": " << r.err;
     EXPECT_NE(r.err.find("bf16"), std::string::npos) << cmd << ": " << r.err;

@@ -14,10 +14,6 @@ namespace fs = std::filesystem;
 namespace ferrum::test {
 namespace {
 
-std::string bundled() {
-  return std::string(FERRUM_SOURCE_DIR) + "/models/stories260K.gguf";
-}
-
 // `ferrum ARGS < file holding stdin_text`.
 RunResult run_with_stdin(const std::string& args, const std::string& stdin_text) {
   const std::string dir = temp_dir();
@@ -43,10 +39,11 @@ TEST(RunCli, PromptFromFileStdinOrAfterTheModelEqualsDashP) {
   const std::string dir = temp_dir();
   std::ofstream(dir + "/prompt.txt") << "The dog ran\n";
   EXPECT_EQ(run_ferrum("run -f '" + dir + "/prompt.txt'" + flags).out, p.out);
-  EXPECT_EQ(run_ferrum("run -m '" + bundled() + "' --file '" + dir + "/prompt.txt'" + flags).out, p.out);
+  EXPECT_EQ(run_ferrum("run -m '" + bundled_model() + "' --file '" + dir + "/prompt.txt'" + flags).out,
+            p.out);
   fs::remove_all(dir);
   EXPECT_EQ(run_with_stdin("run" + flags, "The dog ran\n").out, p.out);
-  EXPECT_EQ(run_ferrum("run '" + bundled() + "' 'The dog ran'" + flags).out, p.out);
+  EXPECT_EQ(run_ferrum("run '" + bundled_model() + "' 'The dog ran'" + flags).out, p.out);
   // Given twice is refused; a prompt in the model's place is explained.
   auto r = run_ferrum("run -p a 'b'");
   EXPECT_EQ(r.exit_code, 1);

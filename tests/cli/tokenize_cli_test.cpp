@@ -12,14 +12,13 @@
 namespace ferrum::test {
 namespace {
 
-std::string bundled() { return std::string(FERRUM_SOURCE_DIR) + "/models/stories260K.gguf"; }
 std::string qwen3() { return unxz("models/qwen3/gguf/qwen3-Q8_0.gguf"); }
 
 TEST(CliTokenizer, TokenizeMatchesReferenceIds) {
-  auto r = run_ferrum("tokenize '" + bundled() + "' 'Once upon a time, there was' --ids-only");
+  auto r = run_ferrum("tokenize '" + bundled_model() + "' 'Once upon a time, there was' --ids-only");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "1 403 407 261 378 432 383 286\n");
-  auto pieces = run_ferrum("tokenize '" + bundled() + "' 'Once upon'");
+  auto pieces = run_ferrum("tokenize '" + bundled_model() + "' 'Once upon'");
   EXPECT_NE(pieces.out.find("403 \" Once\""), std::string::npos) << pieces.out;
 }
 
@@ -32,10 +31,10 @@ TEST(CliTokenizer, SpecialTokensParsedUnlessNoSpecial) {
 }
 
 TEST(CliTokenizer, DetokenizeRoundTripsAndRejectsBadIds) {
-  auto r = run_ferrum("detokenize '" + bundled() + "' '1,403,407,261,378' --skip-special");
+  auto r = run_ferrum("detokenize '" + bundled_model() + "' '1,403,407,261,378' --skip-special");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "Once upon a time\n");
-  auto bad = run_ferrum("detokenize '" + bundled() + "' '1,99999'");
+  auto bad = run_ferrum("detokenize '" + bundled_model() + "' '1,99999'");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("99999"), std::string::npos) << bad.err;
 }
@@ -43,7 +42,7 @@ TEST(CliTokenizer, DetokenizeRoundTripsAndRejectsBadIds) {
 // `tokenize --ids-only` prints what detokenize and eval --tokens read, quoted as one argument or
 // unquoted as several, and commas and/or spaces are accepted as separators.
 TEST(CliTokenizer, IdsOnlyOutputRoundTripsThroughDetokenizeAndEval) {
-  const std::string m = "'" + bundled() + "'";
+  const std::string m = "'" + bundled_model() + "'";
   auto tok = run_ferrum("tokenize " + m + " 'Once upon a time' --ids-only");
   ASSERT_EQ(tok.exit_code, 0) << tok.err;
   ASSERT_EQ(tok.out.back(), '\n');
@@ -79,7 +78,7 @@ TEST(CliTokenizer, IdsOnlyOutputRoundTripsThroughDetokenizeAndEval) {
 // A bad item is one `ferrum: error:` line naming the argument and the item, exit 1; a number too
 // long to be an id is shortened, not echoed whole.
 TEST(CliTokenizer, BadTokenIdsAreOneErrorLine) {
-  const std::string m = "'" + bundled() + "'", dir = temp_dir(), out = " --out " + dir + "/e.json";
+  const std::string m = "'" + bundled_model() + "'", dir = temp_dir(), out = " --out " + dir + "/e.json";
   const struct {
     std::string args, needle;
   } cases[] = {
@@ -122,7 +121,7 @@ TEST(CliTokenizer, TemplateRendersChatML) {
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("bad.jinja:1:"), std::string::npos) << bad.err;  // file:line:column
   // A model without a template shows the server's fallback (template_cli_test.cpp).
-  auto none = run_ferrum("template '" + bundled() + "' --messages " + dir + "/m.json");
+  auto none = run_ferrum("template '" + bundled_model() + "' --messages " + dir + "/m.json");
   EXPECT_EQ(none.exit_code, 0);
   EXPECT_NE(none.err.find("no chat template"), std::string::npos) << none.err;
   std::filesystem::remove_all(dir);

@@ -14,7 +14,7 @@
 #include "models/registry.h"
 #include "test_util.h"
 
-namespace ferrum::test {
+namespace ferrum::test::lora_ranks_test {
 namespace {
 
 ModelOptions exact() {
@@ -105,4 +105,4 @@ TEST(LoraOverRanks, TensorParallelRanksGiveTheOneProcessLogits) {
 }
 
 }  // namespace
-}  // namespace ferrum::test
+}  // namespace ferrum::test::lora_ranks_test

@@ -24,7 +24,7 @@
 #include "models/registry.h"
 #include "test_util.h"
 
-namespace ferrum::test {
+namespace ferrum::test::pipeline_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -225,4 +225,4 @@ TEST(PipelineSplit, BalancedByWeightBytes) {
 }
 
 }  // namespace
-}  // namespace ferrum::test
+}  // namespace ferrum::test::pipeline_test

@@ -21,7 +21,7 @@
 #include "models/tensor_parallel.h"
 #include "test_util.h"
 
-namespace ferrum::test {
+namespace ferrum::test::tensor_parallel_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -136,9 +136,9 @@ INSTANTIATE_TEST_SUITE_P(Models, TensorParallel,
                                            "smollm3", "mistral", "gpt-oss"));
 
 }  // namespace
-}  // namespace ferrum::test
+}  // namespace ferrum::test::tensor_parallel_test
 
-namespace ferrum::test {
+namespace ferrum::test::tensor_parallel_test {
 namespace {
 
 // Four ranks on a model with two key/value heads: pairs of ranks share one (each holds a copy).
@@ -204,4 +204,4 @@ TEST(TensorParallelErrors, WhatCannotBeSplitIsNamed) {
 }
 
 }  // namespace
-}  // namespace ferrum::test
+}  // namespace ferrum::test::tensor_parallel_test

@@ -15,7 +15,7 @@
 #include "loading/loader.h"
 #include "test_util.h"
 
-namespace ferrum {
+namespace ferrum::engine_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -524,4 +524,4 @@ TEST(Scheduler, ClientThreadsSubmitCancelAndShutdownConcurrently) {
 }
 
 }  // namespace
-}  // namespace ferrum
+}  // namespace ferrum::engine_test

@@ -21,7 +21,7 @@
 #include "models/quantize.h"
 #include "test_util.h"
 
-namespace ferrum {
+namespace ferrum::speculative_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -498,4 +498,4 @@ TEST(DraftModel, AnotherVocabularyIsRefusedNamingTheDifference) {
 }
 
 }  // namespace
-}  // namespace ferrum
+}  // namespace ferrum::speculative_test

@@ -14,7 +14,7 @@
 #include "formats_test_util.h"
 #include "test_util.h"
 
-namespace ferrum {
+namespace ferrum::convert_hf_test {
 namespace {
 namespace fs = std::filesystem;
 using test::error_of;
@@ -432,9 +432,9 @@ TEST(ConvertHf, TokenizerJsonFieldsOfTheWrongTypeAreNamed) {
 }
 
 }  // namespace
-}  // namespace ferrum
+}  // namespace ferrum::convert_hf_test
 
-namespace ferrum {
+namespace ferrum::convert_hf_test {
 namespace {
 
 TEST(ConvertHf, BertLayoutVocabAndPooling) {
@@ -526,4 +526,4 @@ TEST(ConvertHf, BertLayoutVocabAndPooling) {
 }
 
 }  // namespace
-}  // namespace ferrum
+}  // namespace ferrum::convert_hf_test

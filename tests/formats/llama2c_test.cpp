@@ -16,7 +16,7 @@
 #include "formats_test_util.h"
 #include "test_util.h"
 
-namespace ferrum {
+namespace ferrum::llama2c_test {
 namespace {
 
 const std::string kBin = "formats/stories260K/stories260K.bin";
@@ -151,4 +151,4 @@ TEST(Llama2c, BadInputs) {
 }
 
 }  // namespace
-}  // namespace ferrum
+}  // namespace ferrum::llama2c_test

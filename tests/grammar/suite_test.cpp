@@ -19,7 +19,7 @@
 #include "loading/loader.h"
 #include "test_util.h"
 
-namespace ferrum::grammar {
+namespace ferrum::grammar::suite_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -112,4 +112,4 @@ TEST(GrammarSuite, SampledOutputsCompleteTheirGrammar) {
 }
 
 }  // namespace
-}  // namespace ferrum::grammar
+}  // namespace ferrum::grammar::suite_test

@@ -17,7 +17,7 @@
 #include "loading/loader.h"
 #include "test_util.h"
 
-namespace ferrum::grammar {
+namespace ferrum::grammar::token_mask_test {
 namespace {
 
 std::string read(const std::string& path) {
@@ -191,9 +191,9 @@ TEST(TokenMask, RequestOutputKeepsEosUntilTheGrammarMayEndAndReportsLength) {
 }
 
 }  // namespace
-}  // namespace ferrum::grammar
+}  // namespace ferrum::grammar::token_mask_test
 
-namespace ferrum::grammar {
+namespace ferrum::grammar::token_mask_test {
 namespace {
 
 // Every sampler setting applies after the mask: with random logits, penalties, top-k/p, min-p
@@ -242,4 +242,4 @@ TEST(TokenMask, EverySamplerSettingStaysInsideTheGrammar) {
 }
 
 }  // namespace
-}  // namespace ferrum::grammar
+}  // namespace ferrum::grammar::token_mask_test

@@ -24,10 +24,7 @@
 namespace ferrum::kernels {
 namespace {
 
-struct IsaGuard {
-  std::string saved = active_isa();
-  ~IsaGuard() { force_isa(saved.c_str()); }
-};
+using test::IsaGuard;
 
 // Uniform in [-amp, amp] (cheaper than test::gaussian for the long caches here).
 std::vector<float> random_values(size_t n, uint32_t seed, float amp = 1.7f) {

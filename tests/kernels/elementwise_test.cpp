@@ -16,10 +16,7 @@
 namespace ferrum::kernels {
 namespace {
 
-struct IsaGuard {
-  std::string saved = active_isa();
-  ~IsaGuard() { force_isa(saved.c_str()); }
-};
+using test::IsaGuard;
 
 TEST(Elementwise, SoftmaxMatchesFloat64OnEveryIsa) {
   IsaGuard guard;

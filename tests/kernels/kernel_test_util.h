@@ -14,9 +14,16 @@
 #include "core/quant.h"
 #include "core/quant_iq.h"
 #include "core/tensor.h"
+#include "kernels/cpu/matmul.h"
 #include "test_util.h"
 
 namespace ferrum::test {
+
+// Puts back the kernel tier active when it was made (for tests that force one tier after another).
+struct IsaGuard {
+  std::string saved = kernels::active_isa();
+  ~IsaGuard() { kernels::force_isa(saved.c_str()); }
+};
 
 inline std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

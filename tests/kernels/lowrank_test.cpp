@@ -17,10 +17,7 @@
 namespace ferrum::kernels {
 namespace {
 
-struct IsaGuard {
-  std::string saved = active_isa();
-  ~IsaGuard() { force_isa(saved.c_str()); }
-};
+using test::IsaGuard;
 
 TensorView matrix(DType t, int64_t out, int64_t r, std::vector<uint8_t>& buf) {
   const auto v = test::gaussian(static_cast<size_t>(out * r), static_cast<uint32_t>(out + r));

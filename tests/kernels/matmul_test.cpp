@@ -26,10 +26,7 @@ const DType kTypes[] = {DType::F32,     DType::F16,    DType::BF16,  DType::Q4_0
                         DType::IQ1_S,   DType::IQ1_M,  DType::MXFP4, DType::Q4_Z};
 
 // Restores the ISA that was active when the test started.
-struct IsaGuard {
-  std::string saved = active_isa();
-  ~IsaGuard() { force_isa(saved.c_str()); }
-};
+using test::IsaGuard;
 
 int64_t cols_for(DType t, bool odd) {
   if (dtype_info(t).block_size == 256) return odd ? 768 : 512;

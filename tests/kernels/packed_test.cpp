@@ -19,7 +19,7 @@
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/matmul.h"
 
-namespace ferrum::kernels {
+namespace ferrum::kernels::packed_test {
 namespace {
 
 // Shapes exercise full tiles and tails: 96 columns = 3 blocks (a lone last tile), 4864 = 152
@@ -257,4 +257,4 @@ TEST_F(PackedProduct, OtherIsaFallsBackToTheFileRows) {
 }
 
 }  // namespace
-}  // namespace ferrum::kernels
+}  // namespace ferrum::kernels::packed_test

@@ -22,7 +22,7 @@ using quant_iq::Kind;
 constexpr Kind kKinds[] = {Kind::IQ2_XXS, Kind::IQ2_XS, Kind::IQ2_S};
 
 // Random positive importance, spread over about two decades as real ones are.
-std::vector<float> spread_importance(int64_t cols, uint32_t seed) {
+std::vector<float> wide_importance(int64_t cols, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(0.1f, 1.5f);
   std::vector<float> w(cols);
@@ -59,7 +59,7 @@ TEST(QuantizeIq2, AsGoodAsLlamaCpp) {
 TEST(QuantizeIq2, GaussianErrorBounds) {
   constexpr int64_t cols = 512;
   const auto x = test::gaussian(64 * cols, 11);
-  const auto w = spread_importance(cols, 5);
+  const auto w = wide_importance(cols, 5);
   const double bounds[] = {0.292, 0.257, 0.227};
   for (int i = 0; i < 3; ++i) {
     const auto y = test::round_trip_rows(test::iq_dtype(kKinds[i]), x, cols, w.data());
@@ -83,7 +83,7 @@ TEST(QuantizeIq2, ZeroSuperBlocksStayZero) {
   std::vector<float> x(512, 0.0f);
   const auto g = test::gaussian(256, 3);
   std::copy(g.begin(), g.end(), x.begin() + 256);
-  const auto w = spread_importance(512, 9);
+  const auto w = wide_importance(512, 9);
   for (Kind k : kKinds) {
     const auto q = test::quantize_rows(test::iq_dtype(k), x, 512, w.data());
     const size_t bb = quant_iq::block_bytes(k);

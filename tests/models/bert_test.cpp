@@ -13,7 +13,7 @@
 #include "ferrum/error.h"
 #include "model_test_util.h"
 
-namespace ferrum::test {
+namespace ferrum::test::bert_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -269,9 +269,9 @@ TEST(Bert, BadInput) {
 }
 
 }  // namespace
-}  // namespace ferrum::test
+}  // namespace ferrum::test::bert_test
 
-namespace ferrum::test {
+namespace ferrum::test::bert_test {
 namespace {
 
 TEST(Bert, InfoPathAndDefaults) {
@@ -291,4 +291,4 @@ TEST(Bert, InfoPathAndDefaults) {
 }
 
 }  // namespace
-}  // namespace ferrum::test
+}  // namespace ferrum::test::bert_test

@@ -21,7 +21,7 @@
 #include "models/quantize.h"
 #include "test_util.h"
 
-namespace ferrum::test {
+namespace ferrum::test::bf16_precision_test {
 namespace {
 
 std::string stories_f32() {
@@ -158,4 +158,4 @@ TEST(Bf16Precision, DistanceFromExactF32LogitsIsTheBf16Rounding) {
 }
 
 }  // namespace
-}  // namespace ferrum::test
+}  // namespace ferrum::test::bf16_precision_test

@@ -12,7 +12,7 @@
 #include "lm_head_reference.h"
 #include "model_test_util.h"
 
-namespace ferrum::test {
+namespace ferrum::test::forward_batch_test {
 namespace {
 
 std::unique_ptr<Model> open_stage(const std::string& path, int begin, int end, bool lm_head = true,
@@ -257,4 +257,4 @@ TEST_F(ForwardBatchErrors, RowsInputIsNotPrefixCached) {
 }
 
 }  // namespace
-}  // namespace ferrum::test
+}  // namespace ferrum::test::forward_batch_test

@@ -17,7 +17,7 @@
 #include "models/moe.h"
 #include "test_util.h"
 
-namespace ferrum::test {
+namespace ferrum::test::gpt_oss_test {
 namespace {
 
 constexpr const char* kFamily = "gpt-oss";
@@ -172,4 +172,4 @@ TEST(GptOss, MisshapenExpertBlocksAreNamed) {
 }
 
 }  // namespace
-}  // namespace ferrum::test
+}  // namespace ferrum::test::gpt_oss_test

@@ -16,7 +16,7 @@
 #include "model_test_util.h"
 #include "test_util.h"
 
-namespace ferrum::test {
+namespace ferrum::test::gptq_test {
 namespace {
 
 struct Variant {
@@ -162,4 +162,4 @@ TEST(Gptq, ConvertRequantizesActOrderWhenAllowed) {
 }
 
 }  // namespace
-}  // namespace ferrum::test
+}  // namespace ferrum::test::gptq_test

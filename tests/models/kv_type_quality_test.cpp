@@ -10,7 +10,7 @@
 #include "ferrum/sampler.h"
 #include "model_test_util.h"
 
-namespace ferrum::test {
+namespace ferrum::test::kv_type_quality_test {
 namespace {
 
 // The default (f16) against f32, max |logit difference|: on the random-weight fixtures the F16
@@ -120,4 +120,4 @@ TEST(KvTypesDeep, DefaultMatchesF32AtDepth) {
 }
 
 }  // namespace
-}  // namespace ferrum::test
+}  // namespace ferrum::test::kv_type_quality_test

@@ -18,7 +18,7 @@
 
 namespace fs = std::filesystem;
 
-namespace ferrum::test {
+namespace ferrum::test::lora_test {
 namespace {
 
 constexpr int64_t kTokens = 16;  // the references cover p3's first 16 tokens
@@ -422,4 +422,4 @@ TEST(LoraSpec, ParsesPathAndScale) {
 }
 
 }  // namespace
-}  // namespace ferrum::test
+}  // namespace ferrum::test::lora_test

@@ -19,7 +19,7 @@
 #include "model_test_util.h"
 #include "models/moe.h"
 
-namespace ferrum::test {
+namespace ferrum::test::moe_golden_test {
 namespace {
 
 constexpr double kMargin = 0.01;
@@ -393,4 +393,4 @@ TEST(MoeBadInput, MissingExpertTensorIsNamed) {
 }
 
 }  // namespace
-}  // namespace ferrum::test
+}  // namespace ferrum::test::moe_golden_test

@@ -12,7 +12,7 @@
 #include "kernels/cpu/matmul.h"
 #include "model_test_util.h"
 
-namespace ferrum::test {
+namespace ferrum::test::runtime_test {
 namespace {
 
 constexpr double kTol = 2e-4;  // batching changes only the summation order
@@ -311,4 +311,4 @@ TEST_F(RuntimeErrors, UnknownSequencePastCapacityAndWrongPosition) {
 }
 
 }  // namespace
-}  // namespace ferrum::test
+}  // namespace ferrum::test::runtime_test

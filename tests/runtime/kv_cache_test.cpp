@@ -8,7 +8,7 @@
 
 #include "ferrum/error.h"
 
-namespace ferrum::runtime {
+namespace ferrum::runtime::kv_cache_test {
 namespace {
 
 TEST(BlockAllocator, AllOrNothingAndRefcounts) {
@@ -189,4 +189,4 @@ TEST(KvCache, ElementTypesRoundTrip) {
 }
 
 }  // namespace
-}  // namespace ferrum::runtime
+}  // namespace ferrum::runtime::kv_cache_test

@@ -8,7 +8,7 @@
 #include "ferrum/error.h"
 #include "runtime/kv_cache.h"
 
-namespace ferrum::runtime {
+namespace ferrum::runtime::kv_window_test {
 namespace {
 
 constexpr int kBlock = kernels::kKvGroup;
@@ -152,4 +152,4 @@ TEST(KvWindow, WindowsCoveringTheCapacityKeepEverything) {
 }
 
 }  // namespace
-}  // namespace ferrum::runtime
+}  // namespace ferrum::runtime::kv_window_test

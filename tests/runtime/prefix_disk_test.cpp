@@ -11,7 +11,7 @@
 #include "runtime/kv_cache.h"
 #include "test_util.h"
 
-namespace ferrum::runtime {
+namespace ferrum::runtime::prefix_disk_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -211,4 +211,4 @@ TEST(PrefixDisk, TheFolderStaysUnderItsLimit) {
 }
 
 }  // namespace
-}  // namespace ferrum::runtime
+}  // namespace ferrum::runtime::prefix_disk_test

@@ -14,7 +14,7 @@
 #include "server_fixture.h"
 #include "test_util.h"
 
-namespace ferrum::test {
+namespace ferrum::test::harmony_server_test {
 namespace {
 
 using json = nlohmann::json;
@@ -240,4 +240,4 @@ TEST(HarmonyServer, EffortAndEarlierReasoningReachThePrompt) {
 }
 
 }  // namespace
-}  // namespace ferrum::test
+}  // namespace ferrum::test::harmony_server_test

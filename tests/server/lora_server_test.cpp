@@ -9,7 +9,7 @@
 #include "server_fixture.h"
 #include "test_util.h"
 
-namespace ferrum::test {
+namespace ferrum::test::lora_server_test {
 namespace {
 
 using json = nlohmann::json;
@@ -166,4 +166,4 @@ TEST(LoraServer, ABadAdapterAtStartIsAnError) {
 }
 
 }  // namespace
-}  // namespace ferrum::test
+}  // namespace ferrum::test::lora_server_test

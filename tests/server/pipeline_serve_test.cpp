@@ -18,7 +18,7 @@
 #include "server_fixture.h"
 #include "test_util.h"
 
-namespace ferrum::test {
+namespace ferrum::test::pipeline_serve_test {
 namespace {
 
 using json = nlohmann::json;
@@ -105,4 +105,4 @@ TEST_P(MpiServe, SixteenConcurrentRequestsEqualTheirAnswersAlone) {
 INSTANTIATE_TEST_SUITE_P(Splits, MpiServe, ::testing::Values("pipeline", "tp"));
 
 }  // namespace
-}  // namespace ferrum::test
+}  // namespace ferrum::test::pipeline_serve_test

@@ -9,7 +9,7 @@
 #include "server_fixture.h"
 #include "test_util.h"
 
-namespace ferrum::test {
+namespace ferrum::test::responses_test {
 namespace {
 
 using json = nlohmann::json;
@@ -257,4 +257,4 @@ TEST(Responses, BadRequestsName400Fields) {
 }
 
 }  // namespace
-}  // namespace ferrum::test
+}  // namespace ferrum::test::responses_test

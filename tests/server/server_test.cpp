@@ -8,7 +8,7 @@
 #include "server_fixture.h"
 #include "test_util.h"
 
-namespace ferrum {
+namespace ferrum::server_test {
 namespace {
 
 using json = nlohmann::json;
@@ -268,4 +268,4 @@ TEST(Server, DisconnectingStreamCancelsItsSequence) {
 }
 
 }  // namespace
-}  // namespace ferrum
+}  // namespace ferrum::server_test

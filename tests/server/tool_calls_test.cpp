@@ -10,7 +10,7 @@
 #include "server_fixture.h"
 #include "test_util.h"
 
-namespace ferrum::test {
+namespace ferrum::test::tool_calls_test {
 namespace {
 
 using json = nlohmann::json;
@@ -270,4 +270,4 @@ TEST(ToolCallRequests, BadToolFieldsAreNamed) {
 }
 
 }  // namespace
-}  // namespace ferrum::test
+}  // namespace ferrum::test::tool_calls_test

@@ -67,9 +67,4 @@ inline std::vector<nlohmann::json> load_jsonl(const std::string& rel) {
   return rows;
 }
 
-inline std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 }  // namespace ferrum::test
