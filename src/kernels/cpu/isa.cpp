@@ -33,16 +33,20 @@ const IsaKernels* by_name(const char* name) {
   return t->supported() ? &t->kernels() : nullptr;
 }
 
+const IsaKernels& best() {
+  const auto tiers = cpu_tiers();
+  for (size_t i = tiers.size(); i-- > 0;)
+    if (tiers[i].supported()) return tiers[i].kernels();
+  return scalar_kernels();
+}
+
 const IsaKernels* initial() {
   if (const char* env = std::getenv("FERRUM_ISA"); env && *env) {
     const IsaKernels* k = by_name(env);
     if (!k) fail("FERRUM_ISA={}: this CPU does not support it", env);
     return k;
   }
-  const auto tiers = cpu_tiers();
-  for (size_t i = tiers.size(); i-- > 0;)
-    if (tiers[i].supported()) return &tiers[i].kernels();
-  return &scalar_kernels();
+  return &best();
 }
 
 std::atomic<const IsaKernels*> g_active{nullptr};
@@ -68,6 +72,10 @@ const char* active_isa() {
 
 bool isa_supported(const char* name) {
   return by_name(name) != nullptr;
+}
+
+const char* best_isa() {
+  return best().name;
 }
 
 std::vector<const char*> isa_tiers() {

@@ -59,5 +59,7 @@ void force_isa(const char* name);
 bool isa_supported(const char* name);
 // This build's tiers, simplest first (whether or not this CPU runs them).
 std::vector<const char*> isa_tiers();
+// The tier chosen when FERRUM_ISA is unset: the best this CPU (and OS) runs.
+const char* best_isa();
 
 }  // namespace ferrum::kernels
