@@ -40,17 +40,11 @@ inline __m256i load256(const uint8_t* p) {
 inline __m256 load_f16x8(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(p)));
 }
-// A gemv (both halves per pass) reads its group as one stream; asking for the lines a little ahead
-// keeps more of them in flight than the hardware prefetchers alone (+7% decode, Q4_0 1B model; the
-// AVX-512 kernels, with half the loads per line, measured slower with it).
-inline void prefetch(const uint8_t* p) {
-  _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
-}
-// Tiles of more tokens read a group half by half (H = 1): the first half's pass brings the group's
-// lines from memory and prefetches them further ahead (packed.h, StreamPrefetch), the second reads
-// them from the cache.
-template <int NT, int H>
-constexpr bool kStreamAhead = H == 1 && NT >= 2;
+// Every pass that first reads a group (a gemv's, which takes both halves at once, or the first
+// half's of a tile of tokens) asks for its lines 4 KiB ahead (packed.h, StreamPrefetch); the second
+// half's pass reads them from the cache. On a Zen 3 VM the hardware prefetchers alone left a gemv
+// at a third of the memory's speed on some layouts (Q6_K 7.6 -> 21.6 GB/s, Q8_0 14 -> 37 GB/s, one
+// thread, 8192x2048; Q4_0 unchanged), where the former 512-byte software prefetch did not reach.
 // 8 bytes (one per row) widened to int32 lanes, unsigned or signed.
 inline __m256i u8x8(const uint8_t* p) {
   return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
@@ -159,9 +153,7 @@ void half32(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stri
                          : kT == Q32::Q4_1 ? q41_offsets(b)
                          : kT == Q32::Q4_Z ? q4z_offsets(b)
                                            : q32_offsets(b, kQs);
-    if constexpr (H == 2) prefetch(g + o.qs + 512);
-    if constexpr (kStreamAhead<NT, H>)
-      if (h0 == 0) pf.upto(g + o.qs + (kT == Q32::IQ4_XS || kMin ? 256 : kQs));
+    if (h0 == 0) pf.upto(g + o.qs + (kT == Q32::IQ4_XS || kMin ? 256 : kQs));
     __m256i p[H][NT];
     [[maybe_unused]] __m256i p2[H][NT];  // kTwice: the first half, widened
     for (int hh = 0; hh < H; ++hh)
@@ -286,10 +278,7 @@ void half_k4(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t str
       for (int t = 0; t < NT; ++t) S[hh][t] = _mm256_setzero_si256();
     for (int c = 0; c < 4; ++c) {
       const uint8_t* q = g + o.qs + c * kChunk;
-      if constexpr (H == 2)
-        for (size_t off = 0; off < kChunk; off += 128) prefetch(q + off + 512);
-      if constexpr (kStreamAhead<NT, H>)
-        if (h0 == 0) pf.upto(q + kChunk);
+      if (h0 == 0) pf.upto(q + kChunk);
       for (int hh = 0; hh < H; ++hh) {
         const int h = h0 + hh;
         const __m256i fl = D::factor(u8x8(g + o.sc + 32 * c + 8 * h)),
@@ -378,10 +367,7 @@ void half_q6k(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t st
     for (int hh = 0; hh < H; ++hh)
       for (int t = 0; t < NT; ++t) S[hh][t] = _mm256_setzero_si256();
     for (int k = 0; k < 2; ++k) {  // the super-block's 128-element halves
-      if constexpr (H == 2)
-        for (size_t off = 0; off < 1536; off += 128) prefetch(g + o.qs + 1536 * k + off + 512);
-      if constexpr (kStreamAhead<NT, H>)
-        if (h0 == 0) pf.upto(g + o.qs + 1536 * (k + 1));
+      if (h0 == 0) pf.upto(g + o.qs + 1536 * (k + 1));
       static_for<4>([&](auto v_c) {  // which of the 4 values of a step: sub-blocks (0, 4, 2, 6) + j/4
         constexpr int v = decltype(v_c)::value;
         for (int jq = 0; jq < 2; ++jq)  // the sub-block's steps j = 4 jq .. 4 jq + 3

@@ -16,8 +16,7 @@ void half_q3k(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t st
   StreamPrefetch pf(g);
   for (int64_t b = 0; b < nsb; ++b) {
     const Q3KOffsets o = q3k_offsets(b);
-    if constexpr (kStreamAhead<NT, H>)
-      if (h0 == 0) pf.upto(g + (b + 1) * kQ3KBlockBytes);
+    if (h0 == 0) pf.upto(g + (b + 1) * kQ3KBlockBytes);
     __m256i S[H][NT];
     for (int hh = 0; hh < H; ++hh)
       for (int t = 0; t < NT; ++t) S[hh][t] = _mm256_setzero_si256();
@@ -72,8 +71,7 @@ void half_q2k(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t st
   StreamPrefetch pf(g);
   for (int64_t b = 0; b < nsb; ++b) {
     const Q2KOffsets o = q2k_offsets(b);
-    if constexpr (kStreamAhead<NT, H>)
-      if (h0 == 0) pf.upto(g + (b + 1) * kQ2KBlockBytes);
+    if (h0 == 0) pf.upto(g + (b + 1) * kQ2KBlockBytes);
     for (int hh = 0; hh < H; ++hh) {
       const int h = h0 + hh;
       __m256i S[NT], M[NT];
