@@ -51,10 +51,10 @@ TEST(MatmulBench, DISABLED_Bench) {
       "threads %d (%s)\n| type | rows x cols | n_tok | isa | prec | ms | GFLOP/s | GB/s "
       "|\n|---|---|---|---|---|---|---|---|\n",
       pool.size(), pool.size() == 1 ? "thread CPU time" : "wall time");
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q5_1,
-                  DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_1, DType::Q2_K, DType::Q3_K,
-                  DType::IQ4_NL, DType::IQ4_XS, DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S,
-                  DType::IQ3_XXS, DType::IQ3_S, DType::IQ1_S, DType::IQ1_M}) {
+  for (DType t : {DType::F32,     DType::F16,    DType::BF16,   DType::Q8_0,    DType::Q4_0,   DType::Q5_0,
+                  DType::Q5_1,    DType::Q4_K,   DType::Q5_K,   DType::Q6_K,    DType::Q4_1,   DType::Q2_K,
+                  DType::Q3_K,    DType::IQ4_NL, DType::IQ4_XS, DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S,
+                  DType::IQ3_XXS, DType::IQ3_S,  DType::IQ1_S,  DType::IQ1_M}) {
     if (only && !std::strstr(only, dtype_name(t))) continue;
     for (int64_t rows : {2048, 8192}) {
       test::TestMatrix m(t, rows, 2048, 3);
