@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/quant.h"
 #include "core/quant_mxfp4.h"
 #include "ferrum/error.h"
 #include "kernel_test_util.h"
@@ -204,6 +205,49 @@ TEST_F(PackedProduct, TiersGiveTheSameBits) {
       }
     }
   }
+}
+
+// The extremes of Q6_K's integer sums: rows of all-0 and all-63 levels against activations whose
+// levels are all -127 or (but one) 127. The tiers without VNNI add 2 steps of vpmaddubsw in 16 bits
+// before they widen (packed_ymm.h): 2 * 2 * 63 * 127 = 32004, just within int16 (a level of -128, or
+// a third step, would overflow). Constant activations are quantized exactly, so the float64
+// reference is tight.
+TEST_F(PackedProduct, Q6KExtremeLevelsStayExact) {
+  ThreadPool pool(1);
+  MatmulScratch scratch;
+  const int64_t rows = 32, cols = 512;
+  test::TestMatrix m(DType::Q6_K, rows, cols, 1);
+  auto* blocks = reinterpret_cast<BlockQ6_K*>(m.bytes.data());
+  for (int64_t i = 0; i < rows * cols / 256; ++i) {
+    const bool high = (i / (cols / 256)) % 2 == 1;  // odd rows: level 63 everywhere, even rows: 0
+    std::memset(blocks[i].ql, high ? 0xFF : 0, sizeof blocks[i].ql);
+    std::memset(blocks[i].qh, high ? 0xFF : 0, sizeof blocks[i].qh);
+    for (int s = 0; s < 16; ++s) blocks[i].scales[s] = static_cast<int8_t>(s % 2 ? -128 : 127);
+    blocks[i].d = 0x3C00;  // 1.0
+  }
+  const Linear lin({m.view}, Precision::Fast, pool);
+  const auto w = m.dequantized();
+  each_tier([&](const std::string&) {
+    for (const float c : {-0.75f, 1.0f}) {
+      // -0.75: every level -127; 1 (and -1 first in each super-block, its largest magnitude): 127.
+      // 5 tokens: a one-token product (gemv) reads the activations apart from a tile of several.
+      const int64_t n_tok = 5;
+      std::vector<float> x(n_tok * cols, c);
+      if (c > 0)
+        for (int64_t i = 0; i < n_tok * cols; i += 256) x[i] = -c;
+      std::vector<float> y(n_tok * rows);
+      for (const int64_t n : {int64_t{1}, n_tok}) {
+        lin.forward(x.data(), cols, n, y.data(), rows, pool, Precision::Fast, scratch);
+        for (int64_t t = 0; t < n; ++t)
+          for (int64_t r = 0; r < rows; ++r) {
+            double ref = 0;
+            for (int64_t i = 0; i < cols; ++i) ref += static_cast<double>(w[r * cols + i]) * x[i];
+            EXPECT_NEAR(y[t * rows + r], ref, 1e-5 * std::fabs(ref))
+                << "row " << r << ", token " << t << " of " << n << ", activations " << c;
+          }
+      }
+    }
+  });
 }
 
 TEST_F(PackedProduct, FusedPartsEqualSeparateProducts) {
