@@ -22,9 +22,9 @@ constexpr int64_t kTokenGroup = 64;  // tokens per work item (Fast)
 // Tokens per work item of packed F16 weights: a 16-row group is 32 bytes per input (64 KiB at 2048
 // inputs), read from memory once per item, so with 64 tokens a 256-token prompt pass read every
 // weight 4 times (the first token tile of an item waits on memory). 256 tokens per item: AVX2 F16
-// prompt 1.14x on a Zen 3 VM, one thread (bench/README.md). Quantized groups are 3-6 times smaller
-// and 64 tokens' activations stay in L2 (Q4_K_M measured 0.96x with 256); BF16 (its kernel does
-// more per byte) showed no difference.
+// prompt 1.02-1.14x on a Zen 3 VM (bench/README.md, session 31; AVX-512 hosts not measured).
+// Quantized groups are 3-6 times smaller and 64 tokens' activations stay in L2 (Q4_K_M measured
+// 0.96x with 256); BF16 (its kernel does more per byte) showed no difference.
 constexpr int64_t kF16TokenGroup = 256;
 constexpr int64_t kExactGroup = 256;  // tokens per work item (Exact: one dequantization per row and group)
 
