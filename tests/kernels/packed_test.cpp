@@ -227,27 +227,27 @@ TEST_F(PackedProduct, Q6KExtremeLevelsStayExact) {
   }
   const Linear lin({m.view}, Precision::Fast, pool);
   const auto w = m.dequantized();
-  each_tier([&](const std::string&) {
-    for (const float c : {-0.75f, 1.0f}) {
-      // -0.75: every level -127; 1 (and -1 first in each super-block, its largest magnitude): 127.
-      // 5 tokens: a one-token product (gemv) reads the activations apart from a tile of several.
-      const int64_t n_tok = 5;
-      std::vector<float> x(n_tok * cols, c);
-      if (c > 0)
-        for (int64_t i = 0; i < n_tok * cols; i += 256) x[i] = -c;
+  for (const float c : {-0.75f, 1.0f}) {
+    // -0.75: every level -127; 1 (and -1 first in each super-block, its largest magnitude): 127.
+    // 5 equal tokens: a one-token product (gemv) reads the activations apart from a tile of several.
+    const int64_t n_tok = 5;
+    std::vector<float> x(n_tok * cols, c);
+    if (c > 0)
+      for (int64_t i = 0; i < n_tok * cols; i += 256) x[i] = -c;
+    std::vector<double> ref(rows, 0.0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < cols; ++i) ref[r] += static_cast<double>(w[r * cols + i]) * x[i];
+    each_tier([&](const std::string&) {
       std::vector<float> y(n_tok * rows);
       for (const int64_t n : {int64_t{1}, n_tok}) {
         lin.forward(x.data(), cols, n, y.data(), rows, pool, Precision::Fast, scratch);
         for (int64_t t = 0; t < n; ++t)
-          for (int64_t r = 0; r < rows; ++r) {
-            double ref = 0;
-            for (int64_t i = 0; i < cols; ++i) ref += static_cast<double>(w[r * cols + i]) * x[i];
-            EXPECT_NEAR(y[t * rows + r], ref, 1e-5 * std::fabs(ref))
+          for (int64_t r = 0; r < rows; ++r)
+            EXPECT_NEAR(y[t * rows + r], ref[r], 1e-5 * std::fabs(ref[r]))
                 << "row " << r << ", token " << t << " of " << n << ", activations " << c;
-          }
       }
-    }
-  });
+    });
+  }
 }
 
 TEST_F(PackedProduct, FusedPartsEqualSeparateProducts) {
