@@ -174,6 +174,32 @@ TEST_F(PackedProduct, TokenResultDoesNotDependOnBatch) {
   });
 }
 
+// With many tokens the F16 products go through blocks of inputs (matmul.cpp, f16_in_blocks: 512 inputs, 128
+// tokens and 8 groups per item, from 32 tokens), carrying their sums between blocks: a token's result must
+// stay the bits of it alone (the whole-row kernel). 130 tokens make two token blocks (the second of 2), 10
+// groups two group chunks, 1056 and 4864 inputs a short last block.
+TEST_F(PackedProduct, BlocksOfInputsGiveTheWholeRowBits) {
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  const Shape shapes[] = {{DType::F16, 160, 1056}, {DType::F16, 48, 4864}};
+  each_tier([&](const std::string& isa) {
+    for (const Shape& s : shapes) {
+      if (!has_kernel(s.type)) continue;
+      test::TestMatrix m(s.type, s.rows, s.cols, 31);
+      const Linear lin({m.view}, Precision::Fast, pool);
+      const int64_t n_tok = 130;
+      const auto x = test::gaussian(static_cast<size_t>(n_tok * s.cols), 17);
+      std::vector<float> batch(n_tok * s.rows), one(s.rows);
+      lin.forward(x.data(), s.cols, n_tok, batch.data(), s.rows, pool, Precision::Fast, scratch);
+      for (int64_t t = 0; t < n_tok; ++t) {
+        lin.forward(x.data() + t * s.cols, s.cols, 1, one.data(), s.rows, pool, Precision::Fast, scratch);
+        ASSERT_EQ(0, std::memcmp(one.data(), batch.data() + t * s.rows, s.rows * sizeof(float)))
+            << dtype_name(s.type) << " " << s.rows << "x" << s.cols << " token " << t;
+      }
+    }
+  });
+}
+
 // The integer types' sums are exact and every tier does the same float steps per lane, so the
 // tiers' results are the same bits; F16 too (same FMA order). BF16 without vdpbf16ps differs only
 // where that instruction flushes denormals.

@@ -52,9 +52,17 @@ struct PackedKernels {
   // y[t*ldy + r] for r < 16.
   using GroupFn = void (*)(const uint8_t* group, int64_t n, const uint8_t* act, size_t act_stride, int nt,
                            float* y, int64_t ldy);
+  // The same product over one block of inputs [k0, k0 + n) (group and act advanced to k0), the
+  // sums carried between blocks in `partial` (32 floats per token; step: kFirstBlock starts them,
+  // kLastBlock writes y): the blocks in order give GroupFn's bits. F16 on the AVX2 and AVX-VNNI
+  // tiers; null elsewhere.
+  using BlockFn = void (*)(const uint8_t* group, int64_t n, const uint8_t* act, size_t act_stride, int nt,
+                           float* partial, int step, float* y, int64_t ldy);
+  static constexpr int kFirstBlock = 1, kLastBlock = 2;
   struct Kernel {
     GroupFn fn;
     int max_nt;
+    BlockFn block = nullptr;
   };
   Kernel q4_0, q5_0, q8_0, q4_k, q5_k, q6_k, f16, bf16;
   Kernel iq4_nl, iq4_xs, q4_1, q3_k, q2_k;  // null on tiers without them (NEON)

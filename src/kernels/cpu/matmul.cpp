@@ -26,6 +26,13 @@ constexpr int64_t kTokenGroup = 64;  // tokens per work item (Fast)
 // Quantized groups are 3-6 times smaller and 64 tokens' activations stay in L2 (Q4_K_M measured
 // 0.96x with 256); BF16 (its kernel does more per byte) showed no difference.
 constexpr int64_t kF16TokenGroup = 256;
+// Packed F16 with many tokens, in blocks of inputs (PackedKernels::Kernel::block): an
+// item is kBlockGroups groups x kBlockTokens tokens, swept one block of kBlockInputs inputs at a
+// time, so a group's slice (16 KiB) stays in L1 across the token tiles and the block's activations
+// (256 KiB as F32) in L2 across the groups, where a whole row (64 KiB at 2048 inputs) and a prompt's
+// activations (2 MiB for 256 tokens) did not. AVX2 F16 prompt 1.08-1.10x on a Zen 3 VM (bench/README.md,
+// session 32). Below kBlockMinTokens the activations fit L2 as they are.
+constexpr int64_t kBlockInputs = 512, kBlockTokens = 128, kBlockGroups = 8, kBlockMinTokens = 32;
 constexpr int64_t kExactGroup = 256;  // tokens per work item (Exact: one dequantization per row and group)
 
 // Activation formats: Q8Act (32-element weight types), Q8_K (K-quants), BF16, plain F32.
@@ -290,6 +297,42 @@ void run_fast(const TensorView& W, int64_t rb, int64_t re, const float* x, int64
       });
 }
 
+// A packed F16 matrix (32 bytes per input and group) in blocks of inputs (kBlockInputs); F32
+// activations in rows of `stride` bytes.
+void f16_in_blocks(const PackedMatrix& P, const PackedKernels::Kernel& kern, int64_t g0, int64_t rows,
+                   const uint8_t* act, size_t stride, int64_t n_tok, float* y, int64_t ldy, ThreadPool& pool,
+                   MatmulScratch& scratch) {
+  const int64_t cols = P.cols, n_groups = rows / kPackRows;
+  const int64_t n_gc = (n_groups + kBlockGroups - 1) / kBlockGroups;
+  const int64_t n_items = n_gc * ((n_tok + kBlockTokens - 1) / kBlockTokens);
+  const size_t per_thread = static_cast<size_t>(kBlockGroups * kBlockTokens * 32);
+  float* parts = grow(scratch.rows, per_thread * pool.size());
+  std::atomic<int64_t> next{0};
+  auto work = [&](int ith, int) {
+    float* part = parts + ith * per_thread;
+    for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n_items;
+         i = next.fetch_add(1, std::memory_order_relaxed)) {
+      const int64_t gb = i % n_gc * kBlockGroups, ge = std::min(n_groups, gb + kBlockGroups);
+      const int64_t t0 = i / n_gc * kBlockTokens, t1 = std::min(n_tok, t0 + kBlockTokens);
+      for (int64_t k0 = 0; k0 < cols; k0 += kBlockInputs) {
+        const int64_t n = std::min(kBlockInputs, cols - k0);
+        const int step =
+            (k0 == 0 ? PackedKernels::kFirstBlock : 0) | (k0 + n == cols ? PackedKernels::kLastBlock : 0);
+        for (int64_t g = gb; g < ge; ++g)
+          for (int64_t t = t0; t < t1; t += kern.max_nt)
+            kern.block(P.group(g0 + g) + 32 * k0, n, act + t * stride + k0 * sizeof(float), stride,
+                       static_cast<int>(std::min<int64_t>(kern.max_nt, t1 - t)),
+                       part + ((g - gb) * kBlockTokens + (t - t0)) * 32, step, y + t * ldy + g * kPackRows,
+                       ldy);
+      }
+    }
+  };
+  if (n_items == 1)
+    work(0, 1);
+  else
+    pool.run(work);
+}
+
 }  // namespace
 
 bool packed_kernels_active() {
@@ -358,6 +401,9 @@ void matmul_packed_rows(const PackedMatrix& P, int64_t row_begin, int64_t row_en
     });
   }
   const int64_t g0 = row_begin / kPackRows;
+  if (P.type == DType::F16 && kern.block && n_tok >= kBlockMinTokens && cols > kBlockInputs &&
+      rows % kPackRows == 0)
+    return f16_in_blocks(P, kern, g0, rows, act, stride, n_tok, y, ldy, pool, scratch);
   for_items(
       pool, rows, cols, n_tok, P.type == DType::F16 ? kF16TokenGroup : kTokenGroup,
       [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1, int) {

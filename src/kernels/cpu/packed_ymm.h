@@ -416,63 +416,80 @@ void half_q6k(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t st
 
 // ---------------------------------------------------------------- F16 x F32 and BF16 x BF16
 // Whole groups of 16 rows (two ymm per input), so each broadcast activation serves 2 FMAs; even
-// and odd inputs in separate accumulators (the AVX-512 kernels' order, so a lone token is not
-// latency-bound).
+// and odd inputs (BF16: pairs) in separate accumulators (the AVX-512 kernels' order, so a lone
+// token is not latency-bound). A call covers all inputs (GroupFn) or one block of them
+// (BlockFn: the sums carried between blocks in `part`, 32 floats per token, so the blocks in order
+// give the whole call's bits).
 
 template <int NT>
-void group_f16(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
-  const float* a[NT];
+struct FloatSums {
   __m256 e[NT][2], od[NT][2];
-  for (int t = 0; t < NT; ++t) {
-    a[t] = reinterpret_cast<const float*>(act + t * stride);
-    e[t][0] = e[t][1] = od[t][0] = od[t][1] = _mm256_setzero_ps();
+  // Zeros for the first block, else the sums carried in part.
+  void start(int step, const float* part) {
+    for (int t = 0; t < NT; ++t)
+      for (int i = 0; i < 2; ++i) {
+        const bool first = step & PackedKernels::kFirstBlock;
+        e[t][i] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(part + 32 * t + 8 * i);
+        od[t][i] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(part + 32 * t + 16 + 8 * i);
+      }
   }
+  // y = e + od after the last block, else the sums carried in part.
+  void finish(int step, float* part, float* y, int64_t ldy) const {
+    for (int t = 0; t < NT; ++t)
+      for (int i = 0; i < 2; ++i)
+        if (step & PackedKernels::kLastBlock) {
+          _mm256_storeu_ps(y + t * ldy + 8 * i, _mm256_add_ps(e[t][i], od[t][i]));
+        } else {
+          _mm256_storeu_ps(part + 32 * t + 8 * i, e[t][i]);
+          _mm256_storeu_ps(part + 32 * t + 16 + 8 * i, od[t][i]);
+        }
+  }
+};
+
+// A call over all inputs asks for the group's lines ahead (StreamPrefetch); a block's slice stays
+// in L1 across its token tiles, and prefetching there measured slower (session 32).
+template <int NT, bool kStream>
+void f16_span(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, FloatSums<NT>& s) {
+  const float* a[NT];
+  for (int t = 0; t < NT; ++t) a[t] = reinterpret_cast<const float*>(act + t * stride);
   StreamPrefetch pf(g);
   for (int64_t k = 0; k < n; k += 2) {
-    if constexpr (NT >= 2) pf.upto(g + 32 * (k + 2));
+    if constexpr (kStream && NT >= 2) pf.upto(g + 32 * (k + 2));
     const __m256 w0 = load_f16x8(g + 32 * k), w1 = load_f16x8(g + 32 * k + 16);
     const __m256 v0 = load_f16x8(g + 32 * k + 32), v1 = load_f16x8(g + 32 * k + 48);
     for (int t = 0; t < NT; ++t) {
       const __m256 x0 = _mm256_broadcast_ss(a[t] + k), x1 = _mm256_broadcast_ss(a[t] + k + 1);
-      e[t][0] = _mm256_fmadd_ps(w0, x0, e[t][0]);
-      e[t][1] = _mm256_fmadd_ps(w1, x0, e[t][1]);
-      od[t][0] = _mm256_fmadd_ps(v0, x1, od[t][0]);
-      od[t][1] = _mm256_fmadd_ps(v1, x1, od[t][1]);
+      s.e[t][0] = _mm256_fmadd_ps(w0, x0, s.e[t][0]);
+      s.e[t][1] = _mm256_fmadd_ps(w1, x0, s.e[t][1]);
+      s.od[t][0] = _mm256_fmadd_ps(v0, x1, s.od[t][0]);
+      s.od[t][1] = _mm256_fmadd_ps(v1, x1, s.od[t][1]);
     }
   }
-  for (int t = 0; t < NT; ++t)
-    for (int i = 0; i < 2; ++i) _mm256_storeu_ps(y + t * ldy + 8 * i, _mm256_add_ps(e[t][i], od[t][i]));
 }
 
 // BF16 pairs (inputs 2p, 2p+1 of a row in one int32 lane) widened by shifts; the odd input is
 // added before the even one, as vdpbf16ps does (products of BF16 values are exact in F32).
-template <int NT>
-void group_bf16(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
+template <int NT, bool kStream>
+void bf16_span(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, FloatSums<NT>& s) {
   const uint16_t* a[NT];
-  __m256 e[NT][2], od[NT][2];
-  for (int t = 0; t < NT; ++t) {
-    a[t] = reinterpret_cast<const uint16_t*>(act + t * stride);
-    e[t][0] = e[t][1] = od[t][0] = od[t][1] = _mm256_setzero_ps();
-  }
+  for (int t = 0; t < NT; ++t) a[t] = reinterpret_cast<const uint16_t*>(act + t * stride);
   const __m256i hi_mask = _mm256_set1_epi32(static_cast<int32_t>(0xFFFF0000u));
   auto hi = [&](__m256i v) { return _mm256_castsi256_ps(_mm256_and_si256(v, hi_mask)); };
   auto lo = [](__m256i v) { return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)); };
   StreamPrefetch pf(g);
   for (int64_t k = 0; k < n; k += 4) {
-    if constexpr (NT >= 2) pf.upto(g + 32 * (k + 4));
+    if constexpr (kStream && NT >= 2) pf.upto(g + 32 * (k + 4));
     __m256i w[2][2];  // [pair][half]
     for (int p = 0; p < 2; ++p)
       for (int i = 0; i < 2; ++i) w[p][i] = load256(g + 32 * (k + 2 * p) + 32 * i);
     for (int t = 0; t < NT; ++t) {
       const __m256i x0 = bcast32(a[t] + k), x1 = bcast32(a[t] + k + 2);
       for (int i = 0; i < 2; ++i) {
-        e[t][i] = _mm256_fmadd_ps(lo(w[0][i]), lo(x0), _mm256_fmadd_ps(hi(w[0][i]), hi(x0), e[t][i]));
-        od[t][i] = _mm256_fmadd_ps(lo(w[1][i]), lo(x1), _mm256_fmadd_ps(hi(w[1][i]), hi(x1), od[t][i]));
+        s.e[t][i] = _mm256_fmadd_ps(lo(w[0][i]), lo(x0), _mm256_fmadd_ps(hi(w[0][i]), hi(x0), s.e[t][i]));
+        s.od[t][i] = _mm256_fmadd_ps(lo(w[1][i]), lo(x1), _mm256_fmadd_ps(hi(w[1][i]), hi(x1), s.od[t][i]));
       }
     }
   }
-  for (int t = 0; t < NT; ++t)
-    for (int i = 0; i < 2; ++i) _mm256_storeu_ps(y + t * ldy + 8 * i, _mm256_add_ps(e[t][i], od[t][i]));
 }
 
 // ---------------------------------------------------------------- Q3_K / Q2_K (a part of this file)
@@ -540,12 +557,27 @@ void q2k_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, flo
   });
 }
 template <class D>
-void f16_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
-  with_nt<Tiles<D>::kF16>(nt, [&](auto k) { group_f16<decltype(k)::value>(g, n, a, s, y, l); });
+void f16_block_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t st, int nt, float* part, int step,
+                  float* y, int64_t l) {
+  with_nt<Tiles<D>::kF16>(nt, [&](auto k) {
+    FloatSums<decltype(k)::value> s;
+    s.start(step, part);
+    f16_span<decltype(k)::value, false>(g, n, a, st, s);
+    s.finish(step, part, y, l);
+  });
 }
-template <class D>
-void bf16_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
-  with_nt<Tiles<D>::kBF16>(nt, [&](auto k) { group_bf16<decltype(k)::value>(g, n, a, s, y, l); });
+template <class D, bool kBF16>
+void float_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t st, int nt, float* y, int64_t l) {
+  constexpr int kAll = PackedKernels::kFirstBlock | PackedKernels::kLastBlock;
+  with_nt<kBF16 ? Tiles<D>::kBF16 : Tiles<D>::kF16>(nt, [&](auto k) {
+    FloatSums<decltype(k)::value> s;
+    s.start(kAll, nullptr);
+    if constexpr (kBF16)
+      bf16_span<decltype(k)::value, true>(g, n, a, st, s);
+    else
+      f16_span<decltype(k)::value, true>(g, n, a, st, s);
+    s.finish(kAll, nullptr, y, l);
+  });
 }
 
 template <class D>
@@ -557,8 +589,8 @@ constexpr PackedKernels ymm_packed_kernels() {
           {k4_fn<D, false>, T::kK4},
           {k4_fn<D, true>, T::kK4},
           {q6k_fn<D>, T::kQ6K},
-          {f16_fn<D>, T::kF16},
-          {bf16_fn<D>, T::kBF16},
+          {float_fn<D, false>, T::kF16, f16_block_fn<D>},
+          {float_fn<D, true>, T::kBF16},  // in blocks: 0.86x (bf16 prompt, session 32)
           {q32_fn<D, Q32::IQ4_NL>, T::kQ8},
           {q32_fn<D, Q32::IQ4_XS>, T::kQ8},
           {q32_fn<D, Q32::Q4_1>, T::kQ32},
