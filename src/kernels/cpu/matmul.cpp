@@ -30,7 +30,7 @@ constexpr int64_t kF16TokenGroup = 256;
 // item is kBlockGroups groups x kBlockTokens tokens, swept one block of kBlockInputs inputs at a
 // time, so a group's slice (16 KiB) stays in L1 across the token tiles and the block's activations
 // (256 KiB as F32) in L2 across the groups, where a whole row (64 KiB at 2048 inputs) and a prompt's
-// activations (2 MiB for 256 tokens) did not. AVX2 F16 prompt 1.08-1.10x on a Zen 3 VM (bench/README.md,
+// activations (2 MiB for 256 tokens) did not. AVX2 F16 prompt 1.07-1.15x on a Zen 3 VM (bench/README.md,
 // session 32). Below kBlockMinTokens the activations fit L2 as they are.
 constexpr int64_t kBlockInputs = 512, kBlockTokens = 128, kBlockGroups = 8, kBlockMinTokens = 32;
 constexpr int64_t kExactGroup = 256;  // tokens per work item (Exact: one dequantization per row and group)
