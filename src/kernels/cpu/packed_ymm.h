@@ -417,7 +417,7 @@ void half_q6k(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t st
 // ---------------------------------------------------------------- F16 x F32 and BF16 x BF16
 // Whole groups of 16 rows (two ymm per input), so each broadcast activation serves 2 FMAs; even
 // and odd inputs (BF16: pairs) in separate accumulators (the AVX-512 kernels' order, so a lone
-// token is not latency-bound). A call covers all inputs (GroupFn) or one block of them
+// token is not latency-bound). A call covers all inputs (GroupFn) or, for F16, one block of them
 // (BlockFn: the sums carried between blocks in `part`, 32 floats per token, so the blocks in order
 // give the whole call's bits).
 
