@@ -7,7 +7,8 @@
 // per row), so one dot-product step against a broadcast of 4 activation bytes advances 8 row sums,
 // and every loaded weight vector serves all NT tokens of the tile from registers. With 16 registers
 // a half of 8 rows leaves room for 4 tokens' sums; the activations are broadcast from memory (a load
-// port, not an ALU one).
+// port, not an ALU one). Q5_K and Q6_K with more tokens than a tile decode each super-block once
+// into a panel in L1 that all the tiles read (packed_ymm_k4.h, packed_ymm_q6k.h).
 //
 // Integer sums are exact and the float steps per block are those of the AVX-512 kernels, lane for
 // lane: for the integer types every tier gives bitwise the same results, and a token's result never
@@ -16,6 +17,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -254,75 +256,17 @@ void half32(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stri
 
 // ---------------------------------------------------------------- Q4_K / Q5_K
 
-// H halves x NT tokens (Q4_K, or Q5_K with kQ5). Per chunk (a sub-block pair: low and high
-// nibbles) 16 dot-product steps; each sub-block's sum is scaled by its 6-bit scale in integers
-// (without VNNI inside the widening vpmaddwd; with VNNI one vpmulld); the mins term is 4 vpmaddwd
-// per super-block, and the super-block ends in two fused multiply-adds per token. (One sub-block
-// at a time, reloading the nibbles, holds fewer registers but measured 20% slower.)
-template <class D, bool kQ5, int NT, int H>
-void half_k4(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
-  const int64_t nsb = n / 256;
-  constexpr size_t kBlock = kQ5 ? kQ5KBlockBytes : kQ4KBlockBytes,
-                   kChunk = kQ5 ? kQ5KChunkBytes : kQ4KChunkBytes;
-  constexpr size_t kNib = kQ5 ? kQ5KMaskBytes : 0;
-  constexpr int kWiden = D::steps_per_widen(kQ5 ? 31 : 15);
-  const PackedTokens<256, int16_t, NT> tok(act, stride, n);
-  __m256 acc[H][NT];
-  for (int hh = 0; hh < H; ++hh)
-    for (int t = 0; t < NT; ++t) acc[hh][t] = _mm256_setzero_ps();
-  StreamPrefetch pf(g);
-  for (int64_t b = 0; b < nsb; ++b) {
-    const Q4KOffsets o = q4k_offsets(b, kBlock);
-    __m256i S[H][NT];
-    for (int hh = 0; hh < H; ++hh)
-      for (int t = 0; t < NT; ++t) S[hh][t] = _mm256_setzero_si256();
-    for (int c = 0; c < 4; ++c) {
-      const uint8_t* q = g + o.qs + c * kChunk;
-      if (h0 == 0) pf.upto(q + kChunk);
-      for (int hh = 0; hh < H; ++hh) {
-        const int h = h0 + hh;
-        const __m256i fl = D::factor(u8x8(g + o.sc + 32 * c + 8 * h)),
-                      fh = D::factor(u8x8(g + o.sc + 32 * c + 16 + 8 * h));
-        __m256i pl[NT], ph[NT];
-        for (int t = 0; t < NT; ++t) pl[t] = ph[t] = _mm256_setzero_si256();
-        for (int j = 0; j < 8; ++j) {
-          __m256i lo, hi;
-          nibbles<kQ5>(q + kNib + 64 * j + 32 * h, q + 16 * j + 4 * h, lo, hi);
-          for (int t = 0; t < NT; ++t) {
-            const int8_t* a = tok.qs[t] + 256 * b + 64 * c + 4 * j;
-            pl[t] = D::step(pl[t], lo, bcast32(a));
-            ph[t] = D::step(ph[t], hi, bcast32(a + 32));
-          }
-          if ((j + 1) % kWiden == 0 || j == 7)
-            for (int t = 0; t < NT; ++t) {
-              S[hh][t] = _mm256_add_epi32(
-                  S[hh][t], _mm256_add_epi32(D::widen_scaled(pl[t], fl), D::widen_scaled(ph[t], fh)));
-              pl[t] = ph[t] = _mm256_setzero_si256();
-            }
-        }
-      }
-    }
-    for (int hh = 0; hh < H; ++hh) {
-      const int h = h0 + hh;
-      __m256i M[NT];
-      for (int t = 0; t < NT; ++t) M[t] = _mm256_setzero_si256();
-      for (int pr = 0; pr < 4; ++pr) {
-        const __m256i mn = _mm256_cvtepu8_epi16(
-            _mm_load_si128(reinterpret_cast<const __m128i*>(g + o.mn + 32 * pr + 16 * h)));
-        for (int t = 0; t < NT; ++t)
-          M[t] = _mm256_add_epi32(M[t], _mm256_madd_epi16(mn, bcast32(tok.sums[t] + 8 * b + 2 * pr)));
-      }
-      const __m256 d = load_f16x8(g + o.d + 16 * h), dm = load_f16x8(g + o.dmin + 16 * h);
-      for (int t = 0; t < NT; ++t) {
-        const __m256 da = _mm256_set1_ps(tok.d[t][b]);
-        acc[hh][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[hh][t]), _mm256_mul_ps(d, da), acc[hh][t]);
-        acc[hh][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M[t]), _mm256_mul_ps(dm, da), acc[hh][t]);
-      }
-    }
-  }
-  for (int hh = 0; hh < H; ++hh)
-    for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy + 8 * (h0 + hh), acc[hh][t]);
+// The panel kernels (many tokens): after a super-block is decoded, every tile of kTile tokens
+// (the last one shorter) over both halves: run(std::integral_constant<int, tile>, half, first token).
+template <int kTile, class Run>
+inline void panel_tiles(int nt, Run&& run) {
+  for (int t0 = 0; t0 < nt; t0 += kTile)
+    with_nt<kTile>(std::min(kTile, nt - t0), [&](auto k) {
+      for (int h = 0; h < 2; ++h) run(k, h, t0);
+    });
 }
+
+#include "kernels/cpu/packed_ymm_k4.h"
 
 // ---------------------------------------------------------------- Q6_K
 
@@ -345,74 +289,7 @@ inline void sub_level_offsets(const uint8_t* sc, int h, const PackedTokens<256, 
   for (int t = 0; t < NT; ++t) S[t] = _mm256_sub_epi32(S[t], _mm256_slli_epi32(M[t], kShift));
 }
 
-// H halves x NT tokens. Per 4 inputs j of a 128-element half, L j, L j+8 and H j give 4
-// vectors of 6-bit values (sub-blocks j/4, 4+j/4, 2+j/4, 6+j/4 of the half); one sub-block at a
-// time, so one partial per token is live. With VNNI a sub-block starts from its bias and is scaled
-// by vpmulld (as AVX-512); without, its 16-bit sums are scaled in the widening vpmaddwd every 2
-// steps and the offset of 32 is applied once per super-block: 8 vpmaddwd of the scale pairs against
-// the activations' level sums.
-template <class D, int NT, int H>
-void half_q6k(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stride, float* y, int64_t ldy) {
-  const int64_t nsb = n / 256;
-  constexpr int kWiden = D::steps_per_widen(63);
-  const PackedTokens<256, int32_t, NT> tok(act, stride, n);
-  const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
-  __m256 acc[H][NT];
-  for (int hh = 0; hh < H; ++hh)
-    for (int t = 0; t < NT; ++t) acc[hh][t] = _mm256_setzero_ps();
-  StreamPrefetch pf(g);
-  for (int64_t b = 0; b < nsb; ++b) {
-    const Q6KOffsets o = q6k_offsets(b);
-    __m256i S[H][NT];
-    for (int hh = 0; hh < H; ++hh)
-      for (int t = 0; t < NT; ++t) S[hh][t] = _mm256_setzero_si256();
-    for (int k = 0; k < 2; ++k) {  // the super-block's 128-element halves
-      if (h0 == 0) pf.upto(g + o.qs + 1536 * (k + 1));
-      static_for<4>([&](auto v_c) {  // which of the 4 values of a step: sub-blocks (0, 4, 2, 6) + j/4
-        constexpr int v = decltype(v_c)::value;
-        for (int jq = 0; jq < 2; ++jq)  // the sub-block's steps j = 4 jq .. 4 jq + 3
-          for (int hh = 0; hh < H; ++hh) {
-            const int h = h0 + hh;
-            const uint8_t* q = g + o.qs + 32 * h;
-            const int sb = 8 * k + q6k_value_sub_block(v) + jq;
-            const int a_off = 128 * k + 16 * q6k_value_sub_block(v);
-            const __m256i f = D::factor(s8x8(g + o.sc + 16 * sb + 8 * h));
-            __m256i p[NT];
-            for (int t = 0; t < NT; ++t)
-              p[t] = D::kVnni ? _mm256_set1_epi32(tok.sums[t][16 * b + sb]) : _mm256_setzero_si256();
-            for (int j = 4 * jq; j < 4 * jq + 4; ++j) {
-              const __m256i l = load256(q + q6k_l(k, v < 2 ? j : j + 8)), hb = load256(q + q6k_h(k, j));
-              __m256i lv = l, hv = hb;
-              if constexpr (v % 2 == 1) lv = _mm256_srli_epi16(l, 4);
-              if constexpr (v == 0) hv = _mm256_slli_epi16(hb, 4);
-              if constexpr (v == 2) hv = _mm256_slli_epi16(hb, 2);
-              if constexpr (v == 3) hv = _mm256_srli_epi16(hb, 2);
-              const __m256i w = _mm256_or_si256(_mm256_and_si256(lv, m4), _mm256_and_si256(hv, m30));
-              for (int t = 0; t < NT; ++t)
-                p[t] = D::step(p[t], w, bcast32(tok.qs[t] + 256 * b + a_off + 4 * j));
-              if ((j + 1) % kWiden == 0 || j == 4 * jq + 3)
-                for (int t = 0; t < NT; ++t) {
-                  S[hh][t] = _mm256_add_epi32(S[hh][t], D::widen_scaled(p[t], f));
-                  p[t] = _mm256_setzero_si256();
-                }
-            }
-          }
-      });
-    }
-    for (int hh = 0; hh < H; ++hh) {
-      const int h = h0 + hh;
-      if constexpr (!D::kVnni) {
-        sub_level_offsets<5>(g + o.sc, h, tok, n, b, S[hh]);
-      }
-      const __m256 d = load_f16x8(g + o.d + 16 * h);
-      for (int t = 0; t < NT; ++t)
-        acc[hh][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[hh][t]),
-                                     _mm256_mul_ps(d, _mm256_set1_ps(tok.d[t][b])), acc[hh][t]);
-    }
-  }
-  for (int hh = 0; hh < H; ++hh)
-    for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy + 8 * (h0 + hh), acc[hh][t]);
-}
+#include "kernels/cpu/packed_ymm_q6k.h"
 
 // ---------------------------------------------------------------- F16 x F32 and BF16 x BF16
 // Whole groups of 16 rows (two ymm per input), so each broadcast activation serves 2 FMAs; even
@@ -502,6 +379,9 @@ void bf16_span(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, F
 template <class D>
 struct Tiles {
   static constexpr int kQ32 = 6, kQ8 = 6, kK4 = 4, kQ6K = 4, kF16 = 3, kBF16 = 2;
+  // Q5_K / Q6_K tokens per call: more than a tile go through k4_panel / q6k_panel (AVX2; with
+  // VNNI not measured).
+  static constexpr int kPanelCall = D::kVnni ? 4 : 16;
 };
 
 // A group: both halves in one pass for up to kWhole tokens, else half by half.
@@ -526,6 +406,9 @@ void q32_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, flo
 }
 template <class D, bool kQ5>
 void k4_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
+  if constexpr (kQ5) {
+    if (nt > Tiles<D>::kK4) return k4_panel<D, kQ5, Tiles<D>::kK4>(g, n, a, s, nt, y, l);
+  }
   with_nt<Tiles<D>::kK4>(nt, [&](auto k) {
     halves<1>(nt, [&](auto H, int h0) {
       half_k4<D, kQ5, decltype(k)::value, decltype(H)::value>(g, h0, n, a, s, y, l);
@@ -534,6 +417,7 @@ void k4_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, floa
 }
 template <class D>
 void q6k_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
+  if (nt > Tiles<D>::kQ6K) return q6k_panel<D, Tiles<D>::kQ6K>(g, n, a, s, nt, y, l);
   with_nt<Tiles<D>::kQ6K>(nt, [&](auto k) {
     halves<1>(nt, [&](auto H, int h0) {
       half_q6k<D, decltype(k)::value, decltype(H)::value>(g, h0, n, a, s, y, l);
@@ -586,9 +470,9 @@ constexpr PackedKernels ymm_packed_kernels() {
   return {{q32_fn<D, Q32::Q4_0>, T::kQ32},
           {q32_fn<D, Q32::Q5_0>, T::kQ32},
           {q32_fn<D, Q32::Q8_0>, T::kQ8},
-          {k4_fn<D, false>, T::kK4},
-          {k4_fn<D, true>, T::kK4},
-          {q6k_fn<D>, T::kQ6K},
+          {k4_fn<D, false>, T::kK4},  // Q4_K through a panel: no faster (loads, not decoding, bound it)
+          {k4_fn<D, true>, T::kPanelCall},
+          {q6k_fn<D>, T::kPanelCall},
           {float_fn<D, false>, T::kF16, f16_block_fn<D>},
           {float_fn<D, true>, T::kBF16},  // in blocks: 0.86x (bf16 prompt, session 32)
           {q32_fn<D, Q32::IQ4_NL>, T::kQ8},
