@@ -72,10 +72,11 @@ void half_k4(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t str
     for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy + 8 * (h0 + hh), acc[hh][t]);
 }
 
-// Q4_K / Q5_K with more tokens than a tile, as q6k_panel: each super-block of the group is decoded
-// once (the low and high nibble vectors of every step, with Q5_K's fifth bits, and the sub-blocks'
-// scale factors: 4.5 KiB) and every tile of 4 tokens reads it from L1. The same integer and float
-// steps as half_k4: the same bits.
+// Q5_K with more tokens than a tile, as q6k_panel: each super-block of the group is decoded once
+// (the low and high nibble vectors of every step with their fifth bits, and the sub-blocks' scale
+// factors: 4.5 KiB) and every tile of 4 tokens reads it from L1. The same integer and float steps as
+// half_k4: the same bits. (Q4_K through the same panel measured no faster: its decoding is 3
+// operations per 8 steps, and the panel's second weight load per step costs as much; k4_fn.)
 struct K4Panel {
   alignas(32) uint8_t w[2][4][8][2][32];  // [half][chunk][step j][low, high]
   alignas(32) uint8_t f[2][4][2][32];     // [half][chunk][low, high]: D::factor of the 8 rows' scales
