@@ -7,8 +7,9 @@
 // per row), so one dot-product step against a broadcast of 4 activation bytes advances 8 row sums,
 // and every loaded weight vector serves all NT tokens of the tile from registers. With 16 registers
 // a half of 8 rows leaves room for 4 tokens' sums; the activations are broadcast from memory (a load
-// port, not an ALU one). Q5_K and Q6_K with more tokens than a tile decode each super-block once
-// into a panel in L1 that all the tiles read (packed_ymm_k4.h, packed_ymm_q6k.h).
+// port, not an ALU one). Q2_K, Q3_K, Q5_K and Q6_K with more tokens than a tile decode each
+// super-block once into a panel in L1 that all the tiles read (packed_ymm_q2q3.h, packed_ymm_k4.h,
+// packed_ymm_q6k.h).
 //
 // Integer sums are exact and the float steps per block are those of the AVX-512 kernels, lane for
 // lane: for the integer types every tier gives bitwise the same results, and a token's result never
@@ -379,8 +380,8 @@ void bf16_span(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, F
 template <class D>
 struct Tiles {
   static constexpr int kQ32 = 6, kQ8 = 6, kK4 = 4, kQ6K = 4, kF16 = 3, kBF16 = 2;
-  // Q5_K / Q6_K tokens per call: more than a tile go through k4_panel / q6k_panel (AVX2; with
-  // VNNI not measured).
+  // Q2_K / Q3_K / Q5_K / Q6_K tokens per call: more than a tile go through the panel kernels (AVX2;
+  // with VNNI not measured).
   static constexpr int kPanelCall = D::kVnni ? 4 : 16;
 };
 
@@ -426,6 +427,7 @@ void q6k_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, flo
 }
 template <class D>
 void q3k_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
+  if (nt > Tiles<D>::kQ6K) return q3k_panel<D, Tiles<D>::kQ6K>(g, n, a, s, nt, y, l);
   with_nt<Tiles<D>::kQ6K>(nt, [&](auto k) {
     halves<1>(nt, [&](auto H, int h0) {
       half_q3k<D, decltype(k)::value, decltype(H)::value>(g, h0, n, a, s, y, l);
@@ -434,6 +436,7 @@ void q3k_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, flo
 }
 template <class D>
 void q2k_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
+  if (nt > Tiles<D>::kQ6K) return q2k_panel<D, Tiles<D>::kQ6K>(g, n, a, s, nt, y, l);
   with_nt<Tiles<D>::kQ6K>(nt, [&](auto k) {
     halves<1>(nt, [&](auto H, int h0) {
       half_q2k<D, decltype(k)::value, decltype(H)::value>(g, h0, n, a, s, y, l);
@@ -478,8 +481,8 @@ constexpr PackedKernels ymm_packed_kernels() {
           {q32_fn<D, Q32::IQ4_NL>, T::kQ8},
           {q32_fn<D, Q32::IQ4_XS>, T::kQ8},
           {q32_fn<D, Q32::Q4_1>, T::kQ32},
-          {q3k_fn<D>, T::kQ6K},
-          {q2k_fn<D>, T::kQ6K},
+          {q3k_fn<D>, T::kPanelCall},
+          {q2k_fn<D>, T::kPanelCall},
           {q32_fn<D, Q32::MXFP4>, T::kQ8},
           {q32_fn<D, Q32::Q4_Z>, T::kQ32}};
 }
