@@ -257,14 +257,28 @@ void half32(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stri
 
 // ---------------------------------------------------------------- Q4_K / Q5_K
 
-// The panel kernels (many tokens): after a super-block is decoded, every tile of kTile tokens
-// (the last one shorter) over both halves: run(std::integral_constant<int, tile>, half, first token).
-template <int kTile, class Run>
-inline void panel_tiles(int nt, Run&& run) {
-  for (int t0 = 0; t0 < nt; t0 += kTile)
-    with_nt<kTile>(std::min(kTile, nt - t0), [&](auto k) {
-      for (int h = 0; h < 2; ++h) run(k, h, t0);
-    });
+// The panel kernels (more tokens than a tile): super-block by super-block, with the group's bytes
+// asked for ahead, decode(o) fills the panel once from the super-block's offsets o = offsets(b),
+// then every tile of kTile tokens (the last one shorter) over both halves runs
+// tile(std::integral_constant<int, tokens>, half, first token, b, o).
+template <int kTile, class Offsets, class Decode, class Tile>
+inline void panel_super_blocks(const uint8_t* g, int64_t n, size_t block_bytes, int nt, Offsets&& offsets,
+                               Decode&& decode, Tile&& tile) {
+  StreamPrefetch pf(g);
+  for (int64_t b = 0; b < n / 256; ++b) {
+    const auto o = offsets(b);
+    pf.upto(g + (b + 1) * block_bytes);
+    decode(o);
+    for (int t0 = 0; t0 < nt; t0 += kTile)
+      with_nt<kTile>(std::min(kTile, nt - t0), [&](auto k) {
+        for (int h = 0; h < 2; ++h) tile(k, h, t0, b, o);
+      });
+  }
+}
+// A panel tile's running sums (8 rows of a token) in y: super-block 0 starts them from zero, as the
+// 4-token kernels' accumulators; the later ones add to them.
+inline __m256 panel_sums(const float* yt, int64_t b) {
+  return b == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(yt);
 }
 
 #include "kernels/cpu/packed_ymm_k4.h"

@@ -2,6 +2,20 @@
 // (inside its namespace, after the helpers and dot-product policies it uses); not a header of its own.
 // NOLINTBEGIN(misc-definitions-in-headers)
 
+// The mins term of super-block b for the 8 rows of half h, per token: the 8 sub-blocks' 6-bit mins
+// times the token's level sums (4 vpmaddwd of min pairs against level-sum pairs).
+template <int NT>
+inline void k4_mins(const uint8_t* g, const Q4KOffsets& o, int h, const PackedTokens<256, int16_t, NT>& tok,
+                    int64_t b, __m256i* M) {
+  for (int t = 0; t < NT; ++t) M[t] = _mm256_setzero_si256();
+  for (int pr = 0; pr < 4; ++pr) {
+    const __m256i mn =
+        _mm256_cvtepu8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(g + o.mn + 32 * pr + 16 * h)));
+    for (int t = 0; t < NT; ++t)
+      M[t] = _mm256_add_epi32(M[t], _mm256_madd_epi16(mn, bcast32(tok.sums[t] + 8 * b + 2 * pr)));
+  }
+}
+
 // H halves x NT tokens (Q4_K, or Q5_K with kQ5). Per chunk (a sub-block pair: low and high
 // nibbles) 16 dot-product steps; each sub-block's sum is scaled by its 6-bit scale in integers
 // (without VNNI inside the widening vpmaddwd; with VNNI one vpmulld); the mins term is 4 vpmaddwd
@@ -53,13 +67,7 @@ void half_k4(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t str
     for (int hh = 0; hh < H; ++hh) {
       const int h = h0 + hh;
       __m256i M[NT];
-      for (int t = 0; t < NT; ++t) M[t] = _mm256_setzero_si256();
-      for (int pr = 0; pr < 4; ++pr) {
-        const __m256i mn = _mm256_cvtepu8_epi16(
-            _mm_load_si128(reinterpret_cast<const __m128i*>(g + o.mn + 32 * pr + 16 * h)));
-        for (int t = 0; t < NT; ++t)
-          M[t] = _mm256_add_epi32(M[t], _mm256_madd_epi16(mn, bcast32(tok.sums[t] + 8 * b + 2 * pr)));
-      }
+      k4_mins(g, o, h, tok, b, M);
       const __m256 d = load_f16x8(g + o.d + 16 * h), dm = load_f16x8(g + o.dmin + 16 * h);
       for (int t = 0; t < NT; ++t) {
         const __m256 da = _mm256_set1_ps(tok.d[t][b]);
@@ -129,18 +137,12 @@ void k4_panel_half(const K4Panel& pn, const uint8_t* g, const Q4KOffsets& o, int
     }
   }
   __m256i M[NT];
-  for (int t = 0; t < NT; ++t) M[t] = _mm256_setzero_si256();
-  for (int pr = 0; pr < 4; ++pr) {
-    const __m256i mn =
-        _mm256_cvtepu8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(g + o.mn + 32 * pr + 16 * h)));
-    for (int t = 0; t < NT; ++t)
-      M[t] = _mm256_add_epi32(M[t], _mm256_madd_epi16(mn, bcast32(tok.sums[t] + 8 * b + 2 * pr)));
-  }
+  k4_mins(g, o, h, tok, b, M);
   const __m256 d = load_f16x8(g + o.d + 16 * h), dm = load_f16x8(g + o.dmin + 16 * h);
   for (int t = 0; t < NT; ++t) {
     float* yt = y + t * ldy + 8 * h;
     const __m256 da = _mm256_set1_ps(tok.d[t][b]);
-    __m256 sum = b == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(yt);
+    __m256 sum = panel_sums(yt, b);
     sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[t]), _mm256_mul_ps(d, da), sum);
     _mm256_storeu_ps(yt, _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M[t]), _mm256_mul_ps(dm, da), sum));
   }
@@ -150,16 +152,13 @@ template <class D, bool kQ5, int kTile>
 void k4_panel(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, int nt, float* y, int64_t ldy) {
   constexpr size_t kBlock = kQ5 ? kQ5KBlockBytes : kQ4KBlockBytes;
   K4Panel pn;
-  StreamPrefetch pf(g);
-  for (int64_t b = 0; b < n / 256; ++b) {
-    const Q4KOffsets o = q4k_offsets(b, kBlock);
-    pf.upto(g + (b + 1) * kBlock);
-    k4_decode<D, kQ5>(g, o, pn);
-    panel_tiles<kTile>(nt, [&](auto k, int h, int t0) {
-      k4_panel_half<D, kQ5, decltype(k)::value>(pn, g, o, h, b, n, act + t0 * stride, stride, y + t0 * ldy,
-                                                ldy);
-    });
-  }
+  panel_super_blocks<kTile>(
+      g, n, kBlock, nt, [](int64_t b) { return q4k_offsets(b, kBlock); },
+      [&](const Q4KOffsets& o) { k4_decode<D, kQ5>(g, o, pn); },
+      [&](auto k, int h, int t0, int64_t b, const Q4KOffsets& o) {
+        k4_panel_half<D, kQ5, decltype(k)::value>(pn, g, o, h, b, n, act + t0 * stride, stride, y + t0 * ldy,
+                                                  ldy);
+      });
 }
 
 // NOLINTEND(misc-definitions-in-headers)

@@ -117,7 +117,7 @@ void q3k_panel_half(const Q3KPanel& pn, const uint8_t* g, const Q3KOffsets& o, i
   const __m256 d = load_f16x8(g + o.d + 16 * h);
   for (int t = 0; t < NT; ++t) {
     float* yt = y + t * ldy + 8 * h;
-    const __m256 sum = b == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(yt);
+    const __m256 sum = panel_sums(yt, b);
     _mm256_storeu_ps(
         yt, _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[t]), _mm256_mul_ps(d, _mm256_set1_ps(tok.d[t][b])), sum));
   }
@@ -127,15 +127,12 @@ template <class D, int kTile>
 void q3k_panel(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, int nt, float* y,
                int64_t ldy) {
   Q3KPanel pn;
-  StreamPrefetch pf(g);
-  for (int64_t b = 0; b < n / 256; ++b) {
-    const Q3KOffsets o = q3k_offsets(b);
-    pf.upto(g + (b + 1) * kQ3KBlockBytes);
-    q3k_decode<D>(g, o, pn);
-    panel_tiles<kTile>(nt, [&](auto k, int h, int t0) {
-      q3k_panel_half<D, decltype(k)::value>(pn, g, o, h, b, n, act + t0 * stride, stride, y + t0 * ldy, ldy);
-    });
-  }
+  panel_super_blocks<kTile>(
+      g, n, kQ3KBlockBytes, nt, q3k_offsets, [&](const Q3KOffsets& o) { q3k_decode<D>(g, o, pn); },
+      [&](auto k, int h, int t0, int64_t b, const Q3KOffsets& o) {
+        q3k_panel_half<D, decltype(k)::value>(pn, g, o, h, b, n, act + t0 * stride, stride, y + t0 * ldy,
+                                              ldy);
+      });
 }
 
 // Q2_K, H halves x NT tokens: as the AVX-512 group_q2k on 8 rows per half.
@@ -257,7 +254,7 @@ void q2k_panel_half(const Q2KPanel& pn, const uint8_t* g, const Q2KOffsets& o, i
   for (int t = 0; t < NT; ++t) {
     float* yt = y + t * ldy + 8 * h;
     const __m256 da = _mm256_set1_ps(tok.d[t][b]);
-    __m256 sum = b == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(yt);
+    __m256 sum = panel_sums(yt, b);
     sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[t]), _mm256_mul_ps(d, da), sum);
     _mm256_storeu_ps(yt, _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M[t]), _mm256_mul_ps(dm, da), sum));
   }
@@ -267,15 +264,12 @@ template <class D, int kTile>
 void q2k_panel(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, int nt, float* y,
                int64_t ldy) {
   Q2KPanel pn;
-  StreamPrefetch pf(g);
-  for (int64_t b = 0; b < n / 256; ++b) {
-    const Q2KOffsets o = q2k_offsets(b);
-    pf.upto(g + (b + 1) * kQ2KBlockBytes);
-    q2k_decode<D>(g, o, pn);
-    panel_tiles<kTile>(nt, [&](auto k, int h, int t0) {
-      q2k_panel_half<D, decltype(k)::value>(pn, g, o, h, b, n, act + t0 * stride, stride, y + t0 * ldy, ldy);
-    });
-  }
+  panel_super_blocks<kTile>(
+      g, n, kQ2KBlockBytes, nt, q2k_offsets, [&](const Q2KOffsets& o) { q2k_decode<D>(g, o, pn); },
+      [&](auto k, int h, int t0, int64_t b, const Q2KOffsets& o) {
+        q2k_panel_half<D, decltype(k)::value>(pn, g, o, h, b, n, act + t0 * stride, stride, y + t0 * ldy,
+                                              ldy);
+      });
 }
 
 // NOLINTEND(misc-definitions-in-headers)

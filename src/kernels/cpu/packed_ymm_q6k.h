@@ -139,7 +139,7 @@ void q6k_panel_half(const Q6KPanel& pn, const uint8_t* g, const Q6KOffsets& o, i
   const __m256 d = load_f16x8(g + o.d + 16 * h);
   for (int t = 0; t < NT; ++t) {
     float* yt = y + t * ldy + 8 * h;
-    const __m256 sum = b == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(yt);
+    const __m256 sum = panel_sums(yt, b);
     _mm256_storeu_ps(
         yt, _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[t]), _mm256_mul_ps(d, _mm256_set1_ps(tok.d[t][b])), sum));
   }
@@ -150,15 +150,12 @@ template <class D, int kTile>
 void q6k_panel(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, int nt, float* y,
                int64_t ldy) {
   Q6KPanel pn;
-  StreamPrefetch pf(g);
-  for (int64_t b = 0; b < n / 256; ++b) {
-    const Q6KOffsets o = q6k_offsets(b);
-    pf.upto(g + o.qs + 3072);
-    q6k_decode<D>(g, o, pn);
-    panel_tiles<kTile>(nt, [&](auto k, int h, int t0) {
-      q6k_panel_half<D, decltype(k)::value>(pn, g, o, h, b, n, act + t0 * stride, stride, y + t0 * ldy, ldy);
-    });
-  }
+  panel_super_blocks<kTile>(
+      g, n, kQ6KBlockBytes, nt, q6k_offsets, [&](const Q6KOffsets& o) { q6k_decode<D>(g, o, pn); },
+      [&](auto k, int h, int t0, int64_t b, const Q6KOffsets& o) {
+        q6k_panel_half<D, decltype(k)::value>(pn, g, o, h, b, n, act + t0 * stride, stride, y + t0 * ldy,
+                                              ldy);
+      });
 }
 
 // NOLINTEND(misc-definitions-in-headers)
