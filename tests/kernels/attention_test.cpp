@@ -189,20 +189,34 @@ double tolerance(KvType t) {
   return t == KvType::INT8 ? 2e-4 : 1e-5;
 }
 
-void check(const Case& k, int threads) {
+// Case k against its float64 reference, on each tier of `isas` in turn (forced; the cache, the
+// queries and the reference are made once), or on the tier in use when `isas` is empty.
+void check(const Case& k, int threads, const std::vector<const char*>& isas = {}) {
   const double tol = tolerance(k.type);
   const TestCache c(k.type, k.shape.n_head_kv, k.shape.hd, k.len, k.paged, 7 + static_cast<uint32_t>(k.len));
   const auto q = random_values(static_cast<size_t>(k.n_tok) * k.shape.n_head * k.shape.hd, 99, 2.0f);
   const int64_t pos0 = k.len - k.n_tok;
-  const auto got = run(k.shape, c, q, k.n_tok, pos0, threads);
-  const double err = rel_error(got, reference(k.shape, c, q, k.n_tok, pos0));
-  if (std::getenv("FERRUM_TEST_PRINT_ERR"))
-    std::printf("%s %s hd %d len %ld ntok %ld: %.3g\n", kv_type_name(k.type), active_isa(), k.shape.hd,
-                (long)k.len, (long)k.n_tok, err);
-  EXPECT_LT(err, tol) << kv_type_name(k.type) << (k.paged ? " paged" : " contiguous") << " heads "
-                      << k.shape.n_head << "/" << k.shape.n_head_kv << " hd " << k.shape.hd << " window "
-                      << k.shape.window << (k.shape.causal ? "" : " bidirectional") << " len " << k.len
-                      << " n_tok " << k.n_tok << " threads " << threads;
+  const auto want = reference(k.shape, c, q, k.n_tok, pos0);
+  const std::vector<const char*> tiers = isas.empty() ? std::vector<const char*>{active_isa()} : isas;
+  for (const char* isa : tiers) {
+    if (!isas.empty()) force_isa(isa);
+    const double err = rel_error(run(k.shape, c, q, k.n_tok, pos0, threads), want);
+    if (std::getenv("FERRUM_TEST_PRINT_ERR"))
+      std::printf("%s %s hd %d len %ld ntok %ld: %.3g\n", kv_type_name(k.type), isa, k.shape.hd, (long)k.len,
+                  (long)k.n_tok, err);
+    EXPECT_LT(err, tol) << isa << " " << kv_type_name(k.type) << (k.paged ? " paged" : " contiguous")
+                        << " heads " << k.shape.n_head << "/" << k.shape.n_head_kv << " hd " << k.shape.hd
+                        << " window " << k.shape.window << (k.shape.causal ? "" : " bidirectional") << " len "
+                        << k.len << " n_tok " << k.n_tok << " threads " << threads;
+  }
+}
+
+// The tiers this CPU has.
+std::vector<const char*> supported_tiers() {
+  std::vector<const char*> v;
+  for (const char* isa : isa_tiers())
+    if (isa_supported(isa)) v.push_back(isa);
+  return v;
 }
 
 std::vector<Case> cases() {
@@ -223,19 +237,21 @@ std::vector<Case> cases() {
 
 TEST(Attention, MatchesFloat64ReferenceOnEveryIsa) {
   IsaGuard guard;
+  // The generic steps (scalar) and a tier with an earlier tier's steps (avx2vnni, neondot): short
+  // cases only.
+  std::vector<const char*> every, short_only;
   std::vector<const AttentionTileOps*> seen;
-  for (const char* isa : isa_tiers()) {
-    if (!isa_supported(isa)) continue;  // not on this CPU
+  for (const char* isa : supported_tiers()) {
     force_isa(isa);
-    // The generic steps (scalar) and a tier with an earlier tier's steps (avx2vnni, neondot):
-    // short cases only.
     const AttentionTileOps* ops = active_kernels().tile_ops;
     const bool again = !ops || std::find(seen.begin(), seen.end(), ops) != seen.end();
     seen.push_back(ops);
-    for (const Case& k : cases()) {
-      if (again && k.len > 200) continue;
-      check(k, 3);
-    }
+    (again ? short_only : every).push_back(isa);
+  }
+  for (const Case& k : cases()) {
+    std::vector<const char*> isas = every;
+    if (k.len <= 200) isas.insert(isas.end(), short_only.begin(), short_only.end());
+    if (!isas.empty()) check(k, 3, isas);
   }
 }
 
@@ -263,14 +279,12 @@ TEST(Attention, SinksJoinTheDenominator) {
   IsaGuard guard;
   const std::vector<float> sinks = {3.0f, -1.0f, 0.5f, 6.0f, 2.0f, -4.0f, 1.0f, 4.5f};
   const std::vector<float> none(8, -INFINITY);
-  for (const char* isa : isa_tiers()) {
-    if (!isa_supported(isa)) continue;
+  for (KvType t : {KvType::F32, KvType::F16, KvType::INT8})
+    for (const Shape& s : {Shape{8, 2, 64, 0, true, sinks.data()}, Shape{8, 2, 64, 100, true, sinks.data()}})
+      for (const auto& [len, n_tok] : {std::pair<int64_t, int64_t>{77, 77}, {1300, 1}, {1100, 40}})
+        check({s, t, true, len, n_tok}, 3, supported_tiers());
+  for (const char* isa : supported_tiers()) {
     force_isa(isa);
-    for (KvType t : {KvType::F32, KvType::F16, KvType::INT8})
-      for (const Shape& s :
-           {Shape{8, 2, 64, 0, true, sinks.data()}, Shape{8, 2, 64, 100, true, sinks.data()}})
-        for (const auto& [len, n_tok] : {std::pair<int64_t, int64_t>{77, 77}, {1300, 1}, {1100, 40}})
-          check({s, t, true, len, n_tok}, 3);
     const Shape plain{8, 2, 64}, inf{8, 2, 64, 0, true, none.data()};
     const TestCache c(KvType::F16, 2, 64, 1300, true, 5);
     const auto q = random_values(8 * 64 * 3, 11, 2.0f);

@@ -6,9 +6,12 @@
 #include <cstdint>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/quant.h"
@@ -31,11 +34,29 @@ inline std::vector<uint8_t> read_bytes(const std::string& path) {
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
 }
 
+// n values from N(0, sigma^2): the values std::normal_distribution<float> draws from
+// std::mt19937(seed) in libstdc++ (Marsaglia's polar method on generate_canonical<float>; checked
+// bit for bit on x86-64 and ARM64), written out because libstdc++'s generate_canonical takes a long
+// double logarithm per draw, emulated in software on ARM64: most of the kernel tests' time under
+// qemu-aarch64.
 inline std::vector<float> gaussian(size_t n, uint32_t seed, float sigma = 1.0f) {
   std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, sigma);
+  auto uniform = [&rng] {  // [0, 1): one 32-bit draw
+    const float u = static_cast<float>(rng()) / 4294967296.0f;
+    return u >= 1.0f ? std::nextafter(1.0f, 0.0f) : u;
+  };
   std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
+  for (size_t i = 0; i < n; i += 2) {
+    float x, y, r2;
+    do {
+      x = static_cast<float>(2.0f * uniform() - 1.0);
+      y = static_cast<float>(2.0f * uniform() - 1.0);
+      r2 = x * x + y * y;
+    } while (r2 > 1.0f || r2 == 0.0f);
+    const float mult = std::sqrt(-2 * std::log(r2) / r2);
+    v[i] = y * mult * sigma + 0.0f;  // the polar method's pair: y's value first, then x's
+    if (i + 1 < n) v[i + 1] = x * mult * sigma + 0.0f;
+  }
   return v;
 }
 
@@ -46,6 +67,23 @@ inline bool read_only_type(DType t) {
                   DType::IQ1_M})
     if (t == r) return true;
   return false;
+}
+
+// rows x cols values of N(0, 0.05^2) from `seed` quantized to t, made once per process: tests that
+// run once per tier ask for the same matrices again, and quantizing was most of their time.
+inline std::vector<uint8_t> quantized(DType t, int64_t rows, int64_t cols, uint32_t seed) {
+  static std::mutex mu;
+  static std::map<std::tuple<DType, int64_t, int64_t, uint32_t>, std::vector<uint8_t>> made;
+  const std::lock_guard<std::mutex> lock(mu);
+  auto [it, fresh] = made.try_emplace({t, rows, cols, seed});
+  if (fresh) {
+    const size_t rb = row_size(t, cols);
+    const auto src = gaussian(static_cast<size_t>(rows * cols), seed, 0.05f);
+    it->second.resize(rb * rows);
+    for (int64_t r = 0; r < rows; ++r)
+      quantize_row(t, src.data() + r * cols, it->second.data() + r * rb, cols);
+  }
+  return it->second;
 }
 
 // A rows x cols weight matrix of type t quantized from random values, with its TensorView. Types
@@ -66,8 +104,7 @@ struct TestMatrix {
                     bytes.begin() + static_cast<std::ptrdiff_t>(k * bs));
       }
     } else {
-      const auto src = gaussian(static_cast<size_t>(rows * cols), seed, 0.05f);
-      for (int64_t r = 0; r < rows; ++r) quantize_row(t, src.data() + r * cols, bytes.data() + r * rb, cols);
+      bytes = quantized(t, rows, cols, seed);
     }
     view.name = "test";
     view.type = t;
