@@ -181,6 +181,21 @@ TEST_F(PackedProduct, TokenResultDoesNotDependOnBatch) {
   });
 }
 
+// Kernels with the tokens in vector lanes (AVX2 Q4_K, PackedKernels::Kernel::lanes) take tiles of 13
+// to 16 interleaved tokens: 157 tokens make three work items (the last of 29 tokens: a tile of 16 and
+// one of 13 with 3 lanes empty); each token keeps the bits of its product alone.
+TEST_F(PackedProduct, LaneTilesGiveEachTokensBits) {
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  each_tier([&](const std::string& isa) {
+    for (const Shape& s : kShapes) {
+      if (!has_kernel(s.type) || !active_kernels().packed->of(s.type).lanes) continue;
+      expect_batch_gives_each_alone(s, 157, 5, 6, pool, scratch);
+      if (HasFatalFailure()) return;
+    }
+  });
+}
+
 // With many tokens the F16 products go through blocks of inputs (matmul.cpp, f16_in_blocks: 512 inputs, 128
 // tokens and 8 groups per item, from 32 tokens), carrying their sums between blocks: a token's result must
 // stay the bits of it alone (the whole-row kernel). 130 tokens make two token blocks (the second of 2), 10

@@ -59,10 +59,17 @@ struct PackedKernels {
   using BlockFn = void (*)(const uint8_t* group, int64_t n, const uint8_t* act, size_t act_stride, int nt,
                            float* partial, int step, float* y, int64_t ldy);
   static constexpr int kFirstBlock = 1, kLastBlock = 2;
+  // One 16-row group x kLaneMinTokens <= nt <= kLaneTokens tokens interleaved by
+  // interleave_lane_tokens (packed_act.h): the tokens in vector lanes. Q4_K and Q5_K on the AVX2 tier;
+  // null elsewhere. A kernel with it has max_nt kLaneTokens, and its GroupFn takes the shorter tiles.
+  using LaneFn = void (*)(const uint8_t* group, int64_t n, const uint8_t* lanes, int nt, float* y,
+                          int64_t ldy);
+  static constexpr int kLaneMinTokens = 13;
   struct Kernel {
     GroupFn fn;
     int max_nt;
     BlockFn block = nullptr;
+    LaneFn lanes = nullptr;
   };
   Kernel q4_0, q5_0, q8_0, q4_k, q5_k, q6_k, f16, bf16;
   Kernel iq4_nl, iq4_xs, q4_1, q3_k, q2_k;  // null on tiers without them (NEON)

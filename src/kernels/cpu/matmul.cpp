@@ -157,6 +157,24 @@ uint8_t* prepare_activations(ThreadPool& pool, MatmulScratch& scratch, int64_t n
   return buf;
 }
 
+// The lane kernels' activations (packed_act.h): every tile of kLaneTokens tokens of the prepared
+// rows interleaved, tile k at k * lane_act_bytes(cols) from the returned (64-byte aligned) address.
+const uint8_t* interleave_tiles(ThreadPool& pool, MatmulScratch& scratch, const uint8_t* act, size_t stride,
+                                int64_t n_tok, int64_t cols) {
+  static_assert(kTokenGroup % kLaneTokens == 0, "work items start on a tile");
+  const int64_t n_tiles = (n_tok + kLaneTokens - 1) / kLaneTokens;
+  const size_t tile_bytes = lane_act_bytes(cols);
+  uint8_t* buf = grow(scratch.lanes, tile_bytes * n_tiles + 63);
+  uint8_t* out = buf + (-reinterpret_cast<uintptr_t>(buf) & 63);  // the kernels' aligned loads
+  pool.parallel_for(n_tiles, [&](int64_t k0, int64_t k1, int) {
+    for (int64_t k = k0; k < k1; ++k) {
+      const int nt = static_cast<int>(std::min<int64_t>(kLaneTokens, n_tok - k * kLaneTokens));
+      interleave_lane_tokens(act + k * kLaneTokens * stride, stride, nt, cols, out + k * tile_bytes);
+    }
+  });
+  return out;
+}
+
 template <typename Body>
 void for_items(ThreadPool& pool, int64_t rows, int64_t cols, int64_t n_tok, int64_t group, Body&& body,
                int tile = kMaxTile) {
@@ -400,6 +418,9 @@ void matmul_packed_rows(const PackedMatrix& P, int64_t row_begin, int64_t row_en
       prep_packed_act(isa, P.type, x + t * ldx, out, cols);
     });
   }
+  const uint8_t* lanes = nullptr;
+  if (kern.lanes && n_tok >= PackedKernels::kLaneMinTokens)
+    lanes = interleave_tiles(pool, scratch, act, stride, n_tok, cols);
   const int64_t g0 = row_begin / kPackRows;
   if (P.type == DType::F16 && kern.block && n_tok >= kBlockMinTokens && cols > kBlockInputs &&
       rows % kPackRows == 0)
@@ -409,8 +430,15 @@ void matmul_packed_rows(const PackedMatrix& P, int64_t row_begin, int64_t row_en
       [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1, int) {
         for (int64_t t = t0; t < t1; t += kern.max_nt) {
           const int nt = static_cast<int>(std::min<int64_t>(kern.max_nt, t1 - t));
-          for (int64_t r = r0; r < r1; r += kPackRows)
-            kern.fn(P.group(g0 + r / kPackRows), cols, act + t * stride, stride, nt, y + t * ldy + r, ldy);
+          const uint8_t* tile = nt >= PackedKernels::kLaneMinTokens && lanes
+                                    ? lanes + t / kLaneTokens * lane_act_bytes(cols)
+                                    : nullptr;
+          for (int64_t r = r0; r < r1; r += kPackRows) {
+            if (tile)
+              kern.lanes(P.group(g0 + r / kPackRows), cols, tile, nt, y + t * ldy + r, ldy);
+            else
+              kern.fn(P.group(g0 + r / kPackRows), cols, act + t * stride, stride, nt, y + t * ldy + r, ldy);
+          }
         }
       },
       kern.max_nt);

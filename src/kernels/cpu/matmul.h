@@ -26,6 +26,7 @@ struct MatmulScratch {
   std::vector<float> rows;
   std::vector<float> gathered;  // inputs reordered for an act-order matrix (Linear)
   std::vector<uint8_t> panels;  // the grid i-quants' decoded rows, per thread (grid_panel.h)
+  std::vector<uint8_t> lanes;   // tiles of tokens interleaved for the lane kernels (packed_act.h)
 };
 
 // y[t*ldy + o] = sum_i W[o,i] * x[t*ldx + i] for t < n_tok, o < W.rows(); W.cols() inputs.

@@ -89,4 +89,22 @@ void prep_packed_act(const IsaKernels& k, DType t, const float* x, uint8_t* out,
   }
 }
 
+void interleave_lane_tokens(const uint8_t* act, size_t stride, int nt, int64_t n, uint8_t* out) {
+  const int64_t nsb = n / 256;
+  std::memset(out, 0, lane_act_bytes(n));
+  for (int t = 0; t < nt; ++t) {
+    const uint8_t* p = act + t * stride;
+    const auto* ds = reinterpret_cast<const float*>(p + n);
+    const uint8_t* sums = p + n + 4 * nsb;  // int16[8] per super-block
+    for (int64_t b = 0; b < nsb; ++b) {
+      uint8_t* o = out + b * kLaneBlockBytes;
+      for (int q = 0; q < 64; ++q)
+        std::memcpy(o + kLaneLevels + (q * kLaneTokens + t) * 4, p + 256 * b + 4 * q, 4);
+      std::memcpy(o + kLaneScales + 4 * t, ds + b, 4);
+      for (int pr = 0; pr < 4; ++pr)
+        std::memcpy(o + kLaneSums + (pr * kLaneTokens + t) * 4, sums + 16 * b + 4 * pr, 4);
+    }
+  }
+}
+
 }  // namespace ferrum::kernels

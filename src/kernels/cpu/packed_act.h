@@ -32,6 +32,20 @@ size_t packed_act_bytes(DType t, int64_t n);
 // quantizers.
 void prep_packed_act(const IsaKernels& k, DType t, const float* x, uint8_t* out, int64_t n);
 
+// Tokens in vector lanes (PackedKernels::Kernel::lanes): the Q4_K / Q5_K activations above of up to
+// kLaneTokens tokens interleaved per super-block, so that one 256-bit load gives 4 inputs of 8 tokens:
+//   levels [64 steps of 4 inputs][16 tokens][4 bytes], scales float[16 tokens],
+//   sub-block sums [4 pairs][16 tokens][2 x int16]
+// (tokens past nt are zeros). Made once per tile of tokens and read by every 16-row group.
+constexpr int kLaneTokens = 16;
+constexpr size_t kLaneLevels = 0, kLaneScales = 64 * kLaneTokens * 4,
+                 kLaneSums = kLaneScales + 4 * kLaneTokens, kLaneBlockBytes = kLaneSums + 4 * kLaneTokens * 4;
+inline size_t lane_act_bytes(int64_t n) {
+  return kLaneBlockBytes * static_cast<size_t>(n / 256);
+}
+// nt <= kLaneTokens tokens' Q4_K / Q5_K activations (token t at act + t * stride) -> out.
+void interleave_lane_tokens(const uint8_t* act, size_t stride, int nt, int64_t n, uint8_t* out);
+
 // Pointers into NT tokens' prepared activations, token t at act + t * stride: levels, one float
 // scale per block of kBlock values, then the per-block sums of type Sum.
 template <int kBlock, class Sum, int NT>

@@ -421,14 +421,16 @@ void q32_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, flo
 }
 template <class D, bool kQ5>
 void k4_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
+  constexpr int kTile = Tiles<D>::kK4;
   if constexpr (kQ5) {
-    if (nt > Tiles<D>::kK4) return k4_panel<D, kQ5, Tiles<D>::kK4>(g, n, a, s, nt, y, l);
+    if (nt > kTile) return k4_panel<D, kQ5, kTile>(g, n, a, s, nt, y, l);
   }
-  with_nt<Tiles<D>::kK4>(nt, [&](auto k) {
-    halves<1>(nt, [&](auto H, int h0) {
-      half_k4<D, kQ5, decltype(k)::value, decltype(H)::value>(g, h0, n, a, s, y, l);
+  for (int t0 = 0; t0 < nt; t0 += kTile)  // Q4_K: more than a tile only when not in lanes
+    with_nt<kTile>(std::min(kTile, nt - t0), [&](auto k) {
+      halves<1>(k.value, [&](auto H, int h0) {
+        half_k4<D, kQ5, decltype(k)::value, decltype(H)::value>(g, h0, n, a + t0 * s, s, y + t0 * l, l);
+      });
     });
-  });
 }
 template <class D>
 void q6k_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t s, int nt, float* y, int64_t l) {
@@ -484,21 +486,23 @@ void float_fn(const uint8_t* g, int64_t n, const uint8_t* a, size_t st, int nt, 
 template <class D>
 constexpr PackedKernels ymm_packed_kernels() {
   using T = Tiles<D>;
-  return {{q32_fn<D, Q32::Q4_0>, T::kQ32},
-          {q32_fn<D, Q32::Q5_0>, T::kQ32},
-          {q32_fn<D, Q32::Q8_0>, T::kQ8},
-          {k4_fn<D, false>, T::kK4},  // Q4_K through a panel: no faster (loads, not decoding, bound it)
-          {k4_fn<D, true>, T::kPanelCall},
-          {q6k_fn<D>, T::kPanelCall},
-          {float_fn<D, false>, T::kF16, f16_block_fn<D>},
-          {float_fn<D, true>, T::kBF16},  // in blocks: 0.86x (bf16 prompt, session 32)
-          {q32_fn<D, Q32::IQ4_NL>, T::kQ8},
-          {q32_fn<D, Q32::IQ4_XS>, T::kQ8},
-          {q32_fn<D, Q32::Q4_1>, T::kQ32},
-          {q3k_fn<D>, T::kPanelCall},
-          {q2k_fn<D>, T::kPanelCall},
-          {q32_fn<D, Q32::MXFP4>, T::kQ8},
-          {q32_fn<D, Q32::Q4_Z>, T::kQ32}};
+  return {
+      {q32_fn<D, Q32::Q4_0>, T::kQ32},
+      {q32_fn<D, Q32::Q5_0>, T::kQ32},
+      {q32_fn<D, Q32::Q8_0>, T::kQ8},
+      // Q4_K / Q5_K: 13 to 16 tokens in lanes (AVX2; Q4_K through a tile panel was no faster)
+      {k4_fn<D, false>, D::kVnni ? T::kK4 : kLaneTokens, nullptr, D::kVnni ? nullptr : k4_lanes_fn<D, false>},
+      {k4_fn<D, true>, T::kPanelCall, nullptr, D::kVnni ? nullptr : k4_lanes_fn<D, true>},
+      {q6k_fn<D>, T::kPanelCall},
+      {float_fn<D, false>, T::kF16, f16_block_fn<D>},
+      {float_fn<D, true>, T::kBF16},  // in blocks: 0.86x (bf16 prompt, session 32)
+      {q32_fn<D, Q32::IQ4_NL>, T::kQ8},
+      {q32_fn<D, Q32::IQ4_XS>, T::kQ8},
+      {q32_fn<D, Q32::Q4_1>, T::kQ32},
+      {q3k_fn<D>, T::kPanelCall},
+      {q2k_fn<D>, T::kPanelCall},
+      {q32_fn<D, Q32::MXFP4>, T::kQ8},
+      {q32_fn<D, Q32::Q4_Z>, T::kQ32}};
 }
 
 }  // namespace

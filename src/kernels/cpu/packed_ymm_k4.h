@@ -161,4 +161,96 @@ void k4_panel(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, in
       });
 }
 
+// Q4_K / Q5_K with 13 to 16 tokens in vector lanes (PackedKernels::Kernel::lanes): each super-block of the
+// group is decoded once into the panel, then a step broadcasts a row's 4 weights against NTV vectors
+// of 8 tokens' 4 activations (packed_act.h, interleave_lane_tokens). The tile kernels split the
+// nibbles again for every 4 tokens; here the inner loop is the dot-product steps and their adds
+// only: 16 tokens 1.19x the tiles' multiply-adds per cycle (Q4_K, a 16384x2048 matrix; 8 tokens in
+// one vector 0.86x, 12 in two 0.90x: empty lanes cost as full ones), Q5_K 1.16x its panel tiles. 4 rows x NTV
+// token vectors at a time. Every token's integer sums and float steps are half_k4's, in its order: the same
+// bits.
+constexpr int kLaneRows = 4;  // rows per pass (2: 4% slower)
+template <class D, bool kQ5, int NTV>
+void k4_lanes_rows(const K4Panel& pn, const uint8_t* lb, int h, int r0, __m256i (&S)[kLaneRows][NTV]) {
+  constexpr int kWiden = D::steps_per_widen(kQ5 ? 31 : 15);
+  for (int r = 0; r < kLaneRows; ++r)
+    for (int v = 0; v < NTV; ++v) S[r][v] = _mm256_setzero_si256();
+  for (int c = 0; c < 4; ++c)
+    for (int lh = 0; lh < 2; ++lh) {  // the chunk's low-nibble sub-block, then its high one
+      for (int j0 = 0; j0 < 8; j0 += kWiden) {
+        __m256i p[kLaneRows][NTV];
+        for (int r = 0; r < kLaneRows; ++r)
+          for (int v = 0; v < NTV; ++v) p[r][v] = _mm256_setzero_si256();
+            // One step per iteration: unrolled, the compiler loaded every step's activations first and
+            // spilled them.
+#pragma clang loop unroll(disable)
+        for (int j = j0; j < std::min(8, j0 + kWiden); ++j) {
+          const uint8_t* a = lb + kLaneLevels + (16 * c + 8 * lh + j) * 4 * kLaneTokens;
+          __m256i av[NTV];
+          for (int v = 0; v < NTV; ++v) av[v] = load256(a + 32 * v);
+          for (int r = 0; r < kLaneRows; ++r) {
+            const __m256i w = bcast32(pn.w[h][c][j][lh] + 4 * (r0 + r));
+            for (int v = 0; v < NTV; ++v) p[r][v] = D::step(p[r][v], w, av[v]);
+          }
+        }
+        for (int r = 0; r < kLaneRows; ++r) {
+          const __m256i f = bcast32(pn.f[h][c][lh] + 4 * (r0 + r));
+          for (int v = 0; v < NTV; ++v) S[r][v] = _mm256_add_epi32(S[r][v], D::widen_scaled(p[r][v], f));
+        }
+      }
+    }
+}
+
+template <class D, bool kQ5, int NTV>
+void k4_lanes_tile(const uint8_t* g, int64_t n, const uint8_t* lanes, int nt, float* y, int64_t ldy) {
+  constexpr size_t kBlock = kQ5 ? kQ5KBlockBytes : kQ4KBlockBytes;
+  K4Panel pn;
+  alignas(32) float acc[16][NTV][8] = {};  // [row][token vector][token]
+  alignas(32) int32_t mins[2][4][8];       // [half][sub-block pair][row]: the pair's 6-bit mins as int16
+  alignas(32) float d[2][2][8];            // [half][d, dmin][row]
+  StreamPrefetch pf(g);
+  for (int64_t b = 0; b < n / 256; ++b) {
+    const Q4KOffsets o = q4k_offsets(b, kBlock);
+    pf.upto(g + (b + 1) * kBlock);
+    k4_decode<D, kQ5>(g, o, pn);
+    for (int h = 0; h < 2; ++h) {
+      for (int pr = 0; pr < 4; ++pr)
+        _mm256_store_si256(reinterpret_cast<__m256i*>(mins[h][pr]),
+                           _mm256_cvtepu8_epi16(_mm_load_si128(
+                               reinterpret_cast<const __m128i*>(g + o.mn + 32 * pr + 16 * h))));
+      _mm256_store_ps(d[h][0], load_f16x8(g + o.d + 16 * h));
+      _mm256_store_ps(d[h][1], load_f16x8(g + o.dmin + 16 * h));
+    }
+    const uint8_t* lb = lanes + b * kLaneBlockBytes;
+    for (int h = 0; h < 2; ++h)
+      for (int r0 = 0; r0 < 8; r0 += kLaneRows) {
+        __m256i S[kLaneRows][NTV];
+        k4_lanes_rows<D, kQ5, NTV>(pn, lb, h, r0, S);
+        for (int r = 0; r < kLaneRows; ++r)
+          for (int v = 0; v < NTV; ++v) {
+            __m256i M = _mm256_setzero_si256();
+            for (int pr = 0; pr < 4; ++pr)
+              M = _mm256_add_epi32(
+                  M, _mm256_madd_epi16(_mm256_set1_epi32(mins[h][pr][r0 + r]),
+                                       load256(lb + kLaneSums + (pr * kLaneTokens + 8 * v) * 4)));
+            const __m256 da = _mm256_load_ps(reinterpret_cast<const float*>(lb + kLaneScales) + 8 * v);
+            float* a = acc[8 * h + r0 + r][v];
+            __m256 sum = _mm256_load_ps(a);
+            sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[r][v]),
+                                  _mm256_mul_ps(_mm256_set1_ps(d[h][0][r0 + r]), da), sum);
+            sum = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M), _mm256_mul_ps(_mm256_set1_ps(d[h][1][r0 + r]), da),
+                                   sum);
+            _mm256_store_ps(a, sum);
+          }
+      }
+  }
+  for (int t = 0; t < nt; ++t)
+    for (int r = 0; r < 16; ++r) y[t * ldy + r] = acc[r][t / 8][t % 8];
+}
+
+template <class D, bool kQ5>
+void k4_lanes_fn(const uint8_t* g, int64_t n, const uint8_t* lanes, int nt, float* y, int64_t ldy) {
+  k4_lanes_tile<D, kQ5, kLaneTokens / 8>(g, n, lanes, nt, y, ldy);
+}
+
 // NOLINTEND(misc-definitions-in-headers)
