@@ -166,12 +166,16 @@ const uint8_t* interleave_tiles(ThreadPool& pool, MatmulScratch& scratch, const 
   const size_t tile_bytes = lane_act_bytes(cols);
   uint8_t* buf = grow(scratch.lanes, tile_bytes * n_tiles + 63);
   uint8_t* out = buf + (-reinterpret_cast<uintptr_t>(buf) & 63);  // the kernels' aligned loads
-  pool.parallel_for(n_tiles, [&](int64_t k0, int64_t k1, int) {
+  auto tiles = [&](int64_t k0, int64_t k1, int) {
     for (int64_t k = k0; k < k1; ++k) {
       const int nt = static_cast<int>(std::min<int64_t>(kLaneTokens, n_tok - k * kLaneTokens));
       interleave_lane_tokens(act + k * kLaneTokens * stride, stride, nt, cols, out + k * tile_bytes);
     }
-  });
+  };
+  if (n_tiles > 1)
+    pool.parallel_for(n_tiles, tiles);
+  else
+    tiles(0, 1, 0);  // a batch of decoding sequences: not worth waking the pool
   return out;
 }
 

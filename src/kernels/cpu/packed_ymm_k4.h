@@ -161,14 +161,15 @@ void k4_panel(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, in
       });
 }
 
-// Q4_K / Q5_K with 13 to 16 tokens in vector lanes (PackedKernels::Kernel::lanes): each super-block of the
-// group is decoded once into the panel, then a step broadcasts a row's 4 weights against NTV vectors
-// of 8 tokens' 4 activations (packed_act.h, interleave_lane_tokens). The tile kernels split the
-// nibbles again for every 4 tokens; here the inner loop is the dot-product steps and their adds
-// only: 16 tokens 1.19x the tiles' multiply-adds per cycle (Q4_K, a 16384x2048 matrix; 8 tokens in
-// one vector 0.86x, 12 in two 0.90x: empty lanes cost as full ones), Q5_K 1.16x its panel tiles. 4 rows x NTV
-// token vectors at a time. Every token's integer sums and float steps are half_k4's, in its order: the same
-// bits.
+// Q4_K / Q5_K with 13 to 16 tokens in vector lanes (PackedKernels::Kernel::lanes): each
+// super-block of the group is decoded once into the panel, then a step broadcasts a row's 4 weights
+// against NTV vectors of 8 tokens' 4 activations (packed_act.h, interleave_lane_tokens). The tile
+// kernels split the nibbles again for every 4 tokens; here the inner loop is the dot-product steps
+// and their adds only: with 16 tokens 1.19x the tiles' multiply-adds per cycle (Q4_K, a 16384x2048
+// matrix; 8 tokens in one vector 0.86x, 12 in two 0.90x: empty lanes cost as full ones), Q5_K 1.16x
+// its panel tiles. 4 rows x NTV token vectors per pass; the loop over steps stays rolled (unrolled,
+// the compiler loaded every step's activations first and spilled them). Every token's integer sums
+// and float steps are half_k4's, in its order: the same bits.
 constexpr int kLaneRows = 4;  // rows per pass (2: 4% slower)
 template <class D, bool kQ5, int NTV>
 void k4_lanes_rows(const K4Panel& pn, const uint8_t* lb, int h, int r0, __m256i (&S)[kLaneRows][NTV]) {
@@ -181,8 +182,6 @@ void k4_lanes_rows(const K4Panel& pn, const uint8_t* lb, int h, int r0, __m256i 
         __m256i p[kLaneRows][NTV];
         for (int r = 0; r < kLaneRows; ++r)
           for (int v = 0; v < NTV; ++v) p[r][v] = _mm256_setzero_si256();
-            // One step per iteration: unrolled, the compiler loaded every step's activations first and
-            // spilled them.
 #pragma clang loop unroll(disable)
         for (int j = j0; j < std::min(8, j0 + kWiden); ++j) {
           const uint8_t* a = lb + kLaneLevels + (16 * c + 8 * lh + j) * 4 * kLaneTokens;
