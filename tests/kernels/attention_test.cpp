@@ -25,6 +25,7 @@ namespace ferrum::kernels {
 namespace {
 
 using test::IsaGuard;
+using test::supported_tiers;
 
 // Uniform in [-amp, amp] (cheaper than test::gaussian for the long caches here).
 std::vector<float> random_values(size_t n, uint32_t seed, float amp = 1.7f) {
@@ -209,14 +210,6 @@ void check(const Case& k, int threads, const std::vector<const char*>& isas = {}
                         << " window " << k.shape.window << (k.shape.causal ? "" : " bidirectional") << " len "
                         << k.len << " n_tok " << k.n_tok << " threads " << threads;
   }
-}
-
-// The tiers this CPU has.
-std::vector<const char*> supported_tiers() {
-  std::vector<const char*> v;
-  for (const char* isa : isa_tiers())
-    if (isa_supported(isa)) v.push_back(isa);
-  return v;
 }
 
 std::vector<Case> cases() {

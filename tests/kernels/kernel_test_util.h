@@ -28,6 +28,14 @@ struct IsaGuard {
   ~IsaGuard() { kernels::force_isa(saved.c_str()); }
 };
 
+// The kernel tiers this CPU has, lowest first.
+inline std::vector<const char*> supported_tiers() {
+  std::vector<const char*> v;
+  for (const char* isa : kernels::isa_tiers())
+    if (kernels::isa_supported(isa)) v.push_back(isa);
+  return v;
+}
+
 inline std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw std::runtime_error("cannot open " + path);

@@ -181,7 +181,7 @@ TEST_F(PackedProduct, TokenResultDoesNotDependOnBatch) {
   });
 }
 
-// Kernels with the tokens in vector lanes (AVX2 Q4_K, PackedKernels::Kernel::lanes) take tiles of 13
+// Kernels with the tokens in vector lanes (AVX2 Q4_K and Q5_K, PackedKernels::Kernel::lanes) take tiles of 13
 // to 16 interleaved tokens: 157 tokens make three work items (the last of 29 tokens: a tile of 16 and
 // one of 13 with 3 lanes empty); each token keeps the bits of its product alone.
 TEST_F(PackedProduct, LaneTilesGiveEachTokensBits) {

@@ -163,48 +163,51 @@ void k4_panel(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, in
 
 // Q4_K / Q5_K with 13 to 16 tokens in vector lanes (PackedKernels::Kernel::lanes): each
 // super-block of the group is decoded once into the panel, then a step broadcasts a row's 4 weights
-// against NTV vectors of 8 tokens' 4 activations (packed_act.h, interleave_lane_tokens). The tile
+// against 2 vectors of 8 tokens' 4 activations (packed_act.h, interleave_lane_tokens). The tile
 // kernels split the nibbles again for every 4 tokens; here the inner loop is the dot-product steps
 // and their adds only: with 16 tokens 1.19x the tiles' multiply-adds per cycle (Q4_K, a 16384x2048
 // matrix; 8 tokens in one vector 0.86x, 12 in two 0.90x: empty lanes cost as full ones), Q5_K 1.16x
-// its panel tiles. 4 rows x NTV token vectors per pass; the loop over steps stays rolled (unrolled,
+// its panel tiles. 4 rows x 2 token vectors per pass; the loop over steps stays rolled (unrolled,
 // the compiler loaded every step's activations first and spilled them). Every token's integer sums
 // and float steps are half_k4's, in its order: the same bits.
 constexpr int kLaneRows = 4;  // rows per pass (2: 4% slower)
-template <class D, bool kQ5, int NTV>
-void k4_lanes_rows(const K4Panel& pn, const uint8_t* lb, int h, int r0, __m256i (&S)[kLaneRows][NTV]) {
+constexpr int kLaneVectors = kLaneTokens / 8;  // token vectors of 8
+template <class D, bool kQ5>
+void k4_lanes_rows(const K4Panel& pn, const uint8_t* lb, int h, int r0,
+                   __m256i (&S)[kLaneRows][kLaneVectors]) {
   constexpr int kWiden = D::steps_per_widen(kQ5 ? 31 : 15);
   for (int r = 0; r < kLaneRows; ++r)
-    for (int v = 0; v < NTV; ++v) S[r][v] = _mm256_setzero_si256();
+    for (int v = 0; v < kLaneVectors; ++v) S[r][v] = _mm256_setzero_si256();
   for (int c = 0; c < 4; ++c)
     for (int lh = 0; lh < 2; ++lh) {  // the chunk's low-nibble sub-block, then its high one
       for (int j0 = 0; j0 < 8; j0 += kWiden) {
-        __m256i p[kLaneRows][NTV];
+        __m256i p[kLaneRows][kLaneVectors];
         for (int r = 0; r < kLaneRows; ++r)
-          for (int v = 0; v < NTV; ++v) p[r][v] = _mm256_setzero_si256();
+          for (int v = 0; v < kLaneVectors; ++v) p[r][v] = _mm256_setzero_si256();
 #pragma clang loop unroll(disable)
         for (int j = j0; j < std::min(8, j0 + kWiden); ++j) {
           const uint8_t* a = lb + kLaneLevels + (16 * c + 8 * lh + j) * 4 * kLaneTokens;
-          __m256i av[NTV];
-          for (int v = 0; v < NTV; ++v) av[v] = load256(a + 32 * v);
+          __m256i av[kLaneVectors];
+          for (int v = 0; v < kLaneVectors; ++v) av[v] = load256(a + 32 * v);
           for (int r = 0; r < kLaneRows; ++r) {
             const __m256i w = bcast32(pn.w[h][c][j][lh] + 4 * (r0 + r));
-            for (int v = 0; v < NTV; ++v) p[r][v] = D::step(p[r][v], w, av[v]);
+            for (int v = 0; v < kLaneVectors; ++v) p[r][v] = D::step(p[r][v], w, av[v]);
           }
         }
         for (int r = 0; r < kLaneRows; ++r) {
           const __m256i f = bcast32(pn.f[h][c][lh] + 4 * (r0 + r));
-          for (int v = 0; v < NTV; ++v) S[r][v] = _mm256_add_epi32(S[r][v], D::widen_scaled(p[r][v], f));
+          for (int v = 0; v < kLaneVectors; ++v)
+            S[r][v] = _mm256_add_epi32(S[r][v], D::widen_scaled(p[r][v], f));
         }
       }
     }
 }
 
-template <class D, bool kQ5, int NTV>
-void k4_lanes_tile(const uint8_t* g, int64_t n, const uint8_t* lanes, int nt, float* y, int64_t ldy) {
+template <class D, bool kQ5>
+void k4_lanes_fn(const uint8_t* g, int64_t n, const uint8_t* lanes, int nt, float* y, int64_t ldy) {
   constexpr size_t kBlock = kQ5 ? kQ5KBlockBytes : kQ4KBlockBytes;
   K4Panel pn;
-  alignas(32) float acc[16][NTV][8] = {};  // [row][token vector][token]
+  alignas(32) float acc[16][kLaneVectors][8] = {};  // [row][token vector][token]
   alignas(32) int32_t mins[2][4][8];       // [half][sub-block pair][row]: the pair's 6-bit mins as int16
   alignas(32) float d[2][2][8];            // [half][d, dmin][row]
   StreamPrefetch pf(g);
@@ -223,10 +226,10 @@ void k4_lanes_tile(const uint8_t* g, int64_t n, const uint8_t* lanes, int nt, fl
     const uint8_t* lb = lanes + b * kLaneBlockBytes;
     for (int h = 0; h < 2; ++h)
       for (int r0 = 0; r0 < 8; r0 += kLaneRows) {
-        __m256i S[kLaneRows][NTV];
-        k4_lanes_rows<D, kQ5, NTV>(pn, lb, h, r0, S);
+        __m256i S[kLaneRows][kLaneVectors];
+        k4_lanes_rows<D, kQ5>(pn, lb, h, r0, S);
         for (int r = 0; r < kLaneRows; ++r)
-          for (int v = 0; v < NTV; ++v) {
+          for (int v = 0; v < kLaneVectors; ++v) {
             __m256i M = _mm256_setzero_si256();
             for (int pr = 0; pr < 4; ++pr)
               M = _mm256_add_epi32(
@@ -245,11 +248,6 @@ void k4_lanes_tile(const uint8_t* g, int64_t n, const uint8_t* lanes, int nt, fl
   }
   for (int t = 0; t < nt; ++t)
     for (int r = 0; r < 16; ++r) y[t * ldy + r] = acc[r][t / 8][t % 8];
-}
-
-template <class D, bool kQ5>
-void k4_lanes_fn(const uint8_t* g, int64_t n, const uint8_t* lanes, int nt, float* y, int64_t ldy) {
-  k4_lanes_tile<D, kQ5, kLaneTokens / 8>(g, n, lanes, nt, y, ldy);
 }
 
 // NOLINTEND(misc-definitions-in-headers)
