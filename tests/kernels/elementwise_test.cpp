@@ -20,8 +20,7 @@ using test::IsaGuard;
 
 TEST(Elementwise, SoftmaxMatchesFloat64OnEveryIsa) {
   IsaGuard guard;
-  for (const char* isa : isa_tiers()) {
-    if (!isa_supported(isa)) continue;
+  for (const char* isa : test::supported_tiers()) {
     force_isa(isa);
     for (int64_t n : {1, 7, 16, 33, 1000}) {
       auto x = test::gaussian(static_cast<size_t>(n), static_cast<uint32_t>(n));
@@ -46,8 +45,7 @@ TEST(Elementwise, SoftmaxMatchesFloat64OnEveryIsa) {
 
 TEST(Elementwise, SwigluMatchesFloat64OnEveryIsa) {
   IsaGuard guard;
-  for (const char* isa : isa_tiers()) {
-    if (!isa_supported(isa)) continue;
+  for (const char* isa : test::supported_tiers()) {
     force_isa(isa);
     const int64_t n = 301;
     auto g = test::gaussian(n, 1), u = test::gaussian(n, 2);
@@ -64,8 +62,7 @@ TEST(Elementwise, SwigluMatchesFloat64OnEveryIsa) {
 // GeGLU with the tanh GELU (Gemma): both tails and the middle, against float64 tanh.
 TEST(Elementwise, GegluTanhMatchesFloat64OnEveryIsa) {
   IsaGuard guard;
-  for (const char* isa : isa_tiers()) {
-    if (!isa_supported(isa)) continue;
+  for (const char* isa : test::supported_tiers()) {
     force_isa(isa);
     const int64_t n = 301;
     auto g = test::gaussian(n, 4), u = test::gaussian(n, 5);
@@ -85,8 +82,7 @@ TEST(Elementwise, GegluTanhMatchesFloat64OnEveryIsa) {
 // middle, where BERT's activations are.
 TEST(Elementwise, GeluMatchesFloat64OnEveryIsa) {
   IsaGuard guard;
-  for (const char* isa : isa_tiers()) {
-    if (!isa_supported(isa)) continue;
+  for (const char* isa : test::supported_tiers()) {
     force_isa(isa);
     const int64_t n = 403;
     auto x = test::gaussian(n, 3);

@@ -46,8 +46,7 @@ double at(const TensorView& m, int64_t i) {
 TEST(Lowrank, MatchesFloat64AndIsTheSameForAnyRowsOnEveryIsa) {
   IsaGuard guard;
   ThreadPool pool(2);
-  for (const char* isa : isa_tiers()) {
-    if (!isa_supported(isa)) continue;
+  for (const char* isa : test::supported_tiers()) {
     force_isa(isa);
     for (DType t : {DType::F32, DType::F16})
       for (auto [out, r] : {std::pair<int64_t, int64_t>{5, 1}, {64, 4}, {300, 16}, {1027, 7}}) {

@@ -2,7 +2,8 @@
 // --gtest_also_run_disabled_tests --gtest_filter='*Bench*'). Prints GFLOP/s and weight GB/s for
 // 2048x2048 and 8192x2048 (rows x inputs) per type at n_tok 1 and 64, for each ISA the CPU has;
 // "scalar" is the naive baseline measured in the same run. FERRUM_BENCH_TYPES and
-// FERRUM_BENCH_ISAS (comma lists) shorten a run.
+// FERRUM_BENCH_ISAS (comma lists) shorten a run; FERRUM_BENCH_TOKENS (a comma list, e.g. 16,512)
+// replaces the token counts.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <ctime>
 #include <string>
+#include <vector>
 
 #include "kernel_test_util.h"
 #include "kernels/cpu/linear.h"
@@ -47,6 +49,15 @@ TEST(MatmulBench, DISABLED_Bench) {
   MatmulScratch scratch;
   const char* only = std::getenv("FERRUM_BENCH_TYPES");  // e.g. "Q4_0,Q4_K" to shorten a run
   const char* isas = std::getenv("FERRUM_BENCH_ISAS");   // e.g. "avx2,avx2vnni"
+  std::vector<int64_t> tokens = {1, 64};
+  if (const char* s = std::getenv("FERRUM_BENCH_TOKENS")) {
+    tokens.clear();
+    for (const char* p = s; *p;) {
+      char* end = nullptr;
+      tokens.push_back(std::max<int64_t>(1, std::strtol(p, &end, 10)));
+      p = *end == ',' ? end + 1 : end + std::strlen(end);
+    }
+  }
   std::printf(
       "threads %d (%s)\n| type | rows x cols | n_tok | isa | prec | ms | GFLOP/s | GB/s "
       "|\n|---|---|---|---|---|---|---|---|\n",
@@ -58,7 +69,7 @@ TEST(MatmulBench, DISABLED_Bench) {
     if (only && !std::strstr(only, dtype_name(t))) continue;
     for (int64_t rows : {2048, 8192}) {
       test::TestMatrix m(t, rows, 2048, 3);
-      for (int64_t n_tok : {1, 64}) {
+      for (int64_t n_tok : tokens) {
         const auto x = test::gaussian(static_cast<size_t>(n_tok * 2048), 5);
         std::vector<float> y(static_cast<size_t>(n_tok * rows));
         for (const char* isa : isa_tiers()) {

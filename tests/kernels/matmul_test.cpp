@@ -165,8 +165,7 @@ TEST(Matmul, TokenResultDoesNotDependOnBatch) {
   IsaGuard guard;
   ThreadPool pool(2);
   MatmulScratch scratch;
-  for (const char* isa : isa_tiers()) {
-    if (!isa_supported(isa)) continue;
+  for (const char* isa : test::supported_tiers()) {
     force_isa(isa);
     for (DType t : kTypes)
       for (Precision prec : {Precision::Exact, Precision::Fast}) {
@@ -191,8 +190,7 @@ TEST(Matmul, GridPanelsGiveTheRowKernelsBits) {
   ThreadPool pool(2);
   MatmulScratch scratch;
   int checked = 0;
-  for (const char* isa : isa_tiers()) {
-    if (!isa_supported(isa)) continue;
+  for (const char* isa : test::supported_tiers()) {
     force_isa(isa);
     for (DType t : {DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S, DType::IQ1_S,
                     DType::IQ1_M}) {
@@ -279,8 +277,7 @@ TEST(Matmul, ActivationQuantizersIdenticalAcrossIsas) {
   EXPECT_EQ(q[15], 0);  // -0.5
   EXPECT_EQ(q[19], 2);  // 1.5
   EXPECT_EQ(q[21], 2);  // 2.5
-  for (const char* isa : isa_tiers()) {
-    if (!isa_supported(isa)) continue;
+  for (const char* isa : test::supported_tiers()) {
     const IsaKernels& k = *isa_kernels(isa);
     std::vector<uint8_t> a32(ref32.size()), ak(ref_k.size());
     k.quantize_q8_1f(x.data(), a32.data(), 1024);
@@ -303,8 +300,7 @@ TEST(Matmul, F16ConversionExactOnEveryIsa) {
   for (int i = 0; i < 65536; ++i) h[i] = static_cast<uint16_t>(i);
   std::vector<float> ref(65536), out(65536);
   dequantize_row(DType::F16, h.data(), ref.data(), 65536);
-  for (const char* isa : isa_tiers()) {
-    if (!isa_supported(isa)) continue;
+  for (const char* isa : test::supported_tiers()) {
     const IsaKernels& k = *isa_kernels(isa);
     k.f16_to_f32(h.data() + 1, out.data() + 1, 65535);  // odd offset/length: exercises the tails
     for (int i = 1; i < 65536; ++i) {

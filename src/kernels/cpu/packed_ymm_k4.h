@@ -153,11 +153,10 @@ void k4_panel(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, in
   constexpr size_t kBlock = kQ5 ? kQ5KBlockBytes : kQ4KBlockBytes;
   K4Panel pn;
   panel_super_blocks<kTile>(
-      g, n, kBlock, nt, [](int64_t b) { return q4k_offsets(b, kBlock); },
+      g, n, kBlock, nt, y, ldy, [](int64_t b) { return q4k_offsets(b, kBlock); },
       [&](const Q4KOffsets& o) { k4_decode<D, kQ5>(g, o, pn); },
-      [&](auto k, int h, int t0, int64_t b, const Q4KOffsets& o) {
-        k4_panel_half<D, kQ5, decltype(k)::value>(pn, g, o, h, b, n, act + t0 * stride, stride, y + t0 * ldy,
-                                                  ldy);
+      [&](auto k, int h, int t0, int64_t b, const Q4KOffsets& o, float* ys) {
+        k4_panel_half<D, kQ5, decltype(k)::value>(pn, g, o, h, b, n, act + t0 * stride, stride, ys, 16);
       });
 }
 
