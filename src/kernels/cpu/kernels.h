@@ -60,8 +60,9 @@ struct PackedKernels {
                            float* partial, int step, float* y, int64_t ldy);
   static constexpr int kFirstBlock = 1, kLastBlock = 2;
   // One 16-row group x kLaneMinTokens <= nt <= kLaneTokens tokens interleaved by
-  // interleave_lane_tokens (packed_act.h): the tokens in vector lanes. Q4_K and Q5_K on the AVX2 tier;
-  // null elsewhere. A kernel with it has max_nt kLaneTokens, and its GroupFn takes the shorter tiles.
+  // interleave_lane_tokens (packed_act.h): the tokens in vector lanes. Q4_K and Q5_K on the AVX2 and
+  // AVX-VNNI tiers; null elsewhere. A kernel with it has max_nt kLaneTokens, and its GroupFn takes the
+  // shorter tiles.
   using LaneFn = void (*)(const uint8_t* group, int64_t n, const uint8_t* lanes, int nt, float* y,
                           int64_t ldy);
   static constexpr int kLaneMinTokens = 13;
