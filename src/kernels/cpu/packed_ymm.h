@@ -269,7 +269,7 @@ constexpr int kPanelTokens = 16;  // the most tokens a panel call takes (Tiles::
 template <int kTile, class Offsets, class Decode, class Tile>
 inline void panel_super_blocks(const uint8_t* g, int64_t n, size_t block_bytes, int nt, float* y, int64_t ldy,
                                Offsets&& offsets, Decode&& decode, Tile&& tile) {
-  alignas(32) float sums[kPanelTokens][16];
+  alignas(32) float sums[kPanelTokens][kPackRows];  // nt <= kPanelTokens: max_nt of these kernels
   StreamPrefetch pf(g);
   for (int64_t b = 0; b < n / 256; ++b) {
     const auto o = offsets(b);

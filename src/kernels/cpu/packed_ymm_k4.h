@@ -156,7 +156,8 @@ void k4_panel(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, in
       g, n, kBlock, nt, y, ldy, [](int64_t b) { return q4k_offsets(b, kBlock); },
       [&](const Q4KOffsets& o) { k4_decode<D, kQ5>(g, o, pn); },
       [&](auto k, int h, int t0, int64_t b, const Q4KOffsets& o, float* ys) {
-        k4_panel_half<D, kQ5, decltype(k)::value>(pn, g, o, h, b, n, act + t0 * stride, stride, ys, 16);
+        k4_panel_half<D, kQ5, decltype(k)::value>(pn, g, o, h, b, n, act + t0 * stride, stride, ys,
+                                                  kPackRows);
       });
 }
 

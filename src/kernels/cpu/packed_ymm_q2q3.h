@@ -130,7 +130,7 @@ void q3k_panel(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, i
   panel_super_blocks<kTile>(
       g, n, kQ3KBlockBytes, nt, y, ldy, q3k_offsets, [&](const Q3KOffsets& o) { q3k_decode<D>(g, o, pn); },
       [&](auto k, int h, int t0, int64_t b, const Q3KOffsets& o, float* ys) {
-        q3k_panel_half<D, decltype(k)::value>(pn, g, o, h, b, n, act + t0 * stride, stride, ys, 16);
+        q3k_panel_half<D, decltype(k)::value>(pn, g, o, h, b, n, act + t0 * stride, stride, ys, kPackRows);
       });
 }
 
@@ -266,7 +266,7 @@ void q2k_panel(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, i
   panel_super_blocks<kTile>(
       g, n, kQ2KBlockBytes, nt, y, ldy, q2k_offsets, [&](const Q2KOffsets& o) { q2k_decode<D>(g, o, pn); },
       [&](auto k, int h, int t0, int64_t b, const Q2KOffsets& o, float* ys) {
-        q2k_panel_half<D, decltype(k)::value>(pn, g, o, h, b, n, act + t0 * stride, stride, ys, 16);
+        q2k_panel_half<D, decltype(k)::value>(pn, g, o, h, b, n, act + t0 * stride, stride, ys, kPackRows);
       });
 }
 

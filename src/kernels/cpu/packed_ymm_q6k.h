@@ -153,7 +153,7 @@ void q6k_panel(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, i
   panel_super_blocks<kTile>(
       g, n, kQ6KBlockBytes, nt, y, ldy, q6k_offsets, [&](const Q6KOffsets& o) { q6k_decode<D>(g, o, pn); },
       [&](auto k, int h, int t0, int64_t b, const Q6KOffsets& o, float* ys) {
-        q6k_panel_half<D, decltype(k)::value>(pn, g, o, h, b, n, act + t0 * stride, stride, ys, 16);
+        q6k_panel_half<D, decltype(k)::value>(pn, g, o, h, b, n, act + t0 * stride, stride, ys, kPackRows);
       });
 }
 
