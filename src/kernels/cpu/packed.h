@@ -69,7 +69,7 @@ constexpr int kPackRows = 16;
 // compute long enough per byte that the hardware prefetchers alone leave one thread waiting on
 // memory (AVX-512 Q4_0 1B model, 1 thread, 8 sequences decoding: 66 -> 88 tokens/s; 4096 bytes
 // ahead better than 512-2048, as good as 8192). An AVX-512 gemv (one token) streams as fast
-// without it; the 256-bit tiers' gemvs need it (packed_ymm.h).
+// without it except on Zen 5 (packed_avx512.cpp); the 256-bit tiers' gemvs need it (packed_ymm.h).
 // The first kAhead bytes of a group were asked for by the group before it, when the same thread
 // ran that one.
 class StreamPrefetch {

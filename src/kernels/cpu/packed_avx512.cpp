@@ -3,6 +3,7 @@
 // 16 row sums at once, and the loaded weights serve every token of the tile from registers.
 // Per token the sequence of operations does not depend on how many tokens the call has (NT), so
 // results are bitwise the same for a token alone or in a batch.
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <cstring>
@@ -31,11 +32,20 @@ inline __m512 load_f16x16(const uint8_t* p) {
 }
 
 // ---------------------------------------------------------------- Q4_0 / Q5_0 / Q8_0 x Q8B activations
-// A gemv does no software prefetch: with the 16-row layouts every kernel reads its group as one
-// sequential stream, and prefetching 0.5-4 KiB ahead measured slower for every type (2-thread gemv
-// over 8192x2048 matrices, 3 alternating rounds: Q4_0 38-49 GB/s without vs 27-38 with; Q8_0 30-38
-// vs 26-33; F16 32-36 vs 32-34; Q4_K and Q6_K 2x slower with it). From kPrefetchTokens tokens per
-// pass the kernels compute long enough per byte that prefetching pays (packed.h, StreamPrefetch).
+// From kPrefetchTokens tokens per pass the kernels compute long enough per byte that prefetching
+// pays (packed.h, StreamPrefetch). A gemv prefetches on AMD family 1Ah (Zen 5) only: there the 1B
+// model's decode ran 1.19x (Q4_0), 1.33x (Q4_K_M), 1.92x (Q6_K) faster with it, Q8_0 0.99x
+// (bench/README.md, session 35), while on the Zen 4 host of session 3 an earlier prefetch (every
+// line of a block, 0.5-4 KiB ahead) made gemvs slower (2 threads, 8192x2048: Q4_0 38-49 GB/s without
+// vs 27-38 with; Q4_K and Q6_K 2x slower); other AVX-512 hosts are not measured with this one.
+bool zen5_or_later() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(0, &a, &b, &c, &d) || b != 0x68747541u) return false;  // "AuthenticAMD"
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  const unsigned family = ((a >> 8) & 0xF) + ((a >> 20) & 0xFF);  // base + extended family
+  return family >= 0x1A;
+}
+const bool kGemvPrefetch = zen5_or_later();
 
 // The low and high nibbles of 64 weight bytes at w as bytes; with kFifth (Q5_0, Q5_K) plus 16
 // where the fifth bit is set: two 64-bit masks at h (low nibbles, then high; bit 4r+i for byte i of
@@ -94,7 +104,7 @@ void group32(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, flo
                          : kT == Q32::Q4_Z ? q4z_offsets(b)
                                            : q32_offsets(b, kQs);
     const uint8_t* q = g + o.qs;
-    if constexpr (NT >= kPrefetchTokens) pf.upto(q + (kT == Q32::IQ4_XS || kMin ? 256 : kQs));
+    if (NT >= kPrefetchTokens || kGemvPrefetch) pf.upto(q + (kT == Q32::IQ4_XS || kMin ? 256 : kQs));
     __m512i p0[NT], p1[NT];
     for (int t = 0; t < NT; ++t) {
       // The offset's bias (Q4_1, Q4_Z: none, their offsets are added below).
@@ -188,7 +198,7 @@ void group_k4(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, fl
     for (int t = 0; t < NT; ++t) S[t] = _mm512_setzero_si512();
     for (int c = 0; c < 4; ++c) {
       const uint8_t* q = g + o.qs + c * kChunk;
-      if constexpr (NT >= kPrefetchTokens) pf.upto(q + kChunk);
+      if (NT >= kPrefetchTokens || kGemvPrefetch) pf.upto(q + kChunk);
       if constexpr (NT > 6) {  // the chunk's two sub-blocks one after the other (3 x NT registers)
         k4_sub_block<kQ5, false, NT>(q, kNib, g + o.sc + 32 * c, tok, 256 * b + 64 * c, S);
         k4_sub_block<kQ5, true, NT>(q, kNib, g + o.sc + 32 * c + 16, tok, 256 * b + 64 * c + 32, S);
@@ -317,7 +327,7 @@ void group_q6k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
     for (int t = 0; t < NT; ++t) S[t] = _mm512_setzero_si512();
     for (int h = 0; h < 2; ++h) {
       const uint8_t* q = g + o.qs;
-      if constexpr (NT >= kPrefetchTokens) pf.upto(q + 1536 * (h + 1));
+      if (NT >= kPrefetchTokens || kGemvPrefetch) pf.upto(q + 1536 * (h + 1));
       if constexpr (NT <= 4)
         q6k_half_by_steps<NT>(q, g + o.sc, tok, b, h, S);
       else
@@ -346,7 +356,7 @@ void group_q3k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
   StreamPrefetch pf(g);
   for (int64_t b = 0; b < nsb; ++b) {
     const Q3KOffsets o = q3k_offsets(b);
-    if constexpr (NT >= kPrefetchTokens) pf.upto(g + (b + 1) * kQ3KBlockBytes);
+    if (NT >= kPrefetchTokens || kGemvPrefetch) pf.upto(g + (b + 1) * kQ3KBlockBytes);
     __m512i S[NT];
     for (int t = 0; t < NT; ++t) S[t] = _mm512_setzero_si512();
     for (int c = 0; c < 2; ++c)
@@ -397,7 +407,7 @@ void group_q2k(const uint8_t* g, int64_t n, const uint8_t* act, size_t stride, f
   StreamPrefetch pf(g);
   for (int64_t b = 0; b < nsb; ++b) {
     const Q2KOffsets o = q2k_offsets(b);
-    if constexpr (NT >= kPrefetchTokens) pf.upto(g + (b + 1) * kQ2KBlockBytes);
+    if (NT >= kPrefetchTokens || kGemvPrefetch) pf.upto(g + (b + 1) * kQ2KBlockBytes);
     __m512i S[NT], M[NT];
     for (int t = 0; t < NT; ++t) S[t] = M[t] = _mm512_setzero_si512();
     for (int c = 0; c < 2; ++c)
