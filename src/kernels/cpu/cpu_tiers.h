@@ -16,4 +16,9 @@ struct CpuTier {
 };
 std::span<const CpuTier> cpu_tiers();
 
+#if defined(__x86_64__)
+// An AMD Zen 5 or later core (family 1Ah+): a tuning of the AVX-512 gemvs (packed_avx512.cpp).
+bool amd_zen5_or_later();
+#endif
+
 }  // namespace ferrum::kernels

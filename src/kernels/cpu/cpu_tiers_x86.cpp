@@ -16,6 +16,7 @@ struct CpuFeatures {
   bool avx2vnni = false;  // and AVX-VNNI (VEX vpdpbusd: Alder Lake, Zen 5 and later)
   bool avx512 = false;    // F + BW + VL + DQ + VNNI
   bool avx512bf16 = false;  // and BF16 (vdpbf16ps)
+  bool amd_zen5 = false;    // AMD family 1Ah or later (a kernel tuning, not a tier: amd_zen5_or_later)
 };
 
 uint64_t xgetbv0() {
@@ -27,7 +28,10 @@ uint64_t xgetbv0() {
 CpuFeatures detect() {
   CpuFeatures f;
   unsigned a, b, c, d;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return f;
+  const bool amd = b == 0x68747541u;  // "Auth" of "AuthenticAMD"
   if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  f.amd_zen5 = amd && ((a >> 8) & 0xF) + ((a >> 20) & 0xFF) >= 0x1A;  // base + extended family
   const bool osxsave = c & (1u << 27), fma = c & (1u << 12), f16c = c & (1u << 29), avx = c & (1u << 28);
   if (!osxsave || !avx) return f;
   const uint64_t xcr0 = xgetbv0();
@@ -53,6 +57,10 @@ const CpuFeatures& features() {
 }
 
 }  // namespace
+
+bool amd_zen5_or_later() {
+  return features().amd_zen5;
+}
 
 // The AVX2 tier with the packed products' integer dot products done by AVX-VNNI.
 const IsaKernels& avx2vnni_kernels() {

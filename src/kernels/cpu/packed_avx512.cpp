@@ -3,7 +3,6 @@
 // 16 row sums at once, and the loaded weights serve every token of the tile from registers.
 // Per token the sequence of operations does not depend on how many tokens the call has (NT), so
 // results are bitwise the same for a token alone or in a batch.
-#include <cpuid.h>
 #include <immintrin.h>
 
 #include <cstring>
@@ -12,6 +11,7 @@
 #include "core/quant.h"
 #include "core/quant_mxfp4.h"
 #include "kernels/cpu/bf16_tile_zmm.h"
+#include "kernels/cpu/cpu_tiers.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/packed.h"
 #include "kernels/cpu/packed_act.h"
@@ -38,14 +38,7 @@ inline __m512 load_f16x16(const uint8_t* p) {
 // (bench/README.md, session 35), while on the Zen 4 host of session 3 an earlier prefetch (every
 // line of a block, 0.5-4 KiB ahead) made gemvs slower (2 threads, 8192x2048: Q4_0 38-49 GB/s without
 // vs 27-38 with; Q4_K and Q6_K 2x slower); other AVX-512 hosts are not measured with this one.
-bool zen5_or_later() {
-  unsigned a, b, c, d;
-  if (!__get_cpuid(0, &a, &b, &c, &d) || b != 0x68747541u) return false;  // "AuthenticAMD"
-  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
-  const unsigned family = ((a >> 8) & 0xF) + ((a >> 20) & 0xFF);  // base + extended family
-  return family >= 0x1A;
-}
-const bool kGemvPrefetch = zen5_or_later();
+const bool kGemvPrefetch = amd_zen5_or_later();
 
 // The low and high nibbles of 64 weight bytes at w as bytes; with kFifth (Q5_0, Q5_K) plus 16
 // where the fifth bit is set: two 64-bit masks at h (low nibbles, then high; bit 4r+i for byte i of
