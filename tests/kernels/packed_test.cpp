@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -246,11 +247,42 @@ TEST_F(PackedProduct, TiersGiveTheSameBits) {
   }
 }
 
-// The extremes of Q6_K's integer sums: rows of all-0 and all-63 levels against activations whose
-// levels are all -127 or (but one) 127. The tiers without VNNI add 2 steps of vpmaddubsw in 16 bits
-// before they widen (packed_ymm.h): 2 * 2 * 63 * 127 = 32004, just within int16 (a level of -128, or
-// a third step, would overflow). Constant activations are quantized exactly, so the float64
-// reference is tight.
+// A packed product of rows holding extreme levels against constant activations, on every tier,
+// one token (a gemv reads the activations apart from a tile) and 5: a negative c makes every level
+// -127; a positive one (and -c first in each 256 inputs, its largest magnitude) 127. Constant
+// activations are quantized exactly (for the F16 scales of 32-input blocks, c / 127 must be one), so
+// the float64 reference is tight.
+void expect_extremes_exact(const test::TestMatrix& m, int64_t rows, int64_t cols,
+                           std::initializer_list<float> cs, ThreadPool& pool, MatmulScratch& scratch,
+                           const std::function<void(std::function<void(const std::string&)>)>& each) {
+  const Linear lin({m.view}, Precision::Fast, pool);
+  ASSERT_NE(lin.packed(), nullptr);
+  const auto w = m.dequantized();
+  for (const float c : cs) {
+    const int64_t n_tok = 5;
+    std::vector<float> x(n_tok * cols, c);
+    if (c > 0)
+      for (int64_t i = 0; i < n_tok * cols; i += 256) x[i] = -c;
+    std::vector<double> ref(rows, 0.0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < cols; ++i) ref[r] += static_cast<double>(w[r * cols + i]) * x[i];
+    each([&](const std::string&) {
+      std::vector<float> y(n_tok * rows);
+      for (const int64_t n : {int64_t{1}, n_tok}) {
+        lin.forward(x.data(), cols, n, y.data(), rows, pool, Precision::Fast, scratch);
+        for (int64_t t = 0; t < n; ++t)
+          for (int64_t r = 0; r < rows; ++r)
+            EXPECT_NEAR(y[t * rows + r], ref[r], 1e-5 * std::fabs(ref[r]) + 1e-6)
+                << dtype_name(m.view.type) << " row " << r << ", token " << t << " of " << n
+                << ", activations " << c;
+      }
+    });
+  }
+}
+
+// The extremes of Q6_K's integer sums: rows of all-0 and all-63 levels. The tiers without VNNI add
+// 2 steps of vpmaddubsw in 16 bits before they widen (packed_ymm.h): 2 * 2 * 63 * 127 = 32004, just
+// within int16 (a level of -128, or a third step, would overflow).
 TEST_F(PackedProduct, Q6KExtremeLevelsStayExact) {
   ThreadPool pool(1);
   MatmulScratch scratch;
@@ -264,29 +296,26 @@ TEST_F(PackedProduct, Q6KExtremeLevelsStayExact) {
     for (int s = 0; s < 16; ++s) blocks[i].scales[s] = static_cast<int8_t>(s % 2 ? -128 : 127);
     blocks[i].d = 0x3C00;  // 1.0
   }
-  const Linear lin({m.view}, Precision::Fast, pool);
-  const auto w = m.dequantized();
-  for (const float c : {-0.75f, 1.0f}) {
-    // -0.75: every level -127; 1 (and -1 first in each super-block, its largest magnitude): 127.
-    // 5 equal tokens: a one-token product (gemv) reads the activations apart from a tile of several.
-    const int64_t n_tok = 5;
-    std::vector<float> x(n_tok * cols, c);
-    if (c > 0)
-      for (int64_t i = 0; i < n_tok * cols; i += 256) x[i] = -c;
-    std::vector<double> ref(rows, 0.0);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t i = 0; i < cols; ++i) ref[r] += static_cast<double>(w[r * cols + i]) * x[i];
-    each_tier([&](const std::string&) {
-      std::vector<float> y(n_tok * rows);
-      for (const int64_t n : {int64_t{1}, n_tok}) {
-        lin.forward(x.data(), cols, n, y.data(), rows, pool, Precision::Fast, scratch);
-        for (int64_t t = 0; t < n; ++t)
-          for (int64_t r = 0; r < rows; ++r)
-            EXPECT_NEAR(y[t * rows + r], ref[r], 1e-5 * std::fabs(ref[r]))
-                << "row " << r << ", token " << t << " of " << n << ", activations " << c;
-      }
-    });
+  expect_extremes_exact(m, rows, cols, {-0.75f, 1.0f}, pool, scratch, [&](auto f) { each_tier(f); });
+}
+
+// The extremes of Q4_0's: rows of all-0 and all-15 levels. Without VNNI the block's bias starts the
+// low 16-bit half of each row's sums (packed_ymm.h, half32): all-0 levels against 127s end there at
+// -8 * 32 * 127 = -32512, in range only because the bias and the products are added in the same
+// 16 bits exactly.
+TEST_F(PackedProduct, Q40ExtremeLevelsStayExact) {
+  ThreadPool pool(1);
+  MatmulScratch scratch;
+  const int64_t rows = 32, cols = 512;
+  test::TestMatrix m(DType::Q4_0, rows, cols, 1);
+  auto* blocks = reinterpret_cast<BlockQ4_0*>(m.bytes.data());
+  for (int64_t i = 0; i < rows * cols / 32; ++i) {
+    const bool high = (i / (cols / 32)) % 2 == 1;  // odd rows: level 15 everywhere, even rows: 0
+    std::memset(blocks[i].qs, high ? 0xFF : 0, sizeof blocks[i].qs);
+    blocks[i].d = 0x3C00;  // 1.0
   }
+  expect_extremes_exact(m, rows, cols, {-127.0f / 128, 127.0f / 64}, pool, scratch,
+                        [&](auto f) { each_tier(f); });
 }
 
 TEST_F(PackedProduct, FusedPartsEqualSeparateProducts) {

@@ -21,6 +21,7 @@ void prep_q8b(const IsaKernels& k, const float* x, uint8_t* out, int64_t n, int3
     int32_t s = 0;
     for (int j = 0; j < 32; ++j) s += qs[32 * b + j];
     bias[b] = -offset * s;
+    if (offset == 8) bias[nb + b] = bias[b] & 0xFFFF;  // Q4_0's 16-bit form (packed_act.h)
   }
 }
 
@@ -62,6 +63,8 @@ size_t packed_act_bytes(DType t, int64_t n) {
       return static_cast<size_t>(n + 4 * (n / 256) + 64 * (n / 256) + 32 * (n / 256));
     case DType::BF16:
       return static_cast<size_t>(2 * n);
+    case DType::Q4_0:  // and the biases' 16-bit form
+      return static_cast<size_t>(n + 4 * (n / 32) + 8 * (n / 32));
     default:
       return static_cast<size_t>(n + 4 * (n / 32) + 4 * (n / 32));
   }

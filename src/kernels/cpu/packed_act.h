@@ -3,7 +3,8 @@
 // integer sums are the same on each.
 //   Q4_0 / Q5_0 / Q8_0 / IQ4_NL / IQ4_XS: levels int8[n], scales float[n/32], bias int32[n/32] =
 //     -offset * (sum of the block's levels), the weights' unsigned offset (8, 16, 128, 128, 128)
-//     removed exactly.
+//     removed exactly. Q4_0 then the same biases as 16-bit lanes, int32[n/32] = bias & 0xFFFF (the
+//     start of the AVX2 kernels' 16-bit pair sums; |bias| <= 8 * 32 * 127 fits).
 //   Q4_1: the row-major path's Q8Act: levels, scales float[n/32], float[n/32] = scale * (sum of the
 //     block's levels) (times the weights' min).
 //   Q4_K / Q5_K: levels int8[n] (Q8_K), scales float[n/256], int16[8] per super-block: the sums of
@@ -47,7 +48,8 @@ inline size_t lane_act_bytes(int64_t n) {
 void interleave_lane_tokens(const uint8_t* act, size_t stride, int nt, int64_t n, uint8_t* out);
 
 // Pointers into NT tokens' prepared activations, token t at act + t * stride: levels, one float
-// scale per block of kBlock values, then the per-block sums of type Sum.
+// scale per block of kBlock values, then the per-block sums of type Sum (and Q4_0's 16-bit biases
+// after them: bias16).
 template <int kBlock, class Sum, int NT>
 struct PackedTokens {
   const int8_t* qs[NT];
@@ -60,6 +62,10 @@ struct PackedTokens {
       d[t] = reinterpret_cast<const float*>(p + n);
       sums[t] = reinterpret_cast<const Sum*>(p + n + 4 * (n / kBlock));
     }
+  }
+  // Q4_0's biases in the low 16 bits of int32 lanes, block b.
+  const int32_t* bias16(int t, int64_t n) const {
+    return reinterpret_cast<const int32_t*>(sums[t]) + n / kBlock;
   }
 };
 // Q6_K's int16 level sums of super-block b (16 values) of a token whose biases start at `bias`.
