@@ -500,7 +500,8 @@ constexpr PackedKernels neon_packed_table() {
           {nullptr, 0},
           {nullptr, 0},
           {nullptr, 0},
-          {nullptr, 0}};  // IQ4_NL, IQ4_XS, Q4_1, Q3_K, Q2_K, MXFP4: not packed on NEON
+          {nullptr, 0},
+          {nullptr, 0}};  // IQ4_NL, IQ4_XS, Q4_1, Q3_K, Q2_K, MXFP4, Q4_Z: not packed on NEON
 }
 
 }  // namespace
