@@ -301,8 +301,7 @@ TEST_F(PackedProduct, Q6KExtremeLevelsStayExact) {
 
 // The extremes of Q4_0's: rows of all-0 and all-15 levels. Without VNNI the block's bias starts the
 // low 16-bit half of each row's sums (packed_ymm.h, half32): all-0 levels against 127s end there at
-// -8 * 32 * 127 = -32512, in range only because the bias and the products are added in the same
-// 16 bits exactly.
+// -8 * 32 * 127 = -32512, the bound that keeps those sums within int16.
 TEST_F(PackedProduct, Q40ExtremeLevelsStayExact) {
   ThreadPool pool(1);
   MatmulScratch scratch;

@@ -154,7 +154,8 @@ void half32(const uint8_t* g, int h0, int64_t n, const uint8_t* act, size_t stri
   constexpr bool kBiasFirst = !kSigned && !kMin && (D::kVnni || kT == Q32::Q4_0);
   const PackedTokens<32, int32_t, NT> tok(act, stride, n);
   [[maybe_unused]] const int32_t* bias_first[NT];
-  for (int t = 0; t < NT; ++t) bias_first[t] = D::kVnni ? tok.sums[t] : tok.bias16(t, n);
+  if constexpr (kBiasFirst)
+    for (int t = 0; t < NT; ++t) bias_first[t] = D::kVnni ? tok.sums[t] : tok.bias16(t, n);
   __m256 acc[H][NT];
   for (int hh = 0; hh < H; ++hh)
     for (int t = 0; t < NT; ++t) acc[hh][t] = _mm256_setzero_ps();
