@@ -9,7 +9,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -116,6 +115,7 @@ class PackedProduct : public ::testing::Test {
       f(isa);
     }
   }
+  void expect_extremes_exact(const test::TestMatrix& m, std::initializer_list<float> cs);
   std::string saved_ = active_isa();
 };
 
@@ -252,9 +252,10 @@ TEST_F(PackedProduct, TiersGiveTheSameBits) {
 // -127; a positive one (and -c first in each 256 inputs, its largest magnitude) 127. Constant
 // activations are quantized exactly (for the F16 scales of 32-input blocks, c / 127 must be one), so
 // the float64 reference is tight.
-void expect_extremes_exact(const test::TestMatrix& m, int64_t rows, int64_t cols,
-                           std::initializer_list<float> cs, ThreadPool& pool, MatmulScratch& scratch,
-                           const std::function<void(std::function<void(const std::string&)>)>& each) {
+void PackedProduct::expect_extremes_exact(const test::TestMatrix& m, std::initializer_list<float> cs) {
+  ThreadPool pool(1);
+  MatmulScratch scratch;
+  const int64_t rows = m.view.rows(), cols = m.view.cols();
   const Linear lin({m.view}, Precision::Fast, pool);
   ASSERT_NE(lin.packed(), nullptr);
   const auto w = m.dequantized();
@@ -266,7 +267,7 @@ void expect_extremes_exact(const test::TestMatrix& m, int64_t rows, int64_t cols
     std::vector<double> ref(rows, 0.0);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t i = 0; i < cols; ++i) ref[r] += static_cast<double>(w[r * cols + i]) * x[i];
-    each([&](const std::string&) {
+    each_tier([&](const std::string&) {
       std::vector<float> y(n_tok * rows);
       for (const int64_t n : {int64_t{1}, n_tok}) {
         lin.forward(x.data(), cols, n, y.data(), rows, pool, Precision::Fast, scratch);
@@ -284,8 +285,6 @@ void expect_extremes_exact(const test::TestMatrix& m, int64_t rows, int64_t cols
 // 2 steps of vpmaddubsw in 16 bits before they widen (packed_ymm.h): 2 * 2 * 63 * 127 = 32004, just
 // within int16 (a level of -128, or a third step, would overflow).
 TEST_F(PackedProduct, Q6KExtremeLevelsStayExact) {
-  ThreadPool pool(1);
-  MatmulScratch scratch;
   const int64_t rows = 32, cols = 512;
   test::TestMatrix m(DType::Q6_K, rows, cols, 1);
   auto* blocks = reinterpret_cast<BlockQ6_K*>(m.bytes.data());
@@ -296,15 +295,13 @@ TEST_F(PackedProduct, Q6KExtremeLevelsStayExact) {
     for (int s = 0; s < 16; ++s) blocks[i].scales[s] = static_cast<int8_t>(s % 2 ? -128 : 127);
     blocks[i].d = 0x3C00;  // 1.0
   }
-  expect_extremes_exact(m, rows, cols, {-0.75f, 1.0f}, pool, scratch, [&](auto f) { each_tier(f); });
+  expect_extremes_exact(m, {-0.75f, 1.0f});
 }
 
 // The extremes of Q4_0's: rows of all-0 and all-15 levels. Without VNNI the block's bias starts the
 // low 16-bit half of each row's sums (packed_ymm.h, half32): all-0 levels against 127s end there at
 // -8 * 32 * 127 = -32512, the bound that keeps those sums within int16.
 TEST_F(PackedProduct, Q40ExtremeLevelsStayExact) {
-  ThreadPool pool(1);
-  MatmulScratch scratch;
   const int64_t rows = 32, cols = 512;
   test::TestMatrix m(DType::Q4_0, rows, cols, 1);
   auto* blocks = reinterpret_cast<BlockQ4_0*>(m.bytes.data());
@@ -313,8 +310,7 @@ TEST_F(PackedProduct, Q40ExtremeLevelsStayExact) {
     std::memset(blocks[i].qs, high ? 0xFF : 0, sizeof blocks[i].qs);
     blocks[i].d = 0x3C00;  // 1.0
   }
-  expect_extremes_exact(m, rows, cols, {-127.0f / 128, 127.0f / 64}, pool, scratch,
-                        [&](auto f) { each_tier(f); });
+  expect_extremes_exact(m, {-127.0f / 128, 127.0f / 64});
 }
 
 TEST_F(PackedProduct, FusedPartsEqualSeparateProducts) {
